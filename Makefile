@@ -1,0 +1,45 @@
+# autorl-tui — set-up, demo, tests, benchmarks. Every target installs what it needs.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.autorl-setup-stamp
+TORCH_VERSION ?= 2.13.0
+DEMO_HOME ?= $(CURDIR)/.autorl-home
+PLAN ?= data/plans/demo.yaml
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test test-fast bench clean-home system-deps
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	@# CPU torch from local disk unless an NVIDIA GPU is present (an unpinned torch pulls a CUDA build).
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  echo "NVIDIA GPU found: default torch build"; $(PIP) install -q torch; \
+	else \
+	  echo "no NVIDIA GPU: CPU torch $(TORCH_VERSION)"; $(PIP) install -q torch==$(TORCH_VERSION); \
+	fi
+	$(PIP) install -q -e ".[train,tasks,docker,dev]"
+	@touch $(STAMP)
+
+# Debian packages the tests use for real parts (Docker Engine, headless Chromium, tmux). Needs root.
+system-deps:
+	@bash scripts/system-deps.sh
+
+demo: setup
+	$(PY) -m autorl_tui --home $(DEMO_HOME) demo --plan $(PLAN)
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow and not docker" $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+clean-home:
+	rm -rf $(DEMO_HOME)

@@ -1,0 +1,3 @@
+from autorl_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The catalog: task cards, agent specs, models and plans. Pure data loading and validation."""

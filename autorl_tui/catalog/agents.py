@@ -1,0 +1,132 @@
+"""Agent specs: YAML files describing how to launch an agent. Built-in specs live in
+`autorl_tui/builtin/agents/`; user specs in the home's `agents/` folder or `--agents-dir`.
+
+    name: my-agent
+    description: one line
+    command: python {agent_dir}/my_agent.py      # run in the workspace; a string (shell) or a list
+    env: [OPENAI_API_KEY, OPENAI_BASE_URL]       # names passed through from the harness environment
+    output_format: text                          # how stdout is parsed (text; JSON streams in later specs)
+    network: none                                # container network policy: none | bridge | host
+    image: null                                  # container image (docker executor)
+    install: {npm: [...], pip: [...]}            # how to install it (shown by `doctor`)
+    driver: {required: false, env: MODEL}        # driver LLM parameter
+
+Placeholders in `command`: {agent_dir} (the folder holding the spec), {python} (the harness's
+Python), {driver}, {driver_url}, {workspace}, {prompt_file}.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autorl_tui.exitcodes import UsageError
+
+OUTPUT_FORMATS = {"text"}   # extended by parsers registered in engine/instrument (see register_output_format)
+NETWORK_POLICIES = ("none", "bridge", "host")
+
+
+def register_output_format(name: str) -> None:
+    OUTPUT_FORMATS.add(name)
+
+
+def builtin_agents_dir() -> Path:
+    return Path(__file__).resolve().parents[1] / "builtin" / "agents"
+
+
+@dataclass
+class AgentSpec:
+    name: str
+    command: str | list[str]
+    source: Path
+    description: str = ""
+    env: list[str] = field(default_factory=list)
+    output_format: str = "text"
+    network: str = "none"
+    image: str | None = None
+    install: dict[str, Any] = field(default_factory=dict)
+    driver: dict[str, Any] = field(default_factory=dict)
+    needs: list[str] = field(default_factory=list)     # executables that must be on PATH
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def agent_dir(self) -> Path:
+        return self.source.parent
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "command": self.command, "source": str(self.source),
+                "description": self.description, "env": self.env, "output_format": self.output_format,
+                "network": self.network, "image": self.image, "install": self.install,
+                "driver": self.driver, "needs": self.needs}
+
+
+def load_agent_spec(path: Path) -> AgentSpec:
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as exc:
+        raise UsageError(f"agent spec {path} is not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"agent spec {path} must be a mapping")
+    for key in ("name", "command"):
+        if not raw.get(key):
+            raise UsageError(f"agent spec {path} lacks `{key}`")
+    env = raw.get("env") or []
+    if not isinstance(env, list) or not all(isinstance(e, str) for e in env):
+        raise UsageError(f"agent spec {path}: `env` must be a list of variable names, e.g. [OPENAI_API_KEY]")
+    fmt = raw.get("output_format", "text")
+    if fmt not in OUTPUT_FORMATS:
+        raise UsageError(f"agent spec {path}: output_format {fmt!r} unknown; known: {sorted(OUTPUT_FORMATS)}")
+    network = raw.get("network", "none")
+    if network not in NETWORK_POLICIES:
+        raise UsageError(f"agent spec {path}: network {network!r} must be one of {NETWORK_POLICIES}")
+    return AgentSpec(name=str(raw["name"]), command=raw["command"], source=Path(path).resolve(),
+                     description=str(raw.get("description", "")), env=env, output_format=fmt,
+                     network=network, image=raw.get("image"), install=dict(raw.get("install") or {}),
+                     driver=dict(raw.get("driver") or {}), needs=list(raw.get("needs") or []), raw=raw)
+
+
+def agent_search_path(extra: list[Path] | None = None, home_root: Path | None = None) -> list[Path]:
+    paths = [Path(p) for p in (extra or [])]
+    if home_root is not None:
+        paths.append(home_root / "agents")
+    paths.append(builtin_agents_dir())
+    return paths
+
+
+def _spec_files(root: Path):
+    if not root.is_dir():
+        return
+    yield from sorted(root.glob("*.yaml"))
+    yield from sorted(root.glob("*/agent.yaml"))
+
+
+def list_agents(search_path: list[Path]) -> dict[str, AgentSpec]:
+    found: dict[str, AgentSpec] = {}
+    for root in search_path:
+        for f in _spec_files(root):
+            try:
+                spec = load_agent_spec(f)
+            except UsageError:
+                continue
+            found.setdefault(spec.name, spec)
+    return found
+
+
+def find_agent(name: str, search_path: list[Path]) -> AgentSpec:
+    agents = list_agents(search_path)
+    if name in agents:
+        return agents[name]
+    candidate = Path(name)
+    if candidate.suffix in (".yaml", ".yml") and candidate.exists():
+        return load_agent_spec(candidate)
+    raise UsageError(f"unknown agent {name!r}; known agents: {', '.join(sorted(agents)) or 'none'} "
+                     f"(searched {', '.join(map(str, search_path))}; or give a path to a spec .yaml)")
+
+
+def passthrough_env(spec: AgentSpec, environ: dict[str, str] | None = None) -> dict[str, str]:
+    environ = os.environ if environ is None else environ
+    return {k: environ[k] for k in spec.env if k in environ}

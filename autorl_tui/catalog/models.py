@@ -1,0 +1,38 @@
+"""Base models: the built-in `tiny` model (built locally, cached in the home) or a local
+Hugging Face-format folder given by path or placed in the home's `models/` folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autorl_tui.exitcodes import UsageError
+
+BUILTIN_MODELS = ("tiny",)
+
+
+def is_hf_model_dir(path: Path) -> bool:
+    if not (path / "config.json").exists():
+        return False
+    return any(path.glob("*.safetensors")) or any(path.glob("pytorch_model*.bin"))
+
+
+def resolve_model(name: str, models_root: Path, build: bool = True) -> Path:
+    """Path of the model's HF folder. Builds `tiny` on demand (deterministic, no downloads)."""
+    candidate = Path(name).expanduser()
+    if candidate.is_absolute() or name.startswith("."):
+        if is_hf_model_dir(candidate):
+            return candidate.resolve()
+        raise UsageError(f"model path {candidate} is not a Hugging Face model folder "
+                         f"(needs config.json and *.safetensors or pytorch_model*.bin)")
+    local = models_root / name
+    if is_hf_model_dir(local):
+        return local
+    if name in BUILTIN_MODELS:
+        if not build:
+            raise UsageError(f"model {name} is not built yet: run `autorl-tui models build {name}`")
+        from autorl_tui.catalog.tiny import build_tiny_model
+
+        build_tiny_model(local)
+        return local
+    raise UsageError(f"unknown model {name!r}: give a path to a local Hugging Face model folder, put one in "
+                     f"{models_root}/{name}, or use a built-in model ({', '.join(BUILTIN_MODELS)})")

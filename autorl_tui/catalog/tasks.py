@@ -1,0 +1,279 @@
+"""Task cards: `tasks/<id>/task.yaml` + `description.md` (agent-visible) + data or a generator.
+
+A card fixes the evaluation protocol. Data comes from a *provider* named in the card:
+
+    data:
+      provider: generator          # python function producing items for a split
+      generator: arith             # autorl_tui.catalog.generators.<name>:generate
+      params: {...}
+      splits: {train: {n: 4000, seed: 42}, dev: {n: 200, seed: 5678}, test: {n: 300, seed: 1234}}
+
+    data:
+      provider: files              # JSONL files shipped beside the card (paths relative to it)
+      splits: {train: {path: data/train.jsonl}, ...}
+
+    data:
+      provider: local              # a user's local copy (e.g. the real GSM8K)
+      env: GSM8K_PATH              # where to look first
+      default: ~/data/gsm8k        # then here
+      splits: {train: {file: train.jsonl}, test: {file: test.jsonl}, dev: {from: train, last: 500}}
+
+    data:
+      provider: python             # anything else: module:function(card, split, out_dir) -> Path
+      function: autorl_tui.tasks_impl.alfworld:materialize
+
+Splits are materialized once into the home's cache (harness-private) as `<split>.jsonl` (or a
+folder) and read from there; only `train` is ever copied into a workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autorl_tui.exitcodes import UsageError
+from autorl_tui.grading.types import EvalProtocol
+
+SPLITS_AGENT_VISIBLE = ("train",)
+HELD_OUT_SPLITS = ("test", "private")
+
+
+def builtin_tasks_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "tasks"
+
+
+def task_search_path(extra: list[Path] | None = None, home_root: Path | None = None) -> list[Path]:
+    paths: list[Path] = []
+    for p in extra or []:
+        paths.append(Path(p))
+    env = os.environ.get("AUTORL_TASKS_DIR")
+    if env:
+        paths.extend(Path(x) for x in env.split(os.pathsep) if x)
+    if home_root is not None:
+        paths.append(home_root / "tasks")
+    paths.append(builtin_tasks_dir())
+    return paths
+
+
+@dataclass
+class TaskCard:
+    id: str
+    name: str
+    level: int
+    scorer: str
+    primary_metric: str
+    protocol: EvalProtocol
+    data: dict[str, Any]
+    dir: Path
+    description_file: str = "description.md"
+    default_budget: str = "10m"
+    submission_cap: dict[str, Any] = field(default_factory=dict)   # {max_count: N, min_interval_s: S}
+    scorer_options: dict[str, Any] = field(default_factory=dict)
+    workspace_files: list[str] = field(default_factory=list)        # extra agent-visible files beside the card
+    version: str = "1"
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def description(self) -> str:
+        return (self.dir / self.description_file).read_text()
+
+    @property
+    def splits(self) -> list[str]:
+        return list(self.data.get("splits", {}))
+
+    def protocol_hash(self) -> str:
+        payload = {"protocol": self.protocol.to_dict(), "scorer": self.scorer, "data": self.data,
+                   "scorer_options": self.scorer_options, "version": self.version}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "level": self.level, "scorer": self.scorer,
+                "primary_metric": self.primary_metric, "protocol": self.protocol.to_dict(),
+                "data": self.data, "dir": str(self.dir), "default_budget": self.default_budget,
+                "submission_cap": self.submission_cap, "scorer_options": self.scorer_options,
+                "workspace_files": self.workspace_files, "version": self.version}
+
+
+REQUIRED = ("id", "level", "scorer", "primary_metric", "protocol", "data")
+
+
+def load_task_card(path: Path) -> TaskCard:
+    card_path = path / "task.yaml" if path.is_dir() else path
+    where = str(card_path)
+    try:
+        raw = yaml.safe_load(card_path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"task card {where} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"task card {where} is not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"task card {where} must be a mapping of fields, got {type(raw).__name__}")
+    missing = [k for k in REQUIRED if k not in raw]
+    if missing:
+        raise UsageError(f"task card {where} lacks required field(s): {', '.join(missing)}")
+    try:
+        protocol = EvalProtocol.from_dict(raw["protocol"])
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"task card {where}: protocol: {exc}") from None
+    if raw["level"] not in (1, 2, 3):
+        raise UsageError(f"task card {where}: level must be 1, 2 or 3, got {raw['level']!r}")
+    return TaskCard(
+        id=str(raw["id"]), name=str(raw.get("name", raw["id"])), level=int(raw["level"]),
+        scorer=str(raw["scorer"]), primary_metric=str(raw["primary_metric"]), protocol=protocol,
+        data=dict(raw["data"]), dir=card_path.parent.resolve(),
+        description_file=raw.get("description", "description.md"),
+        default_budget=str(raw.get("budget", "10m")), submission_cap=dict(raw.get("submission_cap") or {}),
+        scorer_options=dict(raw.get("scorer_options") or {}),
+        workspace_files=list(raw.get("workspace_files") or []), version=str(raw.get("version", "1")), raw=raw)
+
+
+def list_tasks(search_path: list[Path]) -> dict[str, TaskCard]:
+    found: dict[str, TaskCard] = {}
+    for root in search_path:
+        if not root.is_dir():
+            continue
+        for card in sorted(root.glob("*/task.yaml")):
+            try:
+                task = load_task_card(card)
+            except UsageError:
+                continue
+            found.setdefault(task.id, task)
+    return found
+
+
+def find_task(task_id: str, search_path: list[Path]) -> TaskCard:
+    for root in search_path:
+        card = root / task_id / "task.yaml"
+        if card.exists():
+            return load_task_card(card)
+    known = ", ".join(sorted(list_tasks(search_path))) or "none"
+    raise UsageError(f"unknown task {task_id!r}; known tasks: {known} (searched {', '.join(map(str, search_path))})")
+
+
+# --------------------------------------------------------------------------- data providers
+
+class DataUnavailable(UsageError):
+    """The task's data is not on this machine; the message says where to put it."""
+
+
+def split_cache_dir(card: TaskCard, cache_root: Path) -> Path:
+    return cache_root / card.id / card.protocol_hash()
+
+
+def materialize(card: TaskCard, split: str, cache_root: Path) -> Path:
+    """Make the split's data available in the harness cache and return its path (file or folder)."""
+    if split not in card.data.get("splits", {}):
+        raise UsageError(f"task {card.id} has no split {split!r}; it has {', '.join(card.splits)}")
+    out_dir = split_cache_dir(card, cache_root)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(out_dir, 0o700)
+    provider = card.data.get("provider", "files")
+    done_marker = out_dir / f".{split}.done"
+    if done_marker.exists():
+        return Path(done_marker.read_text())
+    if provider == "generator":
+        path = _materialize_generator(card, split, out_dir)
+    elif provider == "files":
+        path = _materialize_files(card, split, out_dir)
+    elif provider == "local":
+        path = _materialize_local(card, split, out_dir)
+    elif provider == "python":
+        module, func = card.data["function"].split(":")
+        path = Path(getattr(importlib.import_module(module), func)(card, split, out_dir))
+    else:
+        raise UsageError(f"task {card.id}: unknown data provider {provider!r} (generator, files, local, python)")
+    done_marker.write_text(str(path))
+    return path
+
+
+def _write_jsonl(path: Path, items: list[dict]) -> Path:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as fh:
+        for item in items:
+            fh.write(json.dumps(item) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _materialize_generator(card: TaskCard, split: str, out_dir: Path) -> Path:
+    name = card.data["generator"]
+    module = importlib.import_module(f"autorl_tui.catalog.generators.{name}")
+    spec = dict(card.data["splits"][split])
+    items = module.generate(split=split, params=dict(card.data.get("params") or {}), **spec)
+    return _write_jsonl(out_dir / f"{split}.jsonl", items)
+
+
+def _materialize_files(card: TaskCard, split: str, out_dir: Path) -> Path:
+    src = card.dir / card.data["splits"][split]["path"]
+    if not src.exists():
+        raise DataUnavailable(f"task {card.id}: split {split} file {src} is missing")
+    items = read_items(src)
+    return _write_jsonl(out_dir / f"{split}.jsonl", items)
+
+
+def local_data_root(card: TaskCard) -> Path | None:
+    candidates = []
+    env = card.data.get("env")
+    if env and os.environ.get(env):
+        candidates.append(Path(os.environ[env]).expanduser())
+    if card.data.get("default"):
+        candidates.append(Path(card.data["default"]).expanduser())
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return None
+
+
+def _materialize_local(card: TaskCard, split: str, out_dir: Path) -> Path:
+    root = local_data_root(card)
+    spec = card.data["splits"][split]
+    if root is None:
+        files = sorted({s.get("file") for s in card.data["splits"].values() if s.get("file")})
+        env = card.data.get("env")
+        raise DataUnavailable(
+            f"task {card.id} needs its data on this machine and none was found. Put "
+            f"{' and '.join(files)} in {card.data.get('default', '<a folder>')}"
+            + (f" or set {env}=/path/to/folder" if env else "")
+            + (f". {card.data['hint']}" if card.data.get("hint") else ""))
+    if "from" in spec:   # carve a split out of another file (e.g. dev = last 500 of train)
+        base = read_items(root / card.data["splits"][spec["from"]]["file"])
+        items = base[-int(spec["last"]):] if "last" in spec else base[: int(spec["first"])]
+    else:
+        path = root / spec["file"]
+        if not path.exists():
+            raise DataUnavailable(f"task {card.id}: expected {path} (split {split}); see the task's description")
+        items = read_items(path)
+        for other in card.data["splits"].values():   # a split other splits are carved from loses them
+            if other.get("from") == split:
+                n = int(other.get("last", 0))
+                items = items[:-n] if n else items[int(other.get("first", 0)):]
+    normalize = card.data.get("normalize")
+    if normalize:
+        module, func = normalize.split(":")
+        fn = getattr(importlib.import_module(module), func)
+        items = [fn(x, i, split) for i, x in enumerate(items)]
+    return _write_jsonl(out_dir / f"{split}.jsonl", items)
+
+
+def read_items(path: Path) -> list[dict]:
+    path = Path(path)
+    if path.suffix == ".json":
+        data = json.loads(path.read_text())
+        return data if isinstance(data, list) else data.get("items", [])
+    items = []
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            line = line.strip()
+            if line:
+                try:
+                    items.append(json.loads(line))
+                except ValueError as exc:
+                    raise UsageError(f"{path}:{n}: not a JSON line ({exc})") from None
+    return items

@@ -1,0 +1,74 @@
+"""Command-line entry point.
+
+`autorl-tui` with no command opens the console (attaching to, or starting, the home's engine);
+`autorl-tui --batch PLAN` runs a plan headless. Every other command is a module in
+`autorl_tui/commands/` exposing `register(subparsers)`; commands import their heavy parts lazily
+so that `--batch` and reports never import Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from autorl_tui import __version__
+from autorl_tui.exitcodes import ExitCode, InfraError, UsageError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autorl-tui",
+        description="Operator console and headless harness for agentic RL post-training benchmarks.")
+    parser.add_argument("--version", action="version", version=f"autorl-tui {__version__}")
+    parser.add_argument("--home", help="home directory (store, caches, workspaces); default $AUTORL_HOME "
+                                       "or ~/.local/share/autorl-tui")
+    parser.add_argument("--batch", metavar="PLAN", help="run PLAN (YAML) headless and exit with a typed code")
+    parser.add_argument("--agents-dir", action="append", default=[], help="extra folder of agent specs")
+    parser.add_argument("--tasks-dir", action="append", default=[], help="extra folder of task cards")
+    parser.add_argument("--plain", action="store_true", help="with --batch: plain log lines instead of rich progress")
+    parser.add_argument("--concurrency", type=int, default=None, help="with --batch: concurrent CPU runs")
+    parser.add_argument("--gpus", default=None, help="declare GPUs instead of NVML discovery: '0,1,2' or 'none'")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    import autorl_tui.commands as commands_pkg
+
+    for info in sorted(pkgutil.iter_modules(commands_pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"autorl_tui.commands.{info.name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help exits 0, bad usage exits 2
+        return int(exc.code or 0)
+    try:
+        if args.batch:
+            if args.command:
+                raise UsageError("--batch PLAN takes no other command")
+            from autorl_tui.commands._batch import run_batch
+
+            return int(run_batch(args))
+        if args.command is None:
+            from autorl_tui.commands._console import run_console
+
+            return int(run_console(args))
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"autorl-tui: error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    except InfraError as exc:
+        print(f"autorl-tui: infrastructure error: {exc}", file=sys.stderr)
+        return int(ExitCode.INFRA)
+    except KeyboardInterrupt:
+        print("autorl-tui: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,2 @@
+"""CLI commands: one module each, exposing `register(subparsers)`. Modules starting with `_`
+are helpers used by the top-level entry point (batch, console)."""

@@ -1,0 +1,137 @@
+"""Typed engine events and the bus that fans them out to subscribers (console, batch display,
+socket clients). Publishing never blocks the engine: a subscriber that falls behind is marked
+`lagged` and must resynchronise from the store."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class EngineEvent:
+    run_id: str | None
+    ts: float = field(default_factory=time.time, kw_only=True)
+
+    @property
+    def type(self) -> str:
+        return type(self).__name__
+
+    def to_dict(self) -> dict:
+        return {"type": self.type, **asdict(self)}
+
+
+@dataclass
+class RunStateChanged(EngineEvent):
+    state: str
+    previous: str | None = None
+    reason: str | None = None
+    failure_source: str | None = None
+
+
+@dataclass
+class RunUpdated(EngineEvent):
+    """Some of a run's summary fields changed (scores, deadline, attempt, workspace, ...)."""
+    fields: dict[str, Any]
+
+
+@dataclass
+class RunEventAppended(EngineEvent):
+    """An agent or harness event line (stdout/stderr line, parsed action, harness message)."""
+    kind: str
+    message: str
+    level: str = "info"
+    data: Any = None
+
+
+@dataclass
+class MetricPoint(EngineEvent):
+    name: str
+    value: float | None
+    step: int | None
+    source: str
+    phase: str | None = None
+
+
+@dataclass
+class SubmissionUpdated(EngineEvent):
+    submission: dict[str, Any]
+
+
+@dataclass
+class ResourceSample(EngineEvent):
+    cpu_percent: float | None
+    rss_bytes: int | None
+    n_procs: int | None
+    gpus: list[dict] | None = None
+
+
+@dataclass
+class QueueChanged(EngineEvent):
+    paused: bool = False
+
+
+EVENT_TYPES = {cls.__name__: cls for cls in
+               (RunStateChanged, RunUpdated, RunEventAppended, MetricPoint, SubmissionUpdated,
+                ResourceSample, QueueChanged)}
+
+
+def event_from_dict(data: dict) -> EngineEvent:
+    data = dict(data)
+    cls = EVENT_TYPES[data.pop("type")]
+    return cls(**data)
+
+
+class Subscription:
+    def __init__(self, bus: "EventBus", maxsize: int):
+        self._bus = bus
+        self.queue: asyncio.Queue[EngineEvent] = asyncio.Queue(maxsize=maxsize)
+        self.lagged = False
+        self.dropped = 0
+
+    def offer(self, event: EngineEvent) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.lagged = True
+            self.dropped += 1
+
+    async def get(self) -> EngineEvent:
+        return await self.queue.get()
+
+    def drain(self) -> list[EngineEvent]:
+        out = []
+        while True:
+            try:
+                out.append(self.queue.get_nowait())
+            except asyncio.QueueEmpty:
+                return out
+
+    def close(self) -> None:
+        self._bus.unsubscribe(self)
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> EngineEvent:
+        return await self.queue.get()
+
+
+class EventBus:
+    def __init__(self) -> None:
+        self._subs: list[Subscription] = []
+
+    def subscribe(self, maxsize: int = 100_000) -> Subscription:
+        sub = Subscription(self, maxsize)
+        self._subs.append(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        if sub in self._subs:
+            self._subs.remove(sub)
+
+    def publish(self, event: EngineEvent) -> None:
+        for sub in list(self._subs):
+            sub.offer(event)

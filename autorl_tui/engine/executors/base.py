@@ -1,0 +1,100 @@
+"""The executor interface."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Mount:
+    source: Path
+    target: str           # path inside the container; for the local executor, the workspace-relative place
+    read_only: bool = True
+
+
+@dataclass
+class LaunchSpec:
+    run_id: str
+    attempt: int
+    command: str | list[str]          # a shell string or an argv list, run in the workspace
+    workspace: Path
+    env: dict[str, str]               # the complete environment: nothing else leaks in
+    log_dir: Path                     # harness-owned: stdout.log, stderr.log, exit.json are written here
+    deadline: float                   # epoch seconds; the executor kills the whole tree at this time
+    gpus: list[str] = field(default_factory=list)      # device ids, never a count
+    mounts: list[Mount] = field(default_factory=list)  # read-only model and train data (containers)
+    network: str = "none"             # none | bridge | host (containers)
+    cpus: float | None = None
+    memory_bytes: int | None = None
+    image: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    grading_socket: Path | None = None   # for containers without a network: the grading API's Unix socket
+
+    @property
+    def stdout_path(self) -> Path:
+        return self.log_dir / "stdout.log"
+
+    @property
+    def stderr_path(self) -> Path:
+        return self.log_dir / "stderr.log"
+
+    @property
+    def exit_path(self) -> Path:
+        return self.log_dir / "exit.json"
+
+
+class AgentHandle(abc.ABC):
+    """A started (or re-adopted) agent. Its stdout/stderr go to `stdout_path`/`stderr_path`,
+    which the engine tails by byte offset so that a restarted engine can resume where it was."""
+
+    stdout_path: Path
+    stderr_path: Path
+
+    @abc.abstractmethod
+    def ident(self) -> dict:
+        """What to record on the attempt row to find it again: {"pid": ...} or {"container_id": ...}."""
+
+    @abc.abstractmethod
+    async def wait(self) -> int:
+        """Wait for the agent to end; returns its exit code (negative: killed by that signal)."""
+
+    @abc.abstractmethod
+    async def kill(self, reason: str) -> None:
+        """Kill the agent's whole process tree (or container) now."""
+
+    @abc.abstractmethod
+    def is_alive(self) -> bool: ...
+
+    def pids(self) -> list[int]:
+        """Host pids of the agent's processes, for resource sampling (may be empty)."""
+        return []
+
+    async def pause(self) -> None:
+        raise NotImplementedError("this executor cannot pause")
+
+    async def resume(self) -> None:
+        raise NotImplementedError("this executor cannot resume")
+
+    async def extend_deadline(self, deadline: float) -> None:
+        raise NotImplementedError("this executor cannot extend a deadline")
+
+
+class Executor(abc.ABC):
+    name: str
+
+    @abc.abstractmethod
+    async def start(self, spec: LaunchSpec) -> AgentHandle:
+        """Start the agent. Raises ExecutorError (an infrastructure failure) if it cannot."""
+
+    @abc.abstractmethod
+    async def adopt(self, attempt: dict, spec: LaunchSpec) -> AgentHandle | None:
+        """Find an agent started by an earlier engine (from the attempt row); None if it is gone."""
+
+    def available(self) -> tuple[bool, str]:
+        return True, "ok"
+
+
+class ExecutorError(Exception):
+    """The executor could not start or control the agent (an infrastructure failure)."""

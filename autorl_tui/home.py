@@ -1,0 +1,163 @@
+"""The home directory: one folder holds the store, caches, workspaces and reports.
+
+Resolution order: --home DIR, else $AUTORL_HOME, else a per-user default. One engine per home,
+guarded by an flock on `engine.lock` that records the holder's pid.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from autorl_tui.exitcodes import InfraError
+
+
+def default_home() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "autorl-tui"
+
+
+def resolve_home(cli_value: str | None = None) -> Path:
+    if cli_value:
+        return Path(cli_value).expanduser().resolve()
+    env = os.environ.get("AUTORL_HOME")
+    if env:
+        return Path(env).expanduser().resolve()
+    return default_home()
+
+
+@dataclass(frozen=True)
+class Home:
+    root: Path
+
+    @classmethod
+    def open(cls, cli_value: str | None = None, create: bool = True) -> "Home":
+        home = cls(resolve_home(cli_value))
+        if create:
+            home.ensure()
+        return home
+
+    # Harness-private parts are 0700 so that an agent running as another user cannot read them;
+    # the root itself is 0711 (traverse only) so workspaces below it stay reachable.
+    def ensure(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o711)
+        for private in (self.cache, self.runs_dir, self.snapshots, self.reports, self.models):
+            private.mkdir(parents=True, exist_ok=True)
+            os.chmod(private, 0o700)
+        self.workspaces.mkdir(exist_ok=True)
+        os.chmod(self.workspaces, 0o711)
+        self.agents_dir.mkdir(exist_ok=True)
+
+    @property
+    def store_path(self) -> Path:
+        return self.root / "store.db"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    @property
+    def models(self) -> Path:
+        return self.root / "models"
+
+    @property
+    def workspaces(self) -> Path:
+        return self.root / "workspaces"
+
+    @property
+    def runs_dir(self) -> Path:
+        """Harness-owned per-run files: agent logs, grading requests/results, exit status."""
+        return self.root / "runs"
+
+    @property
+    def snapshots(self) -> Path:
+        """Harness-owned copies of submitted checkpoints (graded from here, never from output/)."""
+        return self.root / "snapshots"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "reports"
+
+    @property
+    def agents_dir(self) -> Path:
+        return self.root / "agents"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / "engine.lock"
+
+    @property
+    def socket_path(self) -> Path:
+        return self.root / "engine.sock"
+
+    def task_cache(self, task_id: str) -> Path:
+        return self.cache / "tasks" / task_id
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+
+class EngineLock:
+    """Exclusive per-home lock. The holder's pid and start time are written into the lock file."""
+
+    def __init__(self, home: Home):
+        self.home = home
+        self._fd: int | None = None
+
+    def holder(self) -> dict | None:
+        try:
+            data = json.loads(self.home.lock_path.read_text() or "{}")
+        except (OSError, ValueError):
+            return None
+        return data or None
+
+    def acquire(self, role: str = "engine") -> None:
+        fd = os.open(self.home.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            info = self.holder() or {}
+            pid = info.get("pid", "?")
+            raise InfraError(
+                f"another engine (pid {pid}, {info.get('role', 'engine')}) already owns home {self.home.root}; "
+                f"attach to it, stop it with `autorl-tui engine stop --home {self.home.root}`, "
+                f"or use another --home"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "role": role, "since": time.time()}).encode())
+        os.fsync(fd)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, 0)
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def is_held_by_other(self) -> bool:
+        fd = os.open(self.home.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()

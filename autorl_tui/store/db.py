@@ -1,0 +1,244 @@
+"""The single writer.
+
+Only the harness process writes the store. High-volume rows (events, metrics, resource samples)
+are buffered and committed in batches; anything that changes state (a run's state, a submission's
+status, an attempt starting) is committed immediately, after flushing the buffer so that the
+order of rows on disk is the order things happened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import zlib
+from pathlib import Path
+from typing import Any, Iterable
+
+import sqlite_utils
+
+from autorl_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+JSON_COLUMNS = {
+    "runs": ("spec",),
+    "attempts": ("gpus", "offsets"),
+    "events": ("data",),
+    "submissions": ("metrics",),
+    "baselines": ("metrics",),
+    "samples": ("data",),
+    "revisions": ("manifest", "skipped"),
+    "resources": ("gpus",),
+}
+
+
+def _dumps(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, default=str)
+
+
+def decode_row(table: str, row: dict | None) -> dict | None:
+    if row is None:
+        return None
+    for col in JSON_COLUMNS.get(table, ()):
+        if isinstance(row.get(col), str):
+            try:
+                row[col] = json.loads(row[col])
+            except ValueError:
+                pass
+    return row
+
+
+class StoreError(Exception):
+    pass
+
+
+class Store:
+    """Read-write handle. Create one per process that owns the home (the engine)."""
+
+    def __init__(self, path: str | os.PathLike, flush_rows: int = 2000):
+        self.path = Path(path)
+        new = not self.path.exists()
+        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None,
+                                     timeout=30)
+        self._conn.row_factory = sqlite3.Row
+        if new:
+            os.chmod(self.path, 0o600)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA foreign_keys=OFF")
+        self.db = sqlite_utils.Database(self._conn)
+        self._lock = threading.RLock()
+        self._events: list[tuple] = []
+        self._metrics: list[tuple] = []
+        self._resources: list[tuple] = []
+        self.flush_rows = flush_rows
+        self.migrate()
+
+    # ---------------------------------------------------------------- schema
+    def schema_version(self) -> int:
+        return self._conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def migrate(self) -> None:
+        with self._lock:
+            current = self.schema_version()
+            if current > SCHEMA_VERSION:
+                raise StoreError(
+                    f"store {self.path} has schema version {current}, newer than this autorl-tui "
+                    f"({SCHEMA_VERSION}); upgrade autorl-tui or use another --home")
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _split_sql(MIGRATIONS[version - 1]):
+                        self._conn.execute(statement)
+                    self._conn.execute(f"PRAGMA user_version = {version}")
+                    self._conn.execute("COMMIT")
+                except Exception:
+                    self._conn.execute("ROLLBACK")
+                    raise
+
+    # ---------------------------------------------------------------- buffered appends
+    def append_event(self, run_id: str | None, kind: str, message: str, *, level: str = "info",
+                     data: Any = None, attempt: int | None = None, ts: float | None = None) -> None:
+        with self._lock:
+            self._events.append((run_id, attempt, ts or time.time(), kind, level, message, _dumps(data)))
+            if len(self._events) >= self.flush_rows:
+                self.flush()
+
+    def append_metric(self, run_id: str, name: str, value: float | None, *, step: int | None = None,
+                      source: str, phase: str | None = None, attempt: int | None = None,
+                      ts: float | None = None) -> None:
+        with self._lock:
+            self._metrics.append((run_id, attempt, ts or time.time(), step, name, value, source, phase))
+            if len(self._metrics) >= self.flush_rows:
+                self.flush()
+
+    def append_resource(self, run_id: str, *, cpu_percent: float | None, rss_bytes: int | None,
+                        n_procs: int | None, gpus: Any = None, ts: float | None = None) -> None:
+        with self._lock:
+            self._resources.append((run_id, ts or time.time(), cpu_percent, rss_bytes, n_procs, _dumps(gpus)))
+
+    def pending(self) -> int:
+        return len(self._events) + len(self._metrics) + len(self._resources)
+
+    def flush(self) -> int:
+        """Commit buffered rows in one transaction. Returns how many rows were written."""
+        with self._lock:
+            n = self.pending()
+            if not n:
+                return 0
+            events, metrics, resources = self._events, self._metrics, self._resources
+            self._events, self._metrics, self._resources = [], [], []
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                if events:
+                    self._conn.executemany(
+                        "INSERT INTO events (run_id, attempt, ts, kind, level, message, data) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)", events)
+                if metrics:
+                    self._conn.executemany(
+                        "INSERT INTO metrics (run_id, attempt, ts, step, name, value, source, phase) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", metrics)
+                if resources:
+                    self._conn.executemany(
+                        "INSERT INTO resources (run_id, ts, cpu_percent, rss_bytes, n_procs, gpus) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", resources)
+                self._conn.execute("COMMIT")
+            except Exception:
+                self._conn.execute("ROLLBACK")
+                self._events[:0], self._metrics[:0], self._resources[:0] = events, metrics, resources
+                raise
+            return n
+
+    # ---------------------------------------------------------------- immediate writes
+    def insert(self, table: str, row: dict) -> int | str:
+        """Insert one row and commit now (after flushing buffered rows). Returns its primary key."""
+        with self._lock:
+            self.flush()
+            encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in row.items()}
+            cols = ", ".join(encoded)
+            marks = ", ".join("?" for _ in encoded)
+            cur = self._conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", tuple(encoded.values()))
+            return row.get("id", cur.lastrowid) if table in ("runs", "plans") else cur.lastrowid
+
+    def update(self, table: str, key: Any, fields: dict, key_column: str = "id") -> None:
+        if not fields:
+            return
+        with self._lock:
+            self.flush()
+            encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
+            sets = ", ".join(f"{k} = ?" for k in encoded)
+            self._conn.execute(f"UPDATE {table} SET {sets} WHERE {key_column} = ?", (*encoded.values(), key))
+
+    def insert_many(self, table: str, rows: Iterable[dict]) -> int:
+        rows = list(rows)
+        if not rows:
+            return 0
+        with self._lock:
+            self.flush()
+            cols = list(rows[0])
+            json_cols = JSON_COLUMNS.get(table, ())
+            values = [tuple(_dumps(r.get(c)) if c in json_cols else r.get(c) for c in cols) for r in rows]
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})", values)
+                self._conn.execute("COMMIT")
+            except Exception:
+                self._conn.execute("ROLLBACK")
+                raise
+            return len(rows)
+
+    def put_blob(self, content: bytes) -> str:
+        import hashlib
+
+        digest = hashlib.sha256(content).hexdigest()
+        with self._lock:
+            if self._conn.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (digest,)).fetchone():
+                return digest
+            packed = zlib.compress(content, 6)
+            encoding, stored = ("zlib", packed) if len(packed) < len(content) else ("raw", content)
+            self._conn.execute("INSERT OR IGNORE INTO blobs (sha256, size, encoding, content) VALUES (?, ?, ?, ?)",
+                               (digest, len(content), encoding, stored))
+        return digest
+
+    # ---------------------------------------------------------------- reads
+    def query(self, sql: str, params: Iterable = ()) -> list[dict]:
+        with self._lock:
+            return [dict(r) for r in self._conn.execute(sql, tuple(params)).fetchall()]
+
+    def one(self, sql: str, params: Iterable = ()) -> dict | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def get(self, table: str, key: Any, key_column: str = "id") -> dict | None:
+        return decode_row(table, self.one(f"SELECT * FROM {table} WHERE {key_column} = ?", (key,)))
+
+    def get_blob(self, digest: str) -> bytes | None:
+        row = self.one("SELECT encoding, content FROM blobs WHERE sha256 = ?", (digest,))
+        if row is None:
+            return None
+        return zlib.decompress(row["content"]) if row["encoding"] == "zlib" else bytes(row["content"])
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self.flush()
+            finally:
+                self._conn.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def open_readonly(path: str | os.PathLike) -> sqlite3.Connection:
+    """A read-only connection for readers other than the engine (CLI listings, exports)."""
+    p = Path(path)
+    if not p.exists():
+        raise StoreError(f"no store at {p}: run something first, or pass the right --home")
+    conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    return conn

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs and starts the system parts the tests use for real: Docker Engine, Chromium, tmux.
+# Idempotent; needs root (apt-get). Prints what it does.
+set -euo pipefail
+need=()
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then echo "system-deps: need root to install: ${need[*]}" >&2; exit 1; fi
+  echo "system-deps: installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if ! docker info >/dev/null 2>&1; then
+  echo "system-deps: starting dockerd"
+  (nohup dockerd >/tmp/autorl-dockerd.log 2>&1 &)
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { echo "system-deps: dockerd did not start; see /tmp/autorl-dockerd.log" >&2; exit 1; }
+fi
+echo "system-deps: docker $(docker version --format '{{.Server.Version}}'), $(chromium --version 2>/dev/null | head -1)"

@@ -85,7 +85,7 @@ def build_tokenizer(seed: int = 0):
 
     rng = random.Random(f"tiny-tokenizer/{seed}")
     corpus = []
-    for x in _train_only_problems(rng, 3000):
+    for x in _train_only_problems(rng, 2000):
         corpus.append(f"user\n{x['prompt']}\nassistant\n{x['solution']}")
         corpus.append(_generic_sentence(rng))
     corpus.append("0123456789 +-*/=#$.,")
@@ -104,7 +104,12 @@ def build_tokenizer(seed: int = 0):
         padding_side="left", chat_template=CHAT_TEMPLATE)
 
 
-def _pretrain_corpus(tok, seed: int, n_docs: int = 8000):
+def chatml(messages: list[dict]) -> str:
+    """What CHAT_TEMPLATE renders (a plain format string is 10x faster than Jinja for a corpus)."""
+    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+
+
+def _pretrain_corpus(tok, seed: int, n_docs: int = 4000):
     import torch
 
     rng = random.Random(f"tiny-pretrain/{seed}")
@@ -115,7 +120,7 @@ def _pretrain_corpus(tok, seed: int, n_docs: int = 8000):
         if rng.random() < 0.7:
             msgs = [{"role": "user", "content": x["prompt"]},
                     {"role": "assistant", "content": _noisy_solution(x, rng)}]
-            texts.append(tok.apply_chat_template(msgs, tokenize=False))
+            texts.append(chatml(msgs))
         else:
             texts.append(_generic_sentence(rng))
     ids: list[int] = []

@@ -70,3 +70,13 @@ def test_half_built_model_never_visible(tmp_path, monkeypatch):
         build_tiny_model(tmp_path / "m")
     assert not (tmp_path / "m").exists()
     assert [p.name for p in tmp_path.iterdir()] == [".m.lock"]
+
+
+def test_fast_chatml_matches_the_chat_template(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    from autorl_tui.catalog.tiny import chatml
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir, local_files_only=True)
+    msgs = [{"role": "user", "content": "Tom has 3 apples."}, {"role": "assistant", "content": "#### 3"}]
+    assert chatml(msgs) == tok.apply_chat_template(msgs, tokenize=False)

@@ -159,7 +159,9 @@ def _pretrain(model, tok, seed: int, steps: int, batch: int = PRETRAIN_BATCH, bl
 def _build_into(folder: Path, seed: int, pretrain_steps: int) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
     t0 = time.time()
     tok = build_tokenizer(seed)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=128, intermediate_size=512, num_hidden_layers=4,

@@ -1,0 +1,284 @@
+"""The built-in `reference` agent: a scripted post-training engineer (no LLM).
+
+It uses only the workspace contract (docs/ARCHITECTURE.md): env vars, `data/train.jsonl`,
+`models/<name>/`, `output/`, `logs/metrics.jsonl`, `run_meta.json` and the grading API.
+
+1. Writes its training code into `code/` (sft.py, grpo.py, common.py, metrics_callback.py).
+2. SFT (TRL SFTTrainer) on the train split's demonstrations -> `output/v1`, submitted.
+3. GRPO (TRL GRPOTrainer, exact-match reward, group sampling) from the best model so far ->
+   `output/v2`, submitted; more GRPO rounds while they still help and the budget allows.
+Every stage gets a wall-clock stop time well before the deadline and is killed if it overruns.
+
+Options: `REFERENCE_AGENT_OPTIONS="sft_steps=400,grpo_steps=60,lora=16"` or the same as
+`key=value` arguments (see DEFAULTS).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULTS = {
+    "sft_steps": 400, "sft_lr": 2e-3, "sft_batch": 32, "teacher_share": 0.75,
+    "grpo_steps": 60, "grpo_lr": 5e-5, "grpo_beta": 0.04, "grpo_prompts": 8, "grpo_gens": 8,
+    "grpo_rounds": 3, "more_grpo_steps": 30, "min_gain": 1.0, "lora": 0, "threads": 2,
+    "submit_reserve_s": 25.0, "sft_share": 0.6,
+}
+
+
+def log(msg: str) -> None:
+    print(f"[reference] {msg}", flush=True)
+
+
+def parse_options(argv: list[str]) -> dict:
+    opts = dict(DEFAULTS)
+    pairs = [p for p in os.environ.get("REFERENCE_AGENT_OPTIONS", "").replace(" ", ",").split(",") if p] + argv
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.lstrip("-")
+        if not sep or key not in DEFAULTS:
+            raise SystemExit(f"reference agent: bad option {pair!r}; use key=value with key in {sorted(DEFAULTS)}")
+        opts[key] = type(DEFAULTS[key])(float(value)) if isinstance(DEFAULTS[key], int) else float(value)
+    return opts
+
+
+def _as_epoch(value) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt.timestamp()
+
+
+class GradingClient:
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+
+    def _call(self, method: str, path: str, body: dict | None = None, timeout: float = 30.0) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")[:500]
+            return {"error": f"HTTP {exc.code}: {detail}"}
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            return {"error": f"grading API unreachable: {exc}"}
+
+    def time(self) -> dict:
+        return self._call("GET", "/time")
+
+    def submit(self, model_path: str, timeout: float) -> dict:
+        return self._call("POST", "/submit", {"model_path": model_path}, timeout=timeout)
+
+    def submissions(self) -> dict:
+        return self._call("GET", "/submissions")
+
+
+class Workspace:
+    def __init__(self):
+        self.root = Path(os.environ.get("WORKSPACE") or os.getcwd()).resolve()
+        self.code = self.root / "code"
+        self.output = Path(os.environ.get("OUTPUT_DIR") or self.root / "output")
+        self.logs = self.root / "logs"
+        self.model = Path(os.environ.get("MODEL_PATH") or next((self.root / "models").iterdir()))
+        data = Path(os.environ.get("DATA_PATH") or self.root / "data")
+        self.train = data / "train.jsonl" if data.is_dir() else data
+        self.meta = self._read_meta()
+        self.api = GradingClient(os.environ["GRADING_SERVER_URL"]) if os.environ.get("GRADING_SERVER_URL") else None
+
+    def _read_meta(self) -> dict:
+        try:
+            return json.loads((self.root / "run_meta.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def deadline(self) -> float:
+        """The earliest deadline any source states; the API's remaining time is the freshest."""
+        candidates = [_as_epoch(os.environ.get("RUN_DEADLINE")), _as_epoch(self._read_meta().get("deadline"))]
+        meta = self._read_meta()
+        if meta.get("start_time") is not None and meta.get("timeout_s") is not None:
+            start = _as_epoch(meta["start_time"])
+            if start is not None:
+                candidates.append(start + float(meta["timeout_s"]))
+        if self.api:
+            t = self.api.time()
+            for key in ("remaining_s", "remaining_seconds", "remaining"):
+                if isinstance(t.get(key), (int, float)):
+                    candidates.append(time.time() + float(t[key]))
+                    break
+            if _as_epoch(t.get("deadline")):
+                candidates.append(_as_epoch(t["deadline"]))
+        known = [c for c in candidates if c]
+        return min(known) if known else time.time() + 600.0
+
+    def seed(self) -> int:
+        for value in (self.meta.get("seed"), os.environ.get("RUN_SEED"), os.environ.get("SEED")):
+            if value is not None:
+                try:
+                    return int(value)
+                except (TypeError, ValueError):
+                    pass
+        return 0
+
+
+def write_code(ws: Workspace) -> None:
+    ws.code.mkdir(parents=True, exist_ok=True)
+    for src in sorted((HERE / "pipeline").glob("*.py")):
+        shutil.copyfile(src, ws.code / src.name)
+    log(f"wrote the training pipeline into {ws.code}: {', '.join(p.name for p in sorted(ws.code.glob('*.py')))}")
+
+
+def run_stage(ws: Workspace, script: str, args: list[str], kill_at: float, threads: int) -> dict | None:
+    """Run code/<script> in the workspace; stream its output; kill it at `kill_at`. Returns its summary."""
+    env = dict(os.environ, PIPELINE_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+               GOMP_SPINCOUNT=os.environ.get("GOMP_SPINCOUNT", "1000"), TOKENIZERS_PARALLELISM="false",
+               METRICS_FILE=os.environ.get("METRICS_FILE", str(ws.logs / "metrics.jsonl")))
+    cmd = [sys.executable, str(ws.code / script), *args]
+    log("running " + " ".join([Path(cmd[0]).name, f"code/{script}", *args]))
+    proc = subprocess.Popen(cmd, cwd=ws.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    summary: dict = {}
+
+    def pump():
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            if line.startswith("{") and '"stage"' in line:
+                try:
+                    summary.update(json.loads(line))
+                except ValueError:
+                    pass
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    while proc.poll() is None:
+        if time.time() >= kill_at:
+            log(f"{script} overran its time; stopping it")
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            break
+        time.sleep(0.2)
+    reader.join(timeout=5)
+    if proc.returncode != 0 or not summary:
+        log(f"{script} failed (exit {proc.returncode})")
+        return None
+    return summary
+
+
+def submit(ws: Workspace, name: str, deadline: float) -> float | None:
+    if ws.api is None:
+        log(f"no GRADING_SERVER_URL: not submitting {name}")
+        return None
+    if time.time() >= deadline:
+        log(f"no time left to submit {name}")
+        return None
+    res = ws.api.submit(f"output/{name}", timeout=max(30.0, deadline - time.time() + 600))
+    if "error" in res or res.get("score") is None:
+        log(f"submission of output/{name} was not scored: {res.get('error') or res}")
+        return None
+    log(f"output/{name}: dev score {res['score']:.1f} (baseline {res.get('baseline_score')}, "
+        f"improvement {res.get('improvement')}, best {res.get('best')})")
+    return float(res["score"])
+
+
+def main(argv: list[str]) -> int:
+    t_start = time.time()
+    opts = parse_options(argv)
+    ws = Workspace()
+    deadline = ws.deadline()
+    seed = ws.seed()
+    reserve = opts["submit_reserve_s"]
+    threads = int(opts["threads"])
+    lora = ["--lora", str(int(opts["lora"]))] if opts["lora"] else []
+    log(f"workspace {ws.root}; base model {ws.model}; train {ws.train}; seed {seed}; "
+        f"{deadline - time.time():.0f}s of budget left")
+    ws.output.mkdir(parents=True, exist_ok=True)
+    write_code(ws)
+    scores: dict[str, float | None] = {}
+
+    # 1. SFT on demonstrations: most of the gain on what the teacher gets right.
+    remaining = deadline - time.time() - reserve
+    if remaining < 30:
+        log("not enough budget to train anything; stopping")
+        return 0
+    sft_stop = time.time() + opts["sft_share"] * remaining
+    sft = run_stage(ws, "sft.py", ["--model", str(ws.model), "--out", str(ws.output / "v1"), "--data", str(ws.train),
+                                   "--steps", str(int(opts["sft_steps"])), "--lr", str(opts["sft_lr"]),
+                                   "--batch", str(int(opts["sft_batch"])),
+                                   "--teacher_share", str(opts["teacher_share"]), "--seed", str(seed),
+                                   "--stop_at", str(sft_stop), *lora],
+                    kill_at=deadline - reserve / 2, threads=threads)
+    if sft is None:
+        return 1
+    scores["v1"] = submit(ws, "v1", deadline)
+    best_name, best_score = "v1", scores["v1"]
+
+    # 2. GRPO rounds from the best model while they still help and time allows.
+    last_round_s = None
+    version = 1
+    for round_no in range(int(opts["grpo_rounds"])):
+        steps = int(opts["grpo_steps"] if round_no == 0 else opts["more_grpo_steps"])
+        remaining = deadline - time.time() - reserve
+        need = 45.0 if last_round_s is None else last_round_s * steps / max(1, last_steps) + 10
+        if remaining < need:
+            log(f"stopping: {remaining:.0f}s left, a GRPO round needs about {need:.0f}s")
+            break
+        version += 1
+        name = f"v{version}"
+        t0 = time.time()
+        grpo = run_stage(ws, "grpo.py", ["--model", str(ws.output / best_name), "--out", str(ws.output / name),
+                                         "--data", str(ws.train), "--steps", str(steps), "--lr", str(opts["grpo_lr"]),
+                                         "--beta", str(opts["grpo_beta"]), "--prompts", str(int(opts["grpo_prompts"])),
+                                         "--gens", str(int(opts["grpo_gens"])), "--seed", str(seed + round_no),
+                                         "--stop_at", str(deadline - reserve), *lora],
+                         kill_at=deadline - reserve / 2, threads=threads)
+        last_round_s, last_steps = time.time() - t0, max(1, (grpo or {}).get("steps", steps))
+        if grpo is None:
+            break
+        scores[name] = submit(ws, name, deadline)
+        if scores[name] is None:
+            break
+        if best_score is not None and scores[name] < best_score + opts["min_gain"]:
+            log(f"stopping: GRPO round {round_no + 1} did not help ({scores[name]:.1f} vs best {best_score:.1f})")
+            if scores[name] > best_score:
+                best_name, best_score = name, scores[name]
+            break
+        best_name, best_score = name, scores[name]
+
+    summary = {"scores": scores, "best": best_name, "best_score": best_score, "wall_s": round(time.time() - t_start, 1)}
+    if ws.api:
+        listing = ws.api.submissions()
+        if "error" not in listing:
+            summary["api_submissions"] = listing
+    log("done: " + json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

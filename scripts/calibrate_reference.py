@@ -8,6 +8,7 @@ usage: PYTHONPATH=. python scripts/calibrate_reference.py OUT [--seeds 0 1 2] [-
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -50,13 +51,16 @@ def main():
                                   cwd=ws, env=env, stdout=open(ws / "agent.log", "w"), stderr=subprocess.STDOUT)
             wall = time.time() - t0
             subs = list(srv.submissions)
+        done = [json.loads(line.split("done: ", 1)[1]) for line in (ws / "agent.log").read_text().splitlines()
+                if line.startswith("[reference] done: ")]
         best = max(subs, key=lambda s: s["score"]) if subs else None
         test_score = grade(card, test, ws / best["model_path"], out / "grading", "test",
                            threads=a.threads)["score"] if best else None
         row = {"seed": seed, "exit": proc.returncode, "baseline_dev": base_dev, "baseline_test": base_test,
                "dev": {s["model_path"]: s["score"] for s in subs}, "selected": best and best["model_path"],
                "test": test_score, "improvement_test": None if test_score is None else round(test_score - base_test, 2),
-               "agent_wall_s": round(wall, 1), "within_budget": wall <= a.budget}
+               "agent_wall_s": round(wall, 1), "within_budget": wall <= a.budget,
+               "training_cpu_s": done[0]["training_cpu_s"] if done else None, "load_avg": os.getloadavg()[0]}
         rows.append(row)
         print(json.dumps(row), flush=True)
     (out / "calibration.json").write_text(json.dumps(rows, indent=1))

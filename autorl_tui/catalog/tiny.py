@@ -3,14 +3,14 @@
 - Tokenizer: byte-level BPE trained with `tokenizers` on synthetic text; digits are split one per
   token (like Llama/Qwen), ChatML chat template, eos `<|im_end|>`, pad `<|pad|>`, left padding.
 - Model: a Llama-style config of about 1 M parameters (hidden 128, 4 layers), fp32, safetensors.
-- Pretraining: a short causal-LM pass over generic sentences and chat-formatted word problems of
+- Pretraining: a short causal-LM pass (300 steps of 32 x 64 tokens) over generic sentences and chat-formatted word problems of
   the `arith` domain whose worked answers are right only 30% of the time. That gives the model the
   chat and `#### N` format and a little arithmetic, so its `arith` baseline is low but not zero.
   Pretraining questions come from the train-only question space of the `arith` generator, so no
   dev/test question is ever seen.
 
 Deterministic: the same seed and steps give the same weights on the same torch build (training
-runs on one thread so that the reduction order does not depend on the machine). Atomic: built in
+always runs on BUILD_THREADS threads so that the reduction order does not depend on the machine). Atomic: built in
 a temporary folder beside the target and renamed into place, under a file lock.
 """
 
@@ -35,9 +35,10 @@ BUILD_INFO = "autorl_tui_build.json"
 TINY_VERSION = "1"
 VOCAB_SIZE = 512
 MAX_POSITIONS = 256
-PRETRAIN_STEPS = 160
+PRETRAIN_STEPS = 300
 PRETRAIN_P_CORRECT = 0.3
-PRETRAIN_BATCH = 16
+PRETRAIN_BATCH = 32
+BUILD_THREADS = 2      # fixed, so the reduction order and thus the weights do not depend on the machine
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
     "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
@@ -109,7 +110,7 @@ def chatml(messages: list[dict]) -> str:
     return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
 
 
-def _pretrain_corpus(tok, seed: int, n_docs: int = 4000):
+def _pretrain_corpus(tok, seed: int, n_docs: int = 12000):
     import torch
 
     rng = random.Random(f"tiny-pretrain/{seed}")
@@ -169,7 +170,7 @@ def _build_into(folder: Path, seed: int, pretrain_steps: int) -> dict:
                       rope_theta=10000.0, tie_word_embeddings=True, initializer_range=0.02, bos_token_id=None,
                       eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, dtype="float32")
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(BUILD_THREADS)
     try:
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(cfg)

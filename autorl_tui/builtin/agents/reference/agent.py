@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -271,7 +272,9 @@ def main(argv: list[str]) -> int:
             break
         best_name, best_score = name, scores[name]
 
-    summary = {"scores": scores, "best": best_name, "best_score": best_score, "wall_s": round(time.time() - t_start, 1)}
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    summary = {"scores": scores, "best": best_name, "best_score": best_score, "wall_s": round(time.time() - t_start, 1),
+               "training_cpu_s": round(usage.ru_utime + usage.ru_stime, 1)}
     if ws.api:
         listing = ws.api.submissions()
         if "error" not in listing:

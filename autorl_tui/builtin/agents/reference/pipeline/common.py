@@ -8,9 +8,18 @@ ANSWER_RE = re.compile(r"####\s*(-?[\d,]*\.?\d+)")
 
 
 def setup_threads():
+    import warnings
+
+    import datasets
     import torch
+    from transformers.utils import logging as hf_logging
 
     torch.set_num_threads(int(os.environ.get("PIPELINE_THREADS", "2")))
+    datasets.disable_progress_bars()          # keep the agent log readable
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning)
 
 
 def load_train(path):

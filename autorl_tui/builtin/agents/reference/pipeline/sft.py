@@ -17,7 +17,7 @@ def main():
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--n_train", type=int, default=6000)
+    ap.add_argument("--n_train", type=int, default=4000)
     ap.add_argument("--teacher_share", type=float, default=0.75)
     ap.add_argument("--lora", type=int, default=0, help="LoRA rank (0: full fine-tuning)")
     ap.add_argument("--seed", type=int, default=0)

@@ -266,6 +266,8 @@ async def test_readoption_resumes_logs_without_duplication_after_engine_kill(har
     handle = await DockerExecutor(home=h["home"]).adopt({"container_id": ident_file.read_text(), "number": 1}, spec)
     assert handle is not None
     assert await asyncio.wait_for(handle.wait(), 60) == 0
+    assert handle.pumps[0].skipped >= 1        # Docker re-sent what was copied: skipped, not duplicated
+    print("truncated on resume:", handle.pumps[0].truncated, "bytes")
     assert spec.stdout_path.read_text().splitlines() == [f"line {i}" for i in range(n)]
     assert spec.stderr_path.read_text().splitlines() == [f"err {i}" for i in range(0, n, 10)]
     # adopting again after the end: the recorded exit, no container any more

@@ -63,6 +63,8 @@ class LogPump(threading.Thread):
         self.client, self.container_id, self.stream = client, container_id, stream
         self.path, self.positions = Path(path), positions
         self.error: Exception | None = None
+        self.skipped = 0          # entries Docker sent again on resume and we did not copy twice
+        self.truncated = 0        # bytes written but not recorded by a dead pump, cut and refetched
         self._stop_requested = threading.Event()
 
     def stop(self) -> None:
@@ -85,6 +87,7 @@ class LogPump(threading.Thread):
                 pos = {"ns": 0, "skip": 0, "bytes": size}
                 self.positions.save(self.stream, pos)
             if size > pos["bytes"]:
+                self.truncated = size - pos["bytes"]
                 f.truncate(pos["bytes"])        # written after the last recorded position: refetched
             elif size < pos["bytes"]:
                 pos["bytes"] = size             # the file was cut by someone else: keep what is there
@@ -100,10 +103,12 @@ class LogPump(threading.Thread):
                 ts, _, payload = frame.partition(b" ")
                 ns = parse_ts_ns(ts)
                 if ns < pos["ns"]:
+                    self.skipped += 1
                     continue
                 if ns == pos["ns"]:
                     seen_at_last += 1
                     if seen_at_last <= pos["skip"]:
+                        self.skipped += 1
                         continue
                     pos["skip"] += 1
                 else:

@@ -1,0 +1,51 @@
+"""Start-to-exit latency of a trivial agent in a container (offline runtime image, network none,
+the grading socket forwarder on), through DockerExecutor.start() + wait(). Skips (exit 0 with a
+note) when no Docker Engine is reachable."""
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from autorl_tui.engine.executors.base import LaunchSpec  # noqa: E402
+from autorl_tui.engine.executors.docker import DockerExecutor  # noqa: E402
+
+N = 8
+
+
+async def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        executor = DockerExecutor(home=tmp / "home")
+        ok, detail = executor.available()
+        if not ok:
+            print(f"docker benchmark skipped: {detail}")
+            return 0
+        (tmp / "ws").mkdir()
+        (tmp / "grading").mkdir()
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "GRADING_SERVER_URL": "http://127.0.0.1:1/t"}
+        times = {"sh": [], "python": []}
+        for i in range(N):
+            for kind, command in (("sh", "true"), ("python", ["python", "-c", "print('ok')"])):
+                spec = LaunchSpec(run_id=f"bench-{kind}-{i}", attempt=1, command=command, workspace=tmp / "ws",
+                                  env=env, log_dir=tmp / "logs" / f"{kind}{i}", deadline=time.time() + 60,
+                                  grading_socket=tmp / "grading" / "api.sock")
+                t0 = time.perf_counter()
+                handle = await executor.start(spec)
+                code = await handle.wait()
+                times[kind].append(time.perf_counter() - t0)
+                assert code == 0, (spec.stdout_path.read_text(), spec.stderr_path.read_text())
+        executor.reap()
+        for kind, values in times.items():
+            # the first run includes the runtime image import when it is not cached yet
+            print(f"docker_{kind}_start_to_exit_median: {statistics.median(values) * 1000:.0f} ms")
+            print(f"docker_{kind}_start_to_exit_p90: {sorted(values)[int(0.9 * (len(values) - 1))] * 1000:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

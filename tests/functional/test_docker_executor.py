@@ -175,6 +175,10 @@ async def test_network_none_really_has_no_network(harness):
         out = spec.stdout_path.read_text()
         assert "loopback unreachable" in out and "public unreachable" in out and "REACHED" not in out
         assert hits == []
+        # bridge (for LLM APIs) still cannot reach the host's loopback services (the grading API)
+        spec = make_spec(h, "netbridge", AGENT_NET % {"port": port}, network="bridge")
+        assert await asyncio.wait_for((await h["executor"].start(spec)).wait(), 60) == 0
+        assert "loopback unreachable" in spec.stdout_path.read_text() and hits == []
         # the probe itself works: with host networking the same loopback server is reached
         spec = make_spec(h, "nethost", AGENT_NET % {"port": port}, network="host")
         assert await asyncio.wait_for((await h["executor"].start(spec)).wait(), 60) == 0

@@ -70,3 +70,13 @@ def test_runtime_mounts_cover_python_and_tag_is_stable():
     assert any(sys.prefix == t or sys.prefix.startswith(t + "/") for t in targets)
     assert not any(t in ("/", "/home", "/root", "/tmp") for t in targets)
     assert runtime_image_tag() == runtime_image_tag() and runtime_image_tag().startswith("autorl-tui/runtime:")
+
+
+def test_docker_log_timestamps_parse_to_nanoseconds():
+    from autorl_tui.engine.executors.docker_logs import parse_ts_ns
+
+    base = parse_ts_ns("2026-11-22T01:30:00Z")
+    assert base == 1795311000 * 10**9
+    assert parse_ts_ns(b"2026-11-22T01:30:00.5Z") - base == 500_000_000      # trailing zeros trimmed
+    assert parse_ts_ns("2026-11-22T01:30:00.000000001Z") - base == 1
+    assert parse_ts_ns("2026-11-22T01:30:00.123456789Z") < parse_ts_ns("2026-11-22T01:30:00.2Z")

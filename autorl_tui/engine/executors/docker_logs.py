@@ -19,6 +19,7 @@ from pathlib import Path
 
 POSITIONS_FILE = "docker-logs.json"
 _SAVE_EVERY_S = 0.25
+_RETRIES = 8
 
 
 def parse_ts_ns(ts: bytes | str) -> int:
@@ -72,10 +73,18 @@ class LogPump(threading.Thread):
         self._stop_requested.set()
 
     def run(self) -> None:
-        try:
-            self._copy()
-        except Exception as exc:  # recorded; the handle reports it, the position file stays valid
-            self.error = exc
+        # A dropped connection (daemon hiccup) resumes from the recorded position, like a restart.
+        for attempt in range(_RETRIES):
+            try:
+                self._copy()
+                self.error = None
+                return
+            except Exception as exc:
+                self.error = exc
+                if type(exc).__name__ == "NotFound":      # the container is gone: nothing to resume
+                    return
+                if self._stop_requested.wait(min(0.2 * 2 ** attempt, 5.0)):
+                    return
 
     def _copy(self) -> None:
         pos = self.positions.get(self.stream)

@@ -203,14 +203,17 @@ async def test_container_past_its_deadline_is_killed_by_its_own_guard(harness):
     assert "deadline reached" in spec.stderr_path.read_text()
 
 
-async def test_kill_and_extend_deadline(harness):
+async def test_extend_deadline_pause_and_kill(harness):
     h = harness
     spec = make_spec(h, "killme", "import time\nprint('up', flush=True)\ntime.sleep(300)\n", deadline_s=1.5)
     handle = await h["executor"].start(spec)
     await handle.extend_deadline(time.time() + 120)      # the guard re-reads it: no death at 1.5 s
     await asyncio.sleep(3)
     assert handle.is_alive() and handle.pids()
-    await handle.kill("budget")
+    await handle.pause()
+    (listed,) = [c for c in h["executor"].containers() if c["run_id"] == "r-killme"]
+    assert listed["status"] == "paused" and listed["attempt"] == 1
+    await handle.kill("budget")                          # a paused container can be killed too
     assert await asyncio.wait_for(handle.wait(), 30) == -signal.SIGKILL
     assert not handle.is_alive()
     assert json.loads(spec.exit_path.read_text())["killed"] == "budget"

@@ -216,16 +216,27 @@ class DockerHandle(AgentHandle):
 
     async def kill(self, reason: str) -> None:
         self._kill_reason = reason
-        try:
-            await asyncio.to_thread(self.container.kill)
-        except Exception as exc:
-            import docker.errors
+        await asyncio.to_thread(self._kill)
 
-            if isinstance(exc, docker.errors.APIError) and "is not running" in str(exc):
+    def _kill(self) -> None:
+        import docker.errors
+
+        for _ in range(2):
+            try:
+                self.container.kill()
                 return
-            if isinstance(exc, docker.errors.NotFound):
+            except docker.errors.NotFound:
                 return
-            raise ExecutorError(f"cannot kill container {self.container.short_id}: {exc}") from exc
+            except docker.errors.APIError as exc:
+                text = str(exc)
+                if "is not running" in text:
+                    return
+                if "paused" in text.lower():
+                    # Docker refuses to kill a paused container: thaw it, then kill at once
+                    self.container.unpause()
+                    continue
+                raise ExecutorError(f"cannot kill container {self.container.short_id}: {exc}") from exc
+        self.container.kill()
 
     async def pause(self) -> None:
         await asyncio.to_thread(self.container.pause)
@@ -413,10 +424,23 @@ class DockerExecutor(Executor):
         except (OSError, ValueError, KeyError):
             return None
 
+    def containers(self, home: str | Path | None = None) -> list[dict]:
+        """[{container_id, name, run_id, attempt, status}] of this home's containers."""
+        return list_containers(self.client, str(Path(home).resolve()) if home else self.home)
+
     def reap(self, home: str | Path | None = None, live: set[str] | None = None) -> list[str]:
         """Remove this home's labelled containers whose id is not in `live` (ids or id prefixes).
         Returns the removed container ids."""
         return reap(self.client, str(Path(home).resolve()) if home else self.home, live or set())
+
+
+def list_containers(client, home: str) -> list[dict]:
+    """This home's labelled containers (for the engine's reconciliation on start)."""
+    out = []
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL_HOME}={home}"}):
+        out.append({"container_id": c.id, "name": c.name, "run_id": c.labels.get(LABEL_RUN),
+                    "attempt": int(c.labels.get(LABEL_ATTEMPT) or 0), "status": c.status})
+    return out
 
 
 def reap(client, home: str, live: set[str]) -> list[str]:

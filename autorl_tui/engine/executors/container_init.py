@@ -94,15 +94,34 @@ def current_deadline(deadline: float, deadline_file: str | None) -> float:
     return deadline
 
 
-def kill_everything(child: subprocess.Popen) -> None:
-    # Everything in the container but us and init: the agent's group, and whatever escaped it.
-    me, init = os.getpid(), os.getppid()
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in (me, init, 1):
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
+def in_container_pid_namespace() -> bool:
+    """True only right under Docker's init in a fresh PID namespace, where "every process but us
+    and init" means the container's processes and nothing of the host."""
+    if os.getppid() != 1:
+        return False
+    try:
+        with open("/proc/1/cmdline", "rb") as f:
+            init = f.read().split(b"\0")[0]
+    except OSError:
+        return False
+    return os.path.basename(init) in (b"docker-init", b"tini", b"tini-static")
+
+
+def kill_everything(child: subprocess.Popen, whole_container: bool) -> None:
+    if whole_container and in_container_pid_namespace():
+        # the agent's group and whatever escaped it with setsid
+        me = os.getpid()
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in (me, 1):
+                try:
+                    os.kill(int(name), signal.SIGKILL)
+                except OSError:
+                    pass
+    else:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except OSError:
+            pass
     try:
         child.kill()
     except OSError:
@@ -115,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline-file")
     parser.add_argument("--listen")
     parser.add_argument("--socket")
+    parser.add_argument("--container", action="store_true",
+                        help="at the deadline kill every process of the container (checked: PID 1 is Docker's init)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -123,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.listen and args.socket:
         start_forwarder(args.listen, args.socket)
 
-    child = subprocess.Popen(command)
+    # its own process group, so that outside a container the guard can still kill the whole group
+    child = subprocess.Popen(command, start_new_session=not args.container)
 
     def forward(signum, _frame):
         try:
@@ -142,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         if time.time() >= current_deadline(args.deadline, args.deadline_file):
             sys.stderr.write("autorl: deadline reached, killing the agent\n")
             sys.stderr.flush()
-            kill_everything(child)
+            kill_everything(child, args.container)
             return DEADLINE_EXIT
 
 

@@ -95,7 +95,7 @@ def build_container_config(spec: LaunchSpec, *, image: str, runtime_mounts: list
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(len(spec.gpus)))
     elif "CUDA_VISIBLE_DEVICES" in env:
         env["CUDA_VISIBLE_DEVICES"] = ""
-    argv = [python, INIT_TARGET, "--deadline", repr(float(spec.deadline)),
+    argv = [python, INIT_TARGET, "--container", "--deadline", repr(float(spec.deadline)),
             "--deadline-file", f"{CONTROL_TARGET}/deadline"]
     if spec.grading_socket is not None and spec.network != "host":
         bind(Path(spec.grading_socket).parent, GRADING_TARGET, True)
@@ -404,7 +404,7 @@ class DockerExecutor(Executor):
         if cid:
             try:
                 c = client.containers.get(cid)
-                if c.labels.get(LABEL_RUN) == spec.run_id:
+                if c.labels.get(LABEL_RUN) == spec.run_id and c.labels.get(LABEL_HOME) == self._home_of(spec):
                     return c
             except docker.errors.NotFound:
                 pass

@@ -312,6 +312,21 @@ async def test_gpus_without_nvidia_runtime_fail_clearly_and_missing_image_too(ha
         await h["executor"].start(make_spec(h, "img", "print(1)", image="nosuch/image:1"))
 
 
+async def test_a_named_image_gets_no_host_runtime(harness):
+    from autorl_tui.engine.executors.images import ensure_runtime_image
+
+    h = harness
+    # the empty runtime image named as a user image: nothing of the host is mounted, so no python3
+    image = ensure_runtime_image(h["client"])
+    spec = make_spec(h, "custom", "print(1)", image=image)
+    handle = await h["executor"].start(spec)
+    container = h["client"].containers.get(handle.ident()["container_id"])
+    targets = {m["Destination"] for m in container.attrs["Mounts"]}
+    assert not targets & {"/usr", "/etc", sys.prefix}
+    assert await asyncio.wait_for(handle.wait(), 30) == 127
+    assert "no python3 on its PATH" in json.loads(spec.exit_path.read_text())["error"]
+
+
 def test_available_reports_the_engine(harness, monkeypatch):
     ok, detail = harness["executor"].available()
     assert ok and "Docker Engine" in detail

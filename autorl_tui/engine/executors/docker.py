@@ -201,7 +201,17 @@ class DockerHandle(AgentHandle):
         if self._kill_reason is not None:
             code = -signal.SIGKILL
         self._exit_code = code
+        error = None
+        if code == 127 and self.spec.image:
+            try:
+                tail = self.spec.stderr_path.read_bytes()[-2000:].decode(errors="replace")
+            except OSError:
+                tail = ""
+            if "exec python3 failed" in tail:
+                error = (f"image {self.spec.image} has no python3 on its PATH; the container's entry program "
+                         "needs it (any Python 3.8+), or leave `image:` unset to use the offline runtime image")
         _write_json(self.spec.exit_path, {
+            "error": error,
             "exit_code": code, "container_status": int(result.get("StatusCode", -1)),
             "oom_killed": bool(state.get("OOMKilled")), "killed": self._kill_reason,
             "deadline_reached": self._kill_reason is None and state.get("ExitCode") == 137
@@ -386,6 +396,9 @@ class DockerExecutor(Executor):
             except Exception:
                 pass
             hint = ""
+            if spec.image and "python3" in str(exc):
+                hint = (f" (image {spec.image} must have python3 on its PATH: it runs the container's entry "
+                        "program; or leave `image:` unset to use the offline runtime image)")
             if spec.gpus and "capabilities" in str(exc):
                 hint = " (GPUs need the NVIDIA Container Toolkit: nvidia-ctk runtime configure --runtime=docker)"
             raise ExecutorError(f"container for {spec.run_id} attempt {spec.attempt} failed to start: "

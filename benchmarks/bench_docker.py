@@ -1,6 +1,7 @@
 """Start-to-exit latency of a trivial agent in a container (offline runtime image, network none,
 the grading socket forwarder on), through DockerExecutor.start() + wait(). Skips (exit 0 with a
-note) when no Docker Engine is reachable."""
+note) when no Docker Engine is reachable. Also the rate at which a flooding agent's stdout is
+copied into stdout.log (start to last line copied)."""
 
 import asyncio
 import statistics
@@ -39,6 +40,15 @@ async def main() -> int:
                 code = await handle.wait()
                 times[kind].append(time.perf_counter() - t0)
                 assert code == 0, (spec.stdout_path.read_text(), spec.stderr_path.read_text())
+        # log copy throughput: an agent flooding stdout, copied to stdout.log until the end
+        lines = 50_000
+        spec = LaunchSpec(run_id="bench-flood", attempt=1, command=["python", "-c", f"for i in range({lines}): print(i)"],
+                          workspace=tmp / "ws", env=env, log_dir=tmp / "logs" / "flood", deadline=time.time() + 120)
+        t0 = time.perf_counter()
+        assert await (await executor.start(spec)).wait() == 0
+        elapsed = time.perf_counter() - t0
+        assert spec.stdout_path.read_text().count("\n") == lines
+        print(f"docker_log_copy_rate: {lines / elapsed:.0f} lines/s")
         executor.reap()
         for kind, values in times.items():
             # the first run includes the runtime image import when it is not cached yet

@@ -10,6 +10,7 @@ on, skipping those already copied: nothing is duplicated, nothing is lost.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -22,13 +23,17 @@ _SAVE_EVERY_S = 0.25
 _RETRIES = 8
 
 
+@functools.lru_cache(maxsize=64)
+def _epoch_seconds(main: str) -> int:
+    return int(datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp())
+
+
 def parse_ts_ns(ts: bytes | str) -> int:
     """RFC3339Nano (`2026-11-22T01:30:00.1234Z`, trailing zeros trimmed) -> nanoseconds since epoch."""
     text = ts.decode() if isinstance(ts, bytes) else ts
     text = text.rstrip("Z")
     main, _, frac = text.partition(".")
-    secs = datetime.strptime(main, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
-    return int(secs) * 1_000_000_000 + int((frac + "000000000")[:9] or 0)
+    return _epoch_seconds(main) * 1_000_000_000 + int((frac + "000000000")[:9] or 0)
 
 
 class Positions:

@@ -312,6 +312,18 @@ async def test_gpus_without_nvidia_runtime_fail_clearly_and_missing_image_too(ha
         await h["executor"].start(make_spec(h, "img", "print(1)", image="nosuch/image:1"))
 
 
+async def test_unreadable_mount_is_refused_with_the_fix(harness):
+    h = harness
+    if os.getuid() != 0:
+        pytest.skip("the container runs as the harness's own user: every mount is readable")
+    secret = h["tmp"] / "private-data"
+    secret.mkdir(mode=0o700)
+    spec = make_spec(h, "perm", "print(1)")
+    spec.mounts.append(Mount(secret, "data", read_only=True))
+    with pytest.raises(ExecutorError, match=r"not readable by the container user .*chmod -R o\+rX"):
+        await h["executor"].start(spec)
+
+
 async def test_a_named_image_gets_no_host_runtime(harness):
     from autorl_tui.engine.executors.images import ensure_runtime_image
 

@@ -193,7 +193,12 @@ class DockerHandle(AgentHandle):
     async def wait(self) -> int:
         if self._exit_code is not None:
             return self._exit_code
-        result = await asyncio.to_thread(self.container.wait)
+        try:
+            result = await asyncio.to_thread(self.container.wait)
+        except Exception as exc:
+            if type(exc).__name__ == "NotFound":
+                raise ExecutorError(f"container {self.container.short_id} was removed behind the harness's back") from exc
+            raise ExecutorError(f"lost contact with container {self.container.short_id}: {exc}") from exc
         code = int(result.get("StatusCode", -1))
         for p in self.pumps:
             await asyncio.to_thread(p.join, 30)
@@ -345,6 +350,14 @@ class DockerExecutor(Executor):
         workspace = Path(spec.workspace).resolve()
         if not workspace.is_dir():
             raise ExecutorError(f"workspace {workspace} does not exist")
+        if uid != os.getuid():
+            for m in spec.mounts:
+                mode = os.stat(m.source).st_mode
+                need = 0o005 if Path(m.source).is_dir() else 0o004
+                if mode & need != need:
+                    raise ExecutorError(
+                        f"mount source {m.source} is not readable by the container user {uid}:{gid}; make it "
+                        f"world-readable (chmod -R o+rX {m.source}) or run the executor as a user that owns it")
         if uid != os.getuid() and os.getuid() == 0:
             skip = {str(workspace / m.target) if not m.target.startswith("/") else m.target for m in spec.mounts}
             _make_writable_for(workspace, uid, gid, skip)

@@ -40,6 +40,7 @@ class QueuedRun:
     enqueued_at: float = 0.0
     budget_s: float | None = None    # upper bound of its duration (budget + finalize margin), if known
     state: str = "queued"            # anything but "queued" is ignored
+    not_before: float = 0.0          # an infra retry waiting out its backoff (epoch seconds)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,9 @@ def decide(queue: Iterable[QueuedRun], free_gpus: Iterable[str], now: float, *,
 
     for run in waiting_runs:
         rid = run.run_id
+        if run.not_before > now:
+            decision.waiting[rid] = f"retry backoff: {run.not_before - now:.0f} s left"
+            continue
         if blocked_fifo:
             decision.waiting[rid] = f"behind {decision.reserved_for} (FIFO)"
             continue

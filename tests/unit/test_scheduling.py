@@ -34,6 +34,13 @@ def test_paused_queue_and_slots_and_non_queued_states():
     assert plan_starts(queue, [], now=0) == [("a", []), ("b", [])]
 
 
+def test_retry_backoff_is_waited_out_without_blocking_others():
+    queue = [QueuedRun("retry", 1, queue_pos=0, not_before=100), QueuedRun("next", 1, queue_pos=1)]
+    d = decide(queue, ["0"], now=40)
+    assert d.starts == [("next", ["0"])] and d.waiting["retry"] == "retry backoff: 60 s left"
+    assert plan_starts(queue, ["0"], now=100)[0] == ("retry", ["0"])
+
+
 def test_impossible_request_does_not_block_the_queue():
     queue = [QueuedRun("huge", 16), QueuedRun("small", 1, queue_pos=1)]
     d = decide(queue, GPUS8, 0)

@@ -322,6 +322,9 @@ async def test_unreadable_mount_is_refused_with_the_fix(harness):
     spec.mounts.append(Mount(secret, "data", read_only=True))
     with pytest.raises(ExecutorError, match=r"not readable by the container user .*chmod -R o\+rX"):
         await h["executor"].start(spec)
+    spec.mounts[-1] = Mount(h["tmp"] / "missing", "data")
+    with pytest.raises(ExecutorError, match="does not exist"):
+        await h["executor"].start(spec)
 
 
 async def test_a_named_image_gets_no_host_runtime(harness):

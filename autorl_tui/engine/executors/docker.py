@@ -350,6 +350,9 @@ class DockerExecutor(Executor):
         workspace = Path(spec.workspace).resolve()
         if not workspace.is_dir():
             raise ExecutorError(f"workspace {workspace} does not exist")
+        for m in spec.mounts:
+            if not Path(m.source).exists():
+                raise ExecutorError(f"mount source {m.source} does not exist (target {m.target})")
         if uid != os.getuid():
             for m in spec.mounts:
                 mode = os.stat(m.source).st_mode

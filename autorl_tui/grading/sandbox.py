@@ -1,0 +1,395 @@
+"""Run untrusted generated code (HumanEval completions, ...) in a contained separate process.
+
+What contains it (each part is probed once per `Sandbox`; when one is unavailable the sandbox
+falls back and records why in `Sandbox.isolation`, which scorers put into their metrics):
+
+- **no network**: the program runs in an empty network namespace (only a loopback device, which
+  is down), so even 127.0.0.1 is unreachable. One namespace is created per `Sandbox` (creating
+  one costs ~20 ms; entering an existing one costs nothing) and kept alive by an open fd.
+- **pid namespace** (`unshare --pid --fork --kill-child`): the program's processes, including
+  any that called `setsid`, die when the sandbox's init dies; killing the `unshare` process
+  group at the wall-time limit kills everything.
+- **private temp folders** (mount namespace): fresh tmpfs over /tmp, /var/tmp, /dev/shm and
+  /run/lock; the work dir lives there, and writes anywhere else fail (permissions) or vanish.
+- **unprivileged uid** (when the harness is root): the program runs as a uid no one else uses
+  (one per concurrent slot), so RLIMIT_NPROC counts only its own processes (a fork bomb cannot
+  exhaust the harness's) and root-owned 0600/0700 files (the store, held-out data) are unreadable.
+- **resource limits**: RLIMIT_CPU (SIGXCPU, then SIGKILL), RLIMIT_AS (allocations fail with
+  MemoryError), RLIMIT_FSIZE, RLIMIT_NPROC, RLIMIT_NOFILE, no core files; a wall-time limit.
+- **minimal environment**: PATH, HOME (the work dir), LANG; `python -I -S` (no site-packages,
+  no PYTHON* variables, no user site).
+
+Output beyond `output_bytes` per stream is read and discarded (the outcome says it was truncated).
+A program passes only when it ran to its end: the runner then writes a nonce the program never
+sees in argv or the environment, so `sys.exit(0)`/`os._exit(0)` before the tests cannot pass.
+(A program that inspects the runner's frames, or overrides `__eq__`, is beyond any sandbox;
+that is the scorer's and the report's business.)
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+RUNNER = Path(__file__).with_name("_sandbox_runner.py")
+SANDBOX_HOME = "/tmp/sandbox"            # the work dir inside the private /tmp
+
+# Reasons a run did not pass. Scorers map them onto grading.types.FAILURE_KINDS.
+REASONS = ("timeout", "cpu_time", "memory", "syntax_error", "runtime_error", "exited", "killed",
+           "no_result", "sandbox_error")
+
+
+@dataclass
+class SandboxLimits:
+    wall_s: float = 10.0
+    cpu_s: int = 10
+    memory_mb: int = 1024
+    file_size_mb: int = 16
+    nproc: int = 32
+    nofile: int = 64
+    output_bytes: int = 64 * 1024
+    tmpfs_mb: int = 64
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "SandboxLimits":
+        data = dict(data or {})
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown sandbox limit(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}")
+        return cls(**data)
+
+
+@dataclass
+class SandboxOutcome:
+    passed: bool
+    reason: str | None = None            # one of REASONS when not passed
+    error: str | None = None             # exception line ("AssertionError: ...") or what happened
+    error_type: str | None = None        # exception class name when one was raised
+    lineno: int | None = None            # where in the program it was raised
+    line: str | None = None              # that source line
+    exit_code: int | None = None
+    signal: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    output_truncated: bool = False
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _probe_unshare(flags: list[str]) -> str | None:
+    """None when `unshare FLAGS true` works here, else why not."""
+    exe = shutil.which("unshare")
+    if exe is None:
+        return "the unshare command is not installed (util-linux)"
+    try:
+        proc = subprocess.run([exe, *flags, "true"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unshare {' '.join(flags)} failed: {exc}"
+    if proc.returncode != 0:
+        return f"unshare {' '.join(flags)} failed: {proc.stderr.strip() or proc.returncode}"
+    return None
+
+
+class Sandbox:
+    """Runs Python programs contained; thread-safe, `run_many` runs them concurrently."""
+
+    def __init__(self, limits: SandboxLimits | None = None, *, python: str | None = None,
+                 uid_base: int | None = None, workers: int = 2, base_dir: Path | None = None,
+                 isolate: bool = True):
+        self.limits = limits or SandboxLimits()
+        self.workers = max(1, int(workers))
+        self.base_dir = Path(base_dir) if base_dir else None
+        self.isolation: dict[str, str] = {}
+        self._netns_fd: int | None = None
+        self._slots: list[int | None] = []
+        self._slot_lock = threading.Lock()
+        self._closed = False
+        is_root = os.geteuid() == 0
+        self.use_pidns = self.use_mountns = False
+        if isolate and is_root:
+            why = _probe_unshare(["--pid", "--fork", "--kill-child", "--mount-proc"])
+            self.use_pidns = self.use_mountns = why is None
+            self.isolation["pid_namespace"] = "yes" if why is None else f"no: {why}"
+            self.isolation["private_tmp"] = "yes" if why is None else f"no: {why}"
+            self._netns_fd, why = self._make_netns()
+            self.isolation["network"] = "none (empty network namespace)" if why is None else f"host network: {why}"
+        else:
+            why = "disabled (isolate=False)" if not isolate else "the harness is not root"
+            for key in ("pid_namespace", "private_tmp"):
+                self.isolation[key] = f"no: {why}"
+            self.isolation["network"] = f"host network: {why}"
+        # Per-process uid range so that concurrent graders' fork bombs do not share an NPROC count.
+        if is_root and isolate:
+            base = uid_base if uid_base is not None else 200000 + (os.getpid() % 100000) * 16
+            self._uids = [base + i for i in range(self.workers)]
+            self.isolation["uid"] = f"unprivileged uids {self._uids[0]}..{self._uids[-1]}"
+        else:
+            self._uids = [None] * self.workers
+            self.isolation["uid"] = f"same uid as the harness ({os.geteuid()}): " + (
+                "isolate=False" if not isolate else "not root, cannot switch; RLIMIT_NPROC counts the harness's processes too")
+        self._free = list(range(self.workers))
+        self.python = python or self._pick_python()
+        self.isolation["python"] = self.python
+
+    # ------------------------------------------------------------------ set-up
+    def _make_netns(self) -> tuple[int | None, str | None]:
+        why = _probe_unshare(["--net"])
+        if why:
+            return None, why
+        holder = subprocess.Popen([shutil.which("unshare"), "--net", "--", "cat"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            path = f"/proc/{holder.pid}/ns/net"
+            deadline = time.monotonic() + 5
+            while True:  # wait until `cat` runs in the new namespace (differs from ours)
+                try:
+                    if os.readlink(path) != os.readlink("/proc/self/ns/net"):
+                        return os.open(path, os.O_RDONLY), None
+                except OSError:
+                    pass
+                if holder.poll() is not None or time.monotonic() > deadline:
+                    return None, f"could not create a network namespace ({holder.stderr.read().decode().strip()})"
+                time.sleep(0.002)
+        finally:
+            holder.stdin.close()
+            holder.wait()
+
+    def _pick_python(self) -> str:
+        """An interpreter whose standard library the sandbox uid can read."""
+        candidates = [os.path.realpath(sys.executable), "/usr/bin/python3", shutil.which("python3")]
+        tried = []
+        for exe in dict.fromkeys(c for c in candidates if c):
+            self.python = exe
+            out = self.run("import json, math, re, hashlib, collections, itertools, fractions, heapq\n", wall_s=20)
+            if out.passed:
+                return exe
+            tried.append(f"{exe}: {out.reason} {out.error}")
+        raise RuntimeError("no Python interpreter works inside the sandbox: " + "; ".join(tried))
+
+    def close(self) -> None:
+        if self._netns_fd is not None:
+            os.close(self._netns_fd)
+            self._netns_fd = None
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ running
+    def run_many(self, programs: list[str], **overrides) -> list[SandboxOutcome]:
+        if self.workers == 1 or len(programs) <= 1:
+            return [self.run(p, **overrides) for p in programs]
+        with ThreadPoolExecutor(self.workers) as pool:
+            return list(pool.map(lambda p: self.run(p, **overrides), programs))
+
+    def run(self, program: str, **overrides) -> SandboxOutcome:
+        """Run one program. overrides: SandboxLimits fields for this run only."""
+        limits = SandboxLimits(**{**asdict(self.limits), **overrides})
+        with self._slot_lock:
+            slot = self._free.pop() if self._free else None
+        if slot is None:   # more concurrent callers than workers: share slot 0's uid
+            slot_uid = self._uids[0]
+        else:
+            slot_uid = self._uids[slot]
+        try:
+            return self._run(program, limits, slot_uid)
+        finally:
+            if slot is not None:
+                with self._slot_lock:
+                    self._free.append(slot)
+
+    def _run(self, program: str, limits: SandboxLimits, uid: int | None) -> SandboxOutcome:
+        t0 = time.monotonic()
+        host_workdir = None
+        if self.use_mountns:
+            workdir = SANDBOX_HOME
+        else:
+            host_workdir = tempfile.mkdtemp(prefix="autorl-sandbox-", dir=self.base_dir)
+            workdir = host_workdir
+        nonce = secrets.token_hex(16)
+        status_r, status_w = os.pipe()
+        pass_fds = [status_w]
+        req = {"program": program, "nonce": nonce, "status_fd": status_w, "workdir": workdir,
+               "private_tmp": self.use_mountns, "tmpfs_size": f"{limits.tmpfs_mb}m",
+               "uid": uid, "gid": uid,
+               "env": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8",
+                       "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"},
+               "limits": {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_mb * 2**20,
+                          "file_size_bytes": limits.file_size_mb * 2**20, "nproc": limits.nproc,
+                          "nofile": limits.nofile}}
+        if self._netns_fd is not None:
+            req["netns_fd"] = self._netns_fd
+            pass_fds.append(self._netns_fd)
+        cmd = [self.python, "-I", "-S", "-B", str(RUNNER)]
+        if self.use_pidns:
+            cmd = [shutil.which("unshare"), "--pid", "--fork", "--kill-child", "--mount-proc", "--", *cmd]
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    pass_fds=pass_fds, start_new_session=True, cwd="/",
+                                    env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+        except OSError as exc:
+            os.close(status_r)
+            os.close(status_w)
+            return SandboxOutcome(False, "sandbox_error", f"could not start the sandbox: {exc}",
+                                  duration_s=time.monotonic() - t0)
+        os.close(status_w)
+        try:
+            return self._collect(proc, marshal.dumps(req), status_r, nonce, limits, t0)
+        finally:
+            os.close(status_r)
+            if host_workdir:
+                shutil.rmtree(host_workdir, ignore_errors=True)
+
+    def _collect(self, proc, payload: bytes, status_r: int, nonce: str, limits: SandboxLimits,
+                 t0: float) -> SandboxOutcome:
+        deadline = t0 + limits.wall_s
+        bufs = {"stdout": bytearray(), "stderr": bytearray(), "status": bytearray()}
+        truncated = False
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
+        sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+        sel.register(status_r, selectors.EVENT_READ, "status")
+        # The request is small next to the pipe buffer for typical programs; write it in a thread so
+        # a huge program cannot deadlock against a runner that has not started reading yet.
+        writer = threading.Thread(target=_write_all, args=(proc.stdin, payload), daemon=True)
+        writer.start()
+        timed_out = False
+        open_streams = 3
+        ended_at = None
+        while open_streams:
+            now = time.monotonic()
+            remaining = deadline - now
+            if remaining <= 0:
+                timed_out = True
+                break
+            # Without a pid namespace, escaped grandchildren may hold the pipes open after the
+            # program ended: give them a moment, then stop reading (and kill the group).
+            if ended_at is None and proc.poll() is not None:
+                ended_at = now
+            if ended_at is not None and now - ended_at > 0.5:
+                break
+            for key, _ in sel.select(timeout=min(remaining, 0.1 if ended_at else 1.0)):
+                fd = key.fd
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    open_streams -= 1
+                    continue
+                buf = bufs[key.data]
+                cap = limits.output_bytes if key.data != "status" else 1 << 20
+                if len(buf) < cap:
+                    buf += chunk[: cap - len(buf)]
+                if len(buf) >= cap and len(chunk) and key.data != "status":
+                    truncated = truncated or len(buf) + len(chunk) > cap
+        sel.close()
+        if timed_out or proc.poll() is None:
+            _kill_group(proc)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.wait()
+        writer.join(timeout=1)
+        out = SandboxOutcome(passed=False, stdout=bufs["stdout"].decode(errors="replace"),
+                             stderr=bufs["stderr"].decode(errors="replace"), output_truncated=truncated,
+                             duration_s=time.monotonic() - t0)
+        records = _parse_records(bytes(bufs["status"]))
+        _interpret(out, records, nonce, timed_out, proc.returncode, limits)
+        return out
+
+
+def _parse_records(data: bytes) -> list[dict]:
+    """Length-prefixed marshal records; stops at the first malformed one (the program may scribble)."""
+    records, pos = [], 0
+    while pos + 4 <= len(data):
+        size = int.from_bytes(data[pos:pos + 4], "big")
+        chunk = data[pos + 4:pos + 4 + size]
+        if len(chunk) < size:
+            break
+        try:
+            rec = marshal.loads(chunk)
+        except (ValueError, EOFError, TypeError):
+            break
+        if isinstance(rec, dict):
+            records.append(rec)
+        pos += 4 + size
+    return records
+
+
+def _write_all(stream, payload: bytes) -> None:
+    try:
+        stream.write(payload)
+        stream.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def _kill_group(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _interpret(out: SandboxOutcome, records: list[dict], nonce: str, timed_out: bool,
+               returncode: int | None, limits: SandboxLimits) -> None:
+    exited = [r for r in records if r.get("event") == "exited"]
+    last_exit = exited[-1] if exited else {}
+    out.exit_code = last_exit.get("code")
+    out.signal = last_exit.get("signal")
+    if any(r.get("event") == "ok" and r.get("nonce") == nonce for r in records) and not timed_out:
+        out.passed = True
+        return
+    setup = next((r for r in records if r.get("event") == "setup_error"), None)
+    err = next((r for r in records if r.get("event") in ("error", "syntax_error", "exit")), None)
+    if timed_out:
+        out.reason, out.error = "timeout", f"wall-time limit of {limits.wall_s:g} s exceeded; the process group was killed"
+    elif setup is not None:
+        out.reason, out.error = "sandbox_error", f"sandbox set-up failed: {setup.get('message')}"
+    elif out.signal == signal.SIGXCPU and err is None:
+        out.reason, out.error = "cpu_time", f"CPU-time limit of {limits.cpu_s} s exceeded (SIGXCPU)"
+    elif err is not None:
+        out.error_type = err.get("type")
+        out.error = err.get("message")
+        out.lineno, out.line = err.get("lineno"), err.get("line")
+        if err["event"] == "syntax_error":
+            out.reason = "syntax_error"
+        elif err["event"] == "exit":
+            out.reason = "exited"
+            out.error = f"the program called exit({err.get('code')!r}) before finishing"
+        elif err.get("type") == "MemoryError":
+            out.reason = "memory"
+            out.error = f"MemoryError: memory limit of {limits.memory_mb} MB exceeded"
+        else:
+            out.reason = "runtime_error"
+    elif out.signal is not None:
+        name = signal.Signals(out.signal).name if out.signal in signal.Signals._value2member_map_ else str(out.signal)
+        if out.signal == signal.SIGKILL:
+            out.reason, out.error = "killed", f"killed by {name} (CPU hard limit or out of memory)"
+        else:
+            out.reason, out.error = "killed", f"killed by signal {name}"
+    elif out.exit_code is not None:
+        out.reason = "exited"
+        out.error = f"the program exited with status {out.exit_code} before finishing"
+    else:
+        out.reason = "no_result"
+        out.error = f"the sandbox ended without a result (exit status {returncode})"
+    if out.reason == "killed" and out.signal == signal.SIGXFSZ:
+        out.error = f"file-size limit of {limits.file_size_mb} MB exceeded (SIGXFSZ)"

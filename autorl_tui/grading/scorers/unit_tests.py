@@ -72,6 +72,7 @@ def failure_kind(outcome: SandboxOutcome, completion: Completion) -> str:
 class UnitTestsScorer:
     name = "unit_tests"
     version = "1"
+    item_fields = ("id", "prompt", "entry_point", "test")
 
     def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol,
                  ctx: ScorerContext) -> EvalResult:

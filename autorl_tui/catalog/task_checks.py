@@ -139,14 +139,27 @@ def validate_card(path: Path, cache_root: Path | None = None) -> Report:
             problems.append(Problem(f"workspace file {name} looks like held-out data (it would be copied into every workspace)",
                                     "only train data and helpers may be agent-visible; rename it if it is not held-out data"))
     card = None
-    if not problems or (data is not None and all(k in raw for k in REQUIRED)):
+    if not problems:
         try:
             card = load_task_card(card_path)
         except UsageError as exc:
-            problems.append(Problem(str(exc), "see the other problems listed"))
-    if card is not None and data is not None:
-        problems += _check_data(card, scorer_obj, sizes, cache_root)
+            problems.append(Problem(str(exc), "see docs/tasks.md"))
+    if data is not None:   # check the data even when other fields are wrong: report everything at once
+        problems += _check_data(card or _lenient_card(raw, card_path), scorer_obj, sizes, cache_root)
     return Report(card_path, problems, sizes, card)
+
+
+def _lenient_card(raw: dict, card_path: Path) -> TaskCard:
+    """A TaskCard built from a card with problems, good enough to materialize its data."""
+    try:
+        protocol = EvalProtocol.from_dict(raw.get("protocol") if isinstance(raw.get("protocol"), dict) else {})
+    except (TypeError, ValueError):
+        protocol = EvalProtocol()
+    return TaskCard(id=str(raw.get("id", card_path.parent.name)), name=str(raw.get("name", "")),
+                    level=raw.get("level") if isinstance(raw.get("level"), int) else 0,
+                    scorer=str(raw.get("scorer", "")), primary_metric=str(raw.get("primary_metric", "")),
+                    protocol=protocol, data=dict(raw["data"]), dir=card_path.parent.resolve(),
+                    scorer_options=dict(raw.get("scorer_options") or {}), version=str(raw.get("version", "1")), raw=raw)
 
 
 def _check_protocol(raw: dict) -> list[Problem]:

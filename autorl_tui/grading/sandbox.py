@@ -174,11 +174,20 @@ class Sandbox:
         tried = []
         for exe in dict.fromkeys(c for c in candidates if c):
             self.python = exe
-            out = self.run("import json, math, re, hashlib, collections, itertools, fractions, heapq\n", wall_s=20)
+            out = self._probe()
+            if out.reason == "sandbox_error" and self.use_mountns:
+                # e.g. a container where mounting tmpfs is not allowed: keep the rest, say what is lost
+                self.use_mountns = False
+                self.isolation["private_tmp"] = f"no: {out.error}"
+                out = self._probe()
             if out.passed:
                 return exe
             tried.append(f"{exe}: {out.reason} {out.error}")
-        raise RuntimeError("no Python interpreter works inside the sandbox: " + "; ".join(tried))
+        raise RuntimeError("no Python interpreter works inside the sandbox (its standard library must be readable by "
+                           "the sandbox uid; install python3 system-wide or pass python=...): " + "; ".join(tried))
+
+    def _probe(self) -> SandboxOutcome:
+        return self.run("import json, math, re, hashlib, collections, itertools, fractions, heapq, typing\n", wall_s=20)
 
     def close(self) -> None:
         if self._netns_fd is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -47,6 +48,7 @@ class JudgeClient:
                 raise JudgeError(f"the judge's API key is read from ${api_key_env}, which is not set; "
                                  f"export {api_key_env}=... (or set scorer option api_key_env: null for a keyless endpoint)")
         self.requests_sent = 0
+        self._count_lock = threading.Lock()   # complete() runs on a thread pool
 
     def complete(self, messages: list[dict]) -> JudgeReply:
         body = json.dumps({"model": self.model, "messages": messages, "temperature": 0,
@@ -57,7 +59,8 @@ class JudgeClient:
         last: Exception | None = None
         for attempt in range(self.retries + 1):
             t0 = time.monotonic()
-            self.requests_sent += 1
+            with self._count_lock:
+                self.requests_sent += 1
             try:
                 req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:

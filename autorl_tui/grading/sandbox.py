@@ -210,6 +210,8 @@ class Sandbox:
 
     def run(self, program: str, **overrides) -> SandboxOutcome:
         """Run one program. overrides: SandboxLimits fields for this run only."""
+        if self._closed:   # its network namespace is gone: running now would mean running with the host's network
+            raise RuntimeError("this Sandbox is closed; create a new one")
         limits = SandboxLimits(**{**asdict(self.limits), **overrides})
         with self._slot_lock:
             slot = self._free.pop() if self._free else None
@@ -302,11 +304,11 @@ class Sandbox:
                     open_streams -= 1
                     continue
                 buf = bufs[key.data]
-                cap = limits.output_bytes if key.data != "status" else 1 << 20
-                if len(buf) < cap:
-                    buf += chunk[: cap - len(buf)]
-                if len(buf) >= cap and len(chunk) and key.data != "status":
-                    truncated = truncated or len(buf) + len(chunk) > cap
+                room = (limits.output_bytes if key.data != "status" else 1 << 20) - len(buf)
+                if len(chunk) > room and key.data != "status":
+                    truncated = True      # keep reading (and discarding) so the program never blocks on a full pipe
+                if room > 0:
+                    buf += chunk[:room]
         sel.close()
         if timed_out or proc.poll() is None:
             _kill_group(proc)

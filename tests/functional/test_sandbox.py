@@ -151,6 +151,8 @@ def test_no_network_even_to_loopback(sandbox):
 def test_output_flood_is_truncated_not_buffered(sandbox):
     out = sandbox.run("import sys\nfor _ in range(2000):\n    sys.stdout.write('x' * 1000)\n", output_bytes=10_000)
     assert out.passed and out.output_truncated and len(out.stdout) == 10_000
+    exact = sandbox.run("import sys\nsys.stdout.write('y' * 10_000)\n", output_bytes=10_000)
+    assert exact.passed and not exact.output_truncated and len(exact.stdout) == 10_000
 
 
 def test_big_file_write_hits_the_file_size_limit(sandbox):
@@ -179,3 +181,11 @@ def test_fallback_without_isolation_still_limits_and_says_why():
         assert sb.run("blob = bytearray(10 * 1024 ** 3)").reason == "memory"
         assert sb.run("while True:\n    pass\n", cpu_s=1).reason in ("cpu_time", "timeout")
         assert sb.run("print('ok')").passed
+
+
+def test_a_closed_sandbox_refuses_to_run():
+    sb = Sandbox(SandboxLimits(wall_s=3), workers=1)
+    assert sb.run("pass").passed
+    sb.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        sb.run("pass")

@@ -124,6 +124,10 @@ def validate_card(path: Path, cache_root: Path | None = None) -> Report:
                 problems.append(Problem(f"scorer {raw['scorer']!r} failed to load: {type(exc).__name__}: {exc}",
                                         "install the scorer's dependencies (pip install -e .[tasks])"))
     problems += _check_protocol(raw)
+    check_options = getattr(scorer_obj, "validate_options", None)
+    if check_options is not None and isinstance(raw.get("scorer_options") or {}, dict):
+        problems += [Problem(what, fix) for what, fix in check_options(dict(raw.get("scorer_options") or {}),
+                                                                        card_path.parent.resolve())]
     desc = card_path.parent / str(raw.get("description", "description.md"))
     if not desc.exists() or not desc.read_text().strip():
         problems.append(Problem(f"agent-visible description {desc.name} is missing or empty",

@@ -93,3 +93,16 @@ def test_missing_split_and_unparsable_card(capsys, tmp_path):
 def test_unknown_task_id_exits_2_and_lists_known(capsys, home_dir):
     code, _, err = run_cli(capsys, "--home", str(home_dir), "tasks", "validate", "no-such-task")
     assert code == 2 and "humaneval" in err
+
+
+def test_scorer_options_are_checked_by_the_scorer(capsys, tmp_path):
+    src = REPO / "tasks" / "alpaca-judge"
+    task = tmp_path / "alpaca-judge"
+    shutil.copytree(src, task)
+    (task / "anchors.jsonl").write_text('{"prompt": "p", "output_a": "x", "output_b": "y", "expected": "maybe"}\n')
+    card = (task / "task.yaml").read_text().replace("timeout_s: 60", "timeout_s: soon")
+    (task / "task.yaml").write_text(card)
+    code, out, _ = run_cli(capsys, "tasks", "validate", str(task))
+    assert code == 2
+    assert "anchors:" in out and "expected (A, B or tie)" in out
+    assert "scorer_options.timeout_s is 'soon'" in out

@@ -285,6 +285,24 @@ class JudgeScorer:
         return EvalResult(score=win_rate, metrics=metrics, samples=samples,
                           timings={"inference_s": t_gen - t0, "scoring_s": t_judge - t_gen})
 
+    def validate_options(self, options: dict, task_dir: Path) -> list[tuple[str, str]]:
+        """(problem, fix) pairs for `autorl-tui tasks validate`."""
+        problems = []
+        if not options.get("judge_model"):
+            problems.append(("scorer_options.judge_model is not set", "name the judge model, e.g. judge_model: gpt-4o-mini"))
+        if options.get("anchors"):
+            try:
+                self._load_anchors(options, ScorerContext(task_dir, "", task_dir, task_dir, options))
+            except (ValueError, OSError) as exc:
+                problems.append((f"anchors: {exc}", "fix the anchor file (one JSON object a line)"))
+        else:
+            problems.append(("no anchor set (scorer_options.anchors): judge drift would go unnoticed",
+                             "add anchors: anchors.jsonl with a few pairs of obvious verdicts"))
+        for key in ("price_per_input_token", "price_per_output_token", "timeout_s"):
+            if key in options and not isinstance(options[key], (int, float)):
+                problems.append((f"scorer_options.{key} is {options[key]!r}, not a number", f"write {key} as a number"))
+        return problems
+
     @staticmethod
     def _load_anchors(opts: dict, ctx: ScorerContext) -> list[dict]:
         spec = opts.get("anchors")
@@ -299,8 +317,12 @@ class JudgeScorer:
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if not line.strip():
                 continue
-            an = json.loads(line)
-            if an.get("expected") not in ("A", "B", "tie") or not all(k in an for k in ("prompt", "output_a", "output_b")):
+            try:
+                an = json.loads(line)
+            except ValueError as exc:
+                raise ValueError(f"{path}:{n}: not a JSON line ({exc})") from None
+            if (not isinstance(an, dict) or an.get("expected") not in ("A", "B", "tie")
+                    or not all(k in an for k in ("prompt", "output_a", "output_b"))):
                 raise ValueError(f"{path}:{n}: an anchor needs prompt, output_a, output_b and expected (A, B or tie)")
             an.setdefault("id", f"anchor-{n}")
             anchors.append(an)

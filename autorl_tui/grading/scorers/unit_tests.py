@@ -74,6 +74,15 @@ class UnitTestsScorer:
     version = "1"
     item_fields = ("id", "prompt", "entry_point", "test")
 
+    def validate_options(self, options: dict, task_dir) -> list[tuple[str, str]]:
+        """(problem, fix) pairs for `autorl-tui tasks validate`."""
+        problems = []
+        for key in ("timeout_s", "cpu_s", "memory_mb", "workers", "nproc", "output_bytes"):
+            value = options.get(key)
+            if value is not None and (not isinstance(value, (int, float)) or value <= 0):
+                problems.append((f"scorer_options.{key} is {value!r}", f"use a positive number for {key}"))
+        return problems
+
     def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol,
                  ctx: ScorerContext) -> EvalResult:
         opts = dict(ctx.options or {})

@@ -28,6 +28,7 @@ that is the scorer's and the report's business.)
 
 from __future__ import annotations
 
+import functools
 import marshal
 import os
 import secrets
@@ -90,7 +91,8 @@ class SandboxOutcome:
         return asdict(self)
 
 
-def _probe_unshare(flags: list[str]) -> str | None:
+@functools.lru_cache(maxsize=None)   # the answer does not change while the process lives
+def _probe_unshare(flags: tuple[str, ...]) -> str | None:
     """None when `unshare FLAGS true` works here, else why not."""
     exe = shutil.which("unshare")
     if exe is None:
@@ -115,13 +117,12 @@ class Sandbox:
         self.base_dir = Path(base_dir) if base_dir else None
         self.isolation: dict[str, str] = {}
         self._netns_fd: int | None = None
-        self._slots: list[int | None] = []
         self._slot_lock = threading.Lock()
         self._closed = False
         is_root = os.geteuid() == 0
         self.use_pidns = self.use_mountns = False
         if isolate and is_root:
-            why = _probe_unshare(["--pid", "--fork", "--kill-child", "--mount-proc"])
+            why = _probe_unshare(("--pid", "--fork", "--kill-child", "--mount-proc"))
             self.use_pidns = self.use_mountns = why is None
             self.isolation["pid_namespace"] = "yes" if why is None else f"no: {why}"
             self.isolation["private_tmp"] = "yes" if why is None else f"no: {why}"
@@ -147,7 +148,7 @@ class Sandbox:
 
     # ------------------------------------------------------------------ set-up
     def _make_netns(self) -> tuple[int | None, str | None]:
-        why = _probe_unshare(["--net"])
+        why = _probe_unshare(("--net",))
         if why:
             return None, why
         holder = subprocess.Popen([shutil.which("unshare"), "--net", "--", "cat"], stdin=subprocess.PIPE,

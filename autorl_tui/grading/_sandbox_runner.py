@@ -11,12 +11,21 @@ Results go to the status fd as records (4-byte length + marshal of a dict; marsh
 importing json costs more than the rest of start-up). `{"event": "ok", "nonce": ...}` is written only
 after the program ran to its end; the nonce (read from stdin, never in argv or the environment)
 stops a program from faking success by exiting early with status 0.
+
+`--serve` (the fork server, used by default when the sandbox has root and all namespaces): the
+runner stays alive as pid 1 of its namespaces with common modules imported, and forks one
+child per program; before each program it mounts fresh tmpfs folders, and after it kills every
+process of the sandbox uid (escapees included) and reaps them. Requests and replies travel as
+length-prefixed marshal records over stdin/stdout. Saves the interpreter start per program.
 """
 
 import marshal
 import os
 import resource
+import select
+import signal
 import sys
+import time
 
 CLONE_NEWNET = 0x40000000
 MS_NOSUID, MS_NODEV = 2, 4
@@ -40,10 +49,12 @@ def enter_netns(fd):
     os.close(fd)
 
 
-def mount_private_tmp(size):
+def mount_private_tmp(size, fresh=False):
     libc = _libc()
     for target in PRIVATE_TMPFS:
         if os.path.isdir(target):
+            if fresh:   # drop the previous program's tmpfs (MNT_DETACH); a no-op error if none is mounted
+                libc.umount2(target.encode(), 2)
             opts = f"size={size},mode=1777".encode()
             _check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts),
                    f"mount tmpfs on {target}")
@@ -66,7 +77,13 @@ def set_limits(lim):
         setr(resource.RLIMIT_NOFILE, int(lim["nofile"]))
 
 
+def no_new_privs():
+    """setuid binaries (su, mount, ...) cannot raise the program's privileges again."""
+    _check(_libc().prctl(38, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+
+
 def drop_privileges(uid, gid):
+    no_new_privs()
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
@@ -181,5 +198,193 @@ def main():
     os._exit(0)
 
 
+# ---------------------------------------------------------------------------------- fork server
+
+PRELOAD = ("typing", "re", "math", "collections", "itertools", "functools", "string", "heapq", "bisect",
+           "hashlib", "fractions", "random", "json", "statistics", "copy", "operator", "decimal", "datetime")
+
+
+def read_msg(fd):
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    body = _read_exact(fd, int.from_bytes(head, "big"))
+    return None if body is None else marshal.loads(body)
+
+
+def _read_exact(fd, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def send_msg(fd, obj):
+    data = marshal.dumps(obj)
+    data = len(data).to_bytes(4, "big") + data
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _reap():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _others():
+    me = os.getpid()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+
+
+def kill_all_of(uid):
+    """Kill every process of uid in this pid namespace (the program, its children, setsid escapees)."""
+    for _ in range(100):
+        _reap()
+        if not _others():
+            return True
+        helper = os.fork()
+        if helper == 0:   # signalling as the uid itself reaches exactly its processes (kill(-1) spares the caller)
+            try:
+                os.setresuid(uid, uid, uid)
+                for _ in range(3):
+                    os.kill(-1, signal.SIGKILL)
+            except BaseException:
+                pass
+            os._exit(0)
+        os.waitpid(helper, 0)
+        time.sleep(0.001)
+    return False
+
+
+def serve():
+    chan_in, chan_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    cfg = read_msg(chan_in)
+    try:
+        if cfg.get("netns_fd") is not None:
+            enter_netns(int(cfg["netns_fd"]))
+        for name in PRELOAD:
+            try:
+                __import__(name)
+            except ImportError:
+                pass
+    except BaseException as exc:
+        send_msg(chan_out, {"event": "error", "message": f"{type(exc).__name__}: {exc}"})
+        os._exit(70)
+    send_msg(chan_out, {"event": "ready", "pid": os.getpid()})
+    while True:
+        req = read_msg(chan_in)
+        if req is None:
+            os._exit(0)
+        try:
+            reply = serve_one({**cfg, **req}, chan_in, chan_out)
+        except BaseException as exc:
+            reply = {"setup_error": f"{type(exc).__name__}: {exc}"}
+        send_msg(chan_out, reply)
+
+
+def serve_one(req, chan_in, chan_out):
+    uid = req["uid"]
+    mount_private_tmp(req.get("tmpfs_size", "64m"), fresh=True)
+    workdir = req["workdir"]
+    os.makedirs(workdir, mode=0o700, exist_ok=True)
+    filename = os.path.join(workdir, "main.py")
+    with open(filename, "w") as fh:
+        fh.write(req["program"])
+    os.chown(workdir, uid, req["gid"])
+    os.chown(filename, uid, req["gid"])
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    st_r, st_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            os.dup2(st_w, 3)
+            os.closerange(4, 1 << 16)
+            os.chdir(workdir)
+        except BaseException:
+            os._exit(70)
+        run_program(req, 3, filename)
+    for fd in (out_w, err_w, st_w):
+        os.close(fd)
+    caps = {out_r: int(req["output_bytes"]), err_r: int(req["output_bytes"]), st_r: 1 << 20}
+    bufs = {out_r: bytearray(), err_r: bytearray(), st_r: bytearray()}
+    truncated = False
+    open_fds = [out_r, err_r, st_r]
+    deadline = time.monotonic() + float(req["wall_s"])
+    wstatus = None
+    ended = None
+    timed_out = False
+    while True:
+        now = time.monotonic()
+        if wstatus is None:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                wstatus, ended = st, now
+        if wstatus is not None and (not open_fds or now - ended > 0.2):
+            break   # finished; pipes still open after 0.2 s belong to escapees, killed below
+        if now >= deadline:
+            timed_out = True
+            break
+        if not open_fds:
+            time.sleep(0.002)
+            continue
+        ready, _, _ = select.select(open_fds, [], [], min(deadline - now, 0.02 if wstatus is not None else 0.2))
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                open_fds.remove(fd)
+                continue
+            room = caps[fd] - len(bufs[fd])
+            if len(chunk) > room and fd != st_r:
+                truncated = True
+            if room > 0:
+                bufs[fd] += chunk[:room]
+    clean = kill_all_of(uid)
+    if wstatus is None:
+        try:
+            _, wstatus = os.waitpid(pid, 0)
+        except ChildProcessError:
+            wstatus = None
+    for fd in (out_r, err_r, st_r):   # what is left in the pipes (their writers are dead now)
+        if fd in open_fds:
+            while True:
+                r, _, _ = select.select([fd], [], [], 0)
+                if not r:
+                    break
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                room = caps[fd] - len(bufs[fd])
+                if len(chunk) > room and fd != st_r:
+                    truncated = True
+                if room > 0:
+                    bufs[fd] += chunk[:room]
+        os.close(fd)
+    exited = {"event": "exited"}
+    if wstatus is not None:
+        if os.WIFSIGNALED(wstatus):
+            exited["signal"] = os.WTERMSIG(wstatus)
+        else:
+            exited["code"] = os.WEXITSTATUS(wstatus)
+    return {"stdout": bytes(bufs[out_r]), "stderr": bytes(bufs[err_r]), "status": bytes(bufs[st_r]),
+            "exited": exited, "truncated": truncated, "timed_out": timed_out, "clean": clean}
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        main()

@@ -17,9 +17,15 @@ REPO = Path(__file__).resolve().parents[2]
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and the uid switch need root")
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    sb = Sandbox(SandboxLimits(wall_s=5, cpu_s=3, memory_mb=512, nproc=16), workers=2)
+@pytest.fixture(scope="module", params=["forkserver", "oneshot"])
+def sandbox(request):
+    """Both execution modes face every hostile program: the fork server (default when root) and
+    one interpreter per program (the fallback)."""
+    sb = Sandbox(SandboxLimits(wall_s=5, cpu_s=3, memory_mb=512, nproc=16), workers=2,
+                 forkserver=request.param == "forkserver")
+    if request.param == "forkserver" and not sb.use_forkserver:
+        sb.close()
+        pytest.skip(f"fork server unavailable here: {sb.isolation.get('mode')}")
     yield sb
     sb.close()
 
@@ -189,3 +195,34 @@ def test_a_closed_sandbox_refuses_to_run():
     sb.close()
     with pytest.raises(RuntimeError, match="closed"):
         sb.run("pass")
+
+
+@root_only
+def test_nothing_leaks_from_one_program_to_the_next(sandbox):
+    first = sandbox.run("open('/tmp/sandbox/left', 'w').write('x')\nopen('/dev/shm/left', 'w').write('x')\n"
+                        "open('/tmp/left', 'w').write('x')\n")
+    assert first.passed, first
+    for _ in range(sandbox.workers):   # whichever worker runs it
+        second = sandbox.run("import os\nassert not any(os.path.exists(p) for p in "
+                             "('/tmp/sandbox/left', '/dev/shm/left', '/tmp/left')), 'leaked'\n")
+        assert second.passed, second
+
+
+@root_only
+def test_setuid_binaries_cannot_raise_privileges(sandbox):
+    out = sandbox.run("import subprocess\nprint(open('/proc/self/status').read())\n")
+    assert "NoNewPrivs:\t1" in out.stdout
+
+
+@root_only
+def test_a_dead_fork_server_is_replaced():
+    sb = Sandbox(SandboxLimits(wall_s=3), workers=1)
+    try:
+        if not sb.use_forkserver:
+            pytest.skip("fork server unavailable")
+        server = next(iter(sb._forkservers.values()))
+        server.proc.kill()
+        server.proc.wait()
+        assert sb.run("print('again')").stdout == "again\n"
+    finally:
+        sb.close()

@@ -125,6 +125,8 @@ class JudgeScorer:
         model = opts.get("judge_model")
         if not model:
             raise ValueError("the judge scorer needs scorer option judge_model (the judge model's name at the endpoint)")
+        if not items:
+            raise ValueError("judge: no items to evaluate (is the split empty?)")
         for item in items:
             missing = [k for k in ("id", "prompt", "reference") if k not in item]
             if missing:
@@ -150,6 +152,9 @@ class JudgeScorer:
             prompts = [it["prompt"] for it in items]
         completions = policy.generate(prompts, n=1, temperature=protocol.temperature, top_p=protocol.top_p,
                                       max_tokens=protocol.max_tokens, stop=protocol.stop)
+        if len(completions) != len(items) or any(not c for c in completions):
+            raise ValueError(f"judge: the policy returned {len(completions)} completion lists for {len(items)} prompts "
+                             "(each needs at least one completion)")
         t_gen = time.monotonic()
 
         # Plan every judgment: (index, a, b, cache key, candidate_first)

@@ -86,6 +86,8 @@ class UnitTestsScorer:
     def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol,
                  ctx: ScorerContext) -> EvalResult:
         opts = dict(ctx.options or {})
+        if not items:
+            raise ValueError("unit_tests: no items to evaluate (is the split empty?)")
         for item in items:
             missing = [k for k in ("id", "prompt", "entry_point", "test") if k not in item]
             if missing:

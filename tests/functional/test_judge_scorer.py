@@ -263,3 +263,4 @@ def test_alpaca_judge_task_end_to_end_with_shipped_anchors(judge, tmp_path):
     res = get_scorer("judge").evaluate(GivenOutputsPolicy(outputs), items, card.protocol, ctx)
     assert res.score == pytest.approx(75.0)   # 8 wins, 8 ties (neither says GOOD)
     assert res.metrics["anchors_judged"] == 16 and res.metrics["lc_win_rate"] is not None
+    json.dumps(res.to_dict())   # the grader worker writes it as JSON

@@ -1,4 +1,4 @@
-"""Runs inside the sandbox (started by grading/sandbox.py with `python -I -S`; stdlib only).
+"""Runs inside the sandbox (started by grading/sandbox.py with `python -s -S`; stdlib only).
 
 Reads one JSON request from stdin, then:
   1. as root (when it is): enters the shared empty network namespace (fd passed by the harness),
@@ -19,13 +19,19 @@ process of the sandbox uid (escapees included) and reaps them. Requests and repl
 length-prefixed marshal records over stdin/stdout. Saves the interpreter start per program.
 """
 
-import marshal
 import os
-import resource
-import select
-import signal
 import sys
-import time
+
+# The script's folder (autorl_tui/grading, which has a types.py) must not shadow the stdlib,
+# and programs must not import the harness's modules: drop it before any other import.
+if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+
+import marshal  # noqa: E402
+import resource  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
 
 CLONE_NEWNET = 0x40000000
 MS_NOSUID, MS_NODEV = 2, 4

@@ -16,8 +16,8 @@ falls back and records why in `Sandbox.isolation`, which scorers put into their 
   exhaust the harness's) and root-owned 0600/0700 files (the store, held-out data) are unreadable.
 - **resource limits**: RLIMIT_CPU (SIGXCPU, then SIGKILL), RLIMIT_AS (allocations fail with
   MemoryError), RLIMIT_FSIZE, RLIMIT_NPROC, RLIMIT_NOFILE, no core files; a wall-time limit.
-- **minimal environment**: PATH, HOME (the work dir), LANG; `python -I -S` (no site-packages,
-  no PYTHON* variables, no user site).
+- **minimal environment**: PATH, HOME (the work dir), LANG, PYTHONHASHSEED=0; `python -s -S`
+  (no site-packages, no user site); a fixed hash seed keeps results reproducible.
 
 - **fork server** (when all of the above are available): each worker slot keeps one runner
   alive as pid 1 of its own namespaces, with common modules imported, and forks one child per
@@ -55,6 +55,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 RUNNER = Path(__file__).with_name("_sandbox_runner.py")
+# No site-packages, no user site, no .pyc writing. Not -I/-E: the runner's environment is ours
+# alone (RUNNER_ENV) and must carry a fixed hash seed, so set iteration order (and with it some
+# programs' output) is the same on every run: same protocol, same numbers.
+PYTHON_FLAGS = ("-s", "-S", "-B")
+RUNNER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
 SANDBOX_HOME = "/tmp/sandbox"            # the work dir inside the private /tmp
 
 # Reasons a run did not pass. Scorers map them onto grading.types.FAILURE_KINDS.
@@ -311,13 +316,13 @@ class Sandbox:
         if self._netns_fd is not None:
             req["netns_fd"] = self._netns_fd
             pass_fds.append(self._netns_fd)
-        cmd = [self.python, "-I", "-S", "-B", str(RUNNER)]
+        cmd = [self.python, *PYTHON_FLAGS, str(RUNNER)]
         if self.use_pidns:
             cmd = [shutil.which("unshare"), "--pid", "--fork", "--kill-child", "--mount-proc", "--", *cmd]
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     pass_fds=pass_fds, start_new_session=True, cwd="/",
-                                    env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+                                    env=dict(RUNNER_ENV))
         except OSError as exc:
             os.close(status_r)
             os.close(status_w)
@@ -404,10 +409,10 @@ class _ForkServer:
 
     def __init__(self, sandbox: Sandbox, uid: int):
         cmd = [shutil.which("unshare"), "--pid", "--fork", "--kill-child", "--mount-proc", "--",
-               sandbox.python, "-I", "-S", "-B", str(RUNNER), "--serve"]
+               sandbox.python, *PYTHON_FLAGS, str(RUNNER), "--serve"]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      pass_fds=[sandbox._netns_fd], start_new_session=True, cwd="/",
-                                     env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+                                     env=dict(RUNNER_ENV))
         self._send({"netns_fd": sandbox._netns_fd, "uid": uid, "gid": uid, "workdir": SANDBOX_HOME,
                     "env": _minimal_env(SANDBOX_HOME)})
         ready = self._recv(time.monotonic() + 30)

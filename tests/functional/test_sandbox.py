@@ -226,3 +226,10 @@ def test_a_dead_fork_server_is_replaced():
         assert sb.run("print('again')").stdout == "again\n"
     finally:
         sb.close()
+
+
+def test_hash_seed_is_fixed_so_results_are_reproducible(sandbox):
+    program = "print(list({'apple', 'banana', 'cherry', 'date', 'elder', 'fig'}), hash('abc'))"
+    outs = {sandbox.run(program).stdout for _ in range(3)}
+    assert len(outs) == 1
+    assert sandbox.run("import sys\nprint(sys.path)").stdout.count("grading") == 0

@@ -33,6 +33,12 @@ def chat_url(base: str) -> str:
     return base if base.endswith("/chat/completions") else base + "/chat/completions"
 
 
+def _is_loopback(url: str) -> bool:
+    from urllib.parse import urlparse
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
 class JudgeClient:
     def __init__(self, url: str, model: str, *, api_key_env: str | None = None, timeout_s: float = 60.0,
                  retries: int = 1, max_tokens: int = 64):
@@ -44,7 +50,8 @@ class JudgeClient:
         self.api_key = None
         if api_key_env:
             self.api_key = os.environ.get(api_key_env)
-            if not self.api_key:
+            # A local server (vLLM, llama.cpp, a stand-in) usually needs no key; a remote one does.
+            if not self.api_key and not _is_loopback(self.url):
                 raise JudgeError(f"the judge's API key is read from ${api_key_env}, which is not set; "
                                  f"export {api_key_env}=... (or set scorer option api_key_env: null for a keyless endpoint)")
         self.requests_sent = 0

@@ -219,8 +219,13 @@ def test_cost_and_api_key_from_the_named_variable(judge, tmp_path, monkeypatch):
     assert m["judge_cost_usd"] == pytest.approx(m["judge_prompt_tokens"] * 0.001 + m["judge_completion_tokens"] * 0.01)
     assert m["judge_completion_tokens"] == 2
     monkeypatch.delenv("STANDIN_JUDGE_KEY")
+    # a remote endpoint without its key is refused before any request (the name of the variable is said)
     with pytest.raises(ValueError, match="STANDIN_JUDGE_KEY"):
-        evaluate(judge, tmp_path / "2", items, {"p": "GOOD"}, api_key_env="STANDIN_JUDGE_KEY")
+        evaluate(judge, tmp_path / "2", items, {"p": "GOOD"}, api_key_env="STANDIN_JUDGE_KEY",
+                 judge_url="http://judge.example.invalid/v1")
+    # a loopback endpoint may go without one
+    evaluate(judge, tmp_path / "3", items, {"p": "GOOD"}, api_key_env="STANDIN_JUDGE_KEY")
+    assert judge.requests[-1]["auth"] is None
 
 
 def test_missing_judge_url_says_how_to_set_it(tmp_path, monkeypatch):

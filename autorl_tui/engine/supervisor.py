@@ -208,12 +208,18 @@ class RunSupervisor:
 
     # ------------------------------------------------------------------ grading
     def _grading_request(self, model_path: Path, split: str) -> dict:
+        options = {**self.card.scorer_options, **self.spec.get("scorer_options", {})}
+        if self.card.scorer == "judge":
+            options.setdefault("cache_path", str(self.engine.home.cache / "judge.sqlite"))
+        # Graders get only the environment they need: the judge's key variable (named in the card).
+        pass_env = list(options.get("pass_env", [])) + ["AUTORL_JUDGE_URL"]
+        if options.get("api_key_env"):
+            pass_env.append(options["api_key_env"])
         return {"task": self.card.to_dict(), "split": split, "split_path": self.split_paths[split],
                 "model_path": str(model_path), "protocol": self.card.protocol.to_dict(), "scorer": self.card.scorer,
-                "scorer_options": {**self.card.scorer_options, **self.spec.get("scorer_options", {})},
-                "backend": self.spec.get("backend", "transformers"), "device": "cuda" if self.gpus else "cpu",
-                "threads": self.engine.grader_threads, "seed": self.card.protocol.seed, "limit": None,
-                "pass_env": self.card.scorer_options.get("pass_env", [])}
+                "scorer_options": options, "backend": self.spec.get("backend", "transformers"),
+                "device": "cuda" if self.gpus else "cpu", "threads": self.engine.grader_threads,
+                "seed": self.card.protocol.seed, "limit": None, "pass_env": pass_env}
 
     async def _grade(self, model_path: Path, split: str, work_dir: Path) -> GradingOutcome:
         async with self.engine.grading_slots:

@@ -42,3 +42,14 @@ def tiny_model_dir() -> Path:
     ).hexdigest()[:12]
     root = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models"))
     return tiny.build_tiny_model(root / f"tiny-{key}", seed=0)
+
+
+@pytest.fixture(scope="session")
+def docker_available() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=5).ping()
+        return True
+    except Exception:
+        return False

@@ -163,7 +163,7 @@ def _build_into(folder: Path, seed: int, pretrain_steps: int) -> dict:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    t0 = time.time()
+    t0, cpu0 = time.time(), time.process_time()
     tok = build_tokenizer(seed)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=128, intermediate_size=512, num_hidden_layers=4,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=MAX_POSITIONS,
@@ -183,7 +183,8 @@ def _build_into(folder: Path, seed: int, pretrain_steps: int) -> dict:
     tok.save_pretrained(folder)
     info = {"name": "tiny", "tiny_version": TINY_VERSION, "seed": seed, "pretrain_steps": pretrain_steps,
             "pretrain_p_correct": PRETRAIN_P_CORRECT, "params": sum(p.numel() for p in model.parameters()),
-            "loss_curve": curve, "build_s": round(time.time() - t0, 2), "torch": torch.__version__}
+            "loss_curve": curve, "build_s": round(time.time() - t0, 2),
+            "build_cpu_s": round(time.process_time() - cpu0, 2), "torch": torch.__version__}
     (folder / BUILD_INFO).write_text(json.dumps(info, indent=1))
     return info
 

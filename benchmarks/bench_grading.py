@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from autorl_tui.catalog.tasks import find_task, materialize, task_search_path  # noqa: E402
-from autorl_tui.catalog.tiny import build_tiny_model  # noqa: E402
+from autorl_tui.catalog.tiny import build_tiny_model, source_key  # noqa: E402
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 RUNS = int(os.environ.get("BENCH_RUNS", "2"))
@@ -25,7 +25,7 @@ RUNS = int(os.environ.get("BENCH_RUNS", "2"))
 
 def main():
     cache = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models"))
-    model = build_tiny_model(cache / "tiny-bench", seed=0)
+    model = build_tiny_model(cache / f"tiny-{source_key()}", seed=0)   # shared with the tests' cache
     card = find_task("arith", task_search_path())
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -235,3 +235,11 @@ def build_tiny_model(out_dir: Path | str, seed: int = 0, force: bool = False,
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def source_key() -> str:
+    """Changes whenever the code that determines the weights changes (for caches of built models)."""
+    import torch
+
+    h = hashlib.sha256(Path(__file__).read_bytes() + Path(arith.__file__).read_bytes() + torch.__version__.encode())
+    return h.hexdigest()[:12]

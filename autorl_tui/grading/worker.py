@@ -84,6 +84,8 @@ def evaluate_request(request: dict) -> dict:
             raise GradingError("internal", f"request lacks `{key}`")
     threads = int(request.get("threads") or 1)
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    # OpenMP threads spin while waiting; on a shared machine that can make inference many times slower.
+    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import torch
     from transformers.utils import logging as hf_logging

@@ -38,6 +38,7 @@ MAX_POSITIONS = 256
 PRETRAIN_STEPS = 300
 PRETRAIN_P_CORRECT = 0.3
 PRETRAIN_BATCH = 32
+PRETRAIN_DOCS = 12000
 BUILD_THREADS = 2      # fixed, so the reduction order and thus the weights do not depend on the machine
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
@@ -110,7 +111,7 @@ def chatml(messages: list[dict]) -> str:
     return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
 
 
-def _pretrain_corpus(tok, seed: int, n_docs: int = 12000):
+def _pretrain_corpus(tok, seed: int, n_docs: int):
     import torch
 
     rng = random.Random(f"tiny-pretrain/{seed}")
@@ -130,10 +131,11 @@ def _pretrain_corpus(tok, seed: int, n_docs: int = 12000):
     return torch.tensor(ids)
 
 
-def _pretrain(model, tok, seed: int, steps: int, batch: int = PRETRAIN_BATCH, block: int = 64, lr: float = 3e-3) -> list:
+def _pretrain(model, tok, seed: int, steps: int, docs: int, batch: int = PRETRAIN_BATCH, block: int = 64,
+              lr: float = 3e-3) -> list:
     import torch
 
-    data = _pretrain_corpus(tok, seed)
+    data = _pretrain_corpus(tok, seed, docs)
     n_blocks = len(data) // block
     blocks = data[: n_blocks * block].view(n_blocks, block)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
@@ -157,7 +159,7 @@ def _pretrain(model, tok, seed: int, steps: int, batch: int = PRETRAIN_BATCH, bl
     return curve
 
 
-def _build_into(folder: Path, seed: int, pretrain_steps: int) -> dict:
+def _build_into(folder: Path, seed: int, pretrain_steps: int, pretrain_docs: int) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig
     from transformers.utils import logging as hf_logging
@@ -174,7 +176,7 @@ def _build_into(folder: Path, seed: int, pretrain_steps: int) -> dict:
     try:
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(cfg)
-        curve = _pretrain(model, tok, seed, pretrain_steps)
+        curve = _pretrain(model, tok, seed, pretrain_steps, pretrain_docs)
     finally:
         torch.set_num_threads(threads)
     model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
@@ -182,6 +184,7 @@ def _build_into(folder: Path, seed: int, pretrain_steps: int) -> dict:
     model.save_pretrained(folder, safe_serialization=True)
     tok.save_pretrained(folder)
     info = {"name": "tiny", "tiny_version": TINY_VERSION, "seed": seed, "pretrain_steps": pretrain_steps,
+            "pretrain_docs": pretrain_docs,
             "pretrain_p_correct": PRETRAIN_P_CORRECT, "params": sum(p.numel() for p in model.parameters()),
             "loss_curve": curve, "build_s": round(time.time() - t0, 2),
             "build_cpu_s": round(time.process_time() - cpu0, 2), "torch": torch.__version__}
@@ -213,7 +216,7 @@ def _build_lock(folder: Path):
 
 
 def build_tiny_model(out_dir: Path | str, seed: int = 0, force: bool = False,
-                     pretrain_steps: int = PRETRAIN_STEPS) -> Path:
+                     pretrain_steps: int = PRETRAIN_STEPS, pretrain_docs: int = PRETRAIN_DOCS) -> Path:
     """Build `tiny` into `out_dir` unless it is already there (or `force`). Returns `out_dir`."""
     out = Path(out_dir).expanduser().absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -222,7 +225,7 @@ def build_tiny_model(out_dir: Path | str, seed: int = 0, force: bool = False,
             return out
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
         try:
-            _build_into(tmp, seed, pretrain_steps)
+            _build_into(tmp, seed, pretrain_steps, pretrain_docs)
             os.chmod(tmp, 0o755)
             if out.exists():
                 trash = out.parent / f".{out.name}.old-{os.getpid()}"

@@ -29,26 +29,26 @@ def test_tiny_model_is_a_small_llama_with_a_chat_tokenizer(tiny_model_dir):
 
 
 def test_same_seed_same_weights_other_seed_other_weights(tmp_path):
-    a = build_tiny_model(tmp_path / "a", seed=3, pretrain_steps=3)
-    b = build_tiny_model(tmp_path / "b", seed=3, pretrain_steps=3)
-    c = build_tiny_model(tmp_path / "c", seed=4, pretrain_steps=3)
+    a = build_tiny_model(tmp_path / "a", seed=3, pretrain_steps=3, pretrain_docs=300)
+    b = build_tiny_model(tmp_path / "b", seed=3, pretrain_steps=3, pretrain_docs=300)
+    c = build_tiny_model(tmp_path / "c", seed=4, pretrain_steps=3, pretrain_docs=300)
     assert weights_hash(a) == weights_hash(b)
     assert weights_hash(a) != weights_hash(c)
 
 
 def test_existing_model_is_reused_unless_forced(tmp_path):
-    out = build_tiny_model(tmp_path / "m", seed=0, pretrain_steps=2)
+    out = build_tiny_model(tmp_path / "m", seed=0, pretrain_steps=2, pretrain_docs=300)
     stamp = (out / BUILD_INFO).stat().st_mtime_ns
-    build_tiny_model(out, seed=0, pretrain_steps=2)
+    build_tiny_model(out, seed=0, pretrain_steps=2, pretrain_docs=300)
     assert (out / BUILD_INFO).stat().st_mtime_ns == stamp
-    build_tiny_model(out, seed=1, pretrain_steps=2, force=True)
+    build_tiny_model(out, seed=1, pretrain_steps=2, pretrain_docs=300, force=True)
     assert json.loads((out / BUILD_INFO).read_text())["seed"] == 1
     assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == ["m"]   # no temp leftovers
 
 
 def test_two_processes_building_at_once_do_not_collide(tmp_path):
     code = ("import sys; from autorl_tui.catalog.tiny import build_tiny_model; "
-            "build_tiny_model(sys.argv[1], seed=0, pretrain_steps=2); print('ok')")
+            "build_tiny_model(sys.argv[1], seed=0, pretrain_steps=2, pretrain_docs=300); print('ok')")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "m")], cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
@@ -61,7 +61,7 @@ def test_two_processes_building_at_once_do_not_collide(tmp_path):
 def test_half_built_model_never_visible(tmp_path, monkeypatch):
     from autorl_tui.catalog import tiny
 
-    def explode(folder, seed, steps):
+    def explode(folder, seed, steps, docs):
         (folder / "config.json").write_text("{}")
         raise RuntimeError("killed mid-build")
 

@@ -12,52 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from autorl_tui.catalog.agent_command import render_command
 from autorl_tui.catalog.agents import builtin_agents_dir, load_agent_spec
-from autorl_tui.catalog.prompts import build_agent_prompt
 from autorl_tui.engine.instrument.actions import UsageTotals
 from autorl_tui.engine.instrument.parsers import get_parser
+from tests.support.agent_session import TRAIN_SCRIPT, executor_env, make_workspace, run_agent
 from tests.support.standin_grading import StandinGrading
 from tests.support.standin_llm import Step, StandinLLM
 
-TRAIN_SCRIPT = """\
-import json, os, pathlib
-out = pathlib.Path("output/v1"); out.mkdir(parents=True, exist_ok=True)
-(out / "config.json").write_text(json.dumps({"trained_on": len(open("data/train.jsonl").readlines())}))
-with open(os.environ["METRICS_FILE"], "a") as f:
-    f.write(json.dumps({"step": 1, "phase": "train", "metrics": {"loss": 0.5}}) + "\\n")
-print("trained and saved output/v1")
-"""
-
-
-def make_workspace(root: Path, deadline: float) -> Path:
-    ws = root / "ws"
-    for d in ("code", "output", "logs", "data", ".home"):
-        (ws / d).mkdir(parents=True)
-    (ws / "data" / "train.jsonl").write_text('{"id": 1, "prompt": "1+1", "answer": "2"}\n' * 3)
-    (ws / "description.md").write_text("# Arithmetic\nTeach the model to add.\n")
-    (ws / "instructions.md").write_text("Submit with POST $GRADING_SERVER_URL/submit.\n")
-    (ws / "run_meta.json").write_text(json.dumps({"start_time": time.time(), "deadline": deadline}))
-    return ws
-
-
 def launch(ws: Path, llm: StandinLLM, grading_url: str, deadline: float, extra_env=None):
     spec = load_agent_spec(builtin_agents_dir() / "react.yaml")
-    text, version = build_agent_prompt((ws / "description.md").read_text(),
-                                       (ws / "instructions.md").read_text(), deadline - time.time(),
-                                       task_name="arith", deadline=deadline)
-    (ws / "prompt.md").write_text(text)
-    cmd = render_command(spec.command, {"python": sys.executable, "agent_dir": str(spec.agent_dir),
-                                        "prompt_file": "prompt.md", "driver": "standin-model",
-                                        "driver_url": llm.base_url + "/v1", "workspace": str(ws)})
-    # What the executor passes: the workspace contract variables and the spec's `env` names only.
-    env = {"PATH": os.environ["PATH"], "HOME": str(ws / ".home"), "LANG": "C.UTF-8", "WORKSPACE": str(ws),
-           "GRADING_SERVER_URL": grading_url, "METRICS_FILE": str(ws / "logs" / "metrics.jsonl"),
-           "OUTPUT_DIR": str(ws / "output"), "DATA_PATH": str(ws / "data"), "RUN_DEADLINE": str(deadline),
-           **(extra_env or {})}
-    started = time.monotonic()
-    proc = subprocess.run(["bash", "-c", cmd], cwd=ws, env=env, capture_output=True, text=True, timeout=60)
-    return proc, time.monotonic() - started, version
+    env = executor_env(ws, grading_url, deadline, **(extra_env or {}))
+    return run_agent(spec, ws, env, {"python": sys.executable, "driver": "standin-model",
+                                     "driver_url": llm.base_url + "/v1"}, timeout=60)
 
 
 def actions_of(stdout: str):

@@ -1,0 +1,113 @@
+"""The real Claude Code and Codex CLIs, installed from npm, run through their built-in specs in a
+scratch workspace against a scripted stand-in for the paid LLM APIs (tests/support/standin_llm.py:
+Anthropic Messages for Claude Code via ANTHROPIC_BASE_URL, the OpenAI Responses API for Codex via
+a custom provider). The session: look around, write a training script, run it, submit to a
+stand-in of the run's grading API. We assert the normalized actions parsed from their real output.
+
+The CLIs are installed once into a cache folder ($AUTORL_AGENT_CLI_CACHE, default
+~/.cache/autorl-tui/agent-clis): `npm install --prefix DIR @anthropic-ai/claude-code @openai/codex`.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from autorl_tui.catalog.agents import builtin_agents_dir, load_agent_spec
+from autorl_tui.catalog.readiness import agent_readiness
+from autorl_tui.engine.instrument.actions import UsageTotals
+from autorl_tui.engine.instrument.parsers import get_parser
+from tests.support.agent_session import LOOK, RUN, SUBMIT, WRITE, executor_env, make_workspace, run_agent
+from tests.support.standin_grading import StandinGrading
+from tests.support.standin_llm import Step, StandinLLM
+
+pytestmark = pytest.mark.slow
+PACKAGES = ["@anthropic-ai/claude-code", "@openai/codex"]
+
+
+@pytest.fixture(scope="session")
+def cli_bin() -> Path:
+    cache = Path(os.environ.get("AUTORL_AGENT_CLI_CACHE") or Path.home() / ".cache" / "autorl-tui" / "agent-clis")
+    bin_dir = cache / "node_modules" / ".bin"
+    if not ((bin_dir / "claude").exists() and (bin_dir / "codex").exists()):
+        if shutil.which("npm") is None:
+            pytest.skip("!!! SKIPPED: npm is not installed, so the real Claude Code and Codex CLIs cannot be "
+                        "installed; install Node.js/npm (apt-get install -y nodejs npm) to run these tests !!!")
+        cache.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund", *PACKAGES],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"npm install failed:\n{proc.stderr[-3000:]}"
+    return bin_dir
+
+
+def session_steps() -> list[Step]:
+    return [Step(shell=LOOK), Step(shell=WRITE), Step(shell=RUN), Step(shell=SUBMIT)]
+
+
+def check_session(acts, ws: Path, grading: StandinGrading, wrap=lambda c: c):
+    assert not [a for a in acts if a.kind in ("malformed", "error")], [a.to_dict() for a in acts]
+    shells = [a for a in acts if a.kind == "shell"]
+    assert [s.exit_code for s in shells] == [0, 0, 0, 0]
+    assert [wrap(s.command) for s in shells] == [LOOK, WRITE, RUN, SUBMIT]
+    assert "Teach the model to add" in shells[0].output
+    assert "trained and saved output/v1" in shells[2].output
+    assert json.loads(shells[3].output)["score"] == 42.0
+    assert [s["model_path"] for s in grading.submissions] == ["output/v1"]
+    assert (ws / "code" / "train.py").is_file() and (ws / "output" / "v1" / "config.json").is_file()
+    assert [a.text for a in acts if a.kind == "message"][-1] == "All done: ran the scripted steps."
+    totals = UsageTotals()
+    for a in acts:
+        totals.add(a)
+    return totals.run_fields()
+
+
+def test_claude_code_real_cli(tmp_path, cli_bin):
+    spec = load_agent_spec(builtin_agents_dir() / "claude-code.yaml")
+    path = f"{cli_bin}:/usr/local/bin:/usr/bin:/bin"
+    key = {"ANTHROPIC_API_KEY": "sk-ant-standin-not-a-key"}
+    assert agent_readiness(spec, environ={"PATH": path, **key})["ready"]
+    deadline = time.time() + 120
+    ws = make_workspace(tmp_path, deadline)
+    with StandinLLM(session_steps()) as llm, StandinGrading(ws) as grading:
+        env = executor_env(ws, grading.url, deadline, path=path, **key)
+        proc, elapsed, _ = run_agent(spec, ws, env, {"driver": "claude-sonnet-4-6", "driver_url": llm.base_url})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        acts = get_parser(spec.output_format).feed_all(proc.stdout.splitlines())
+        totals = check_session(acts, ws, grading)
+        scripted = llm.scripted_requests("anthropic")
+        assert [r["step"] for r in scripted] == [0, 1, 2, 3, 4]
+        assert all(r["body"]["model"] == "claude-sonnet-4-6" for r in scripted)      # the driver parameter
+        assert "Teach the model to add" in json.dumps(scripted[0]["body"]["messages"][0])   # our prompt
+    assert totals["tokens_in"] == 500 and totals["tokens_out"] == 100 and totals["cost_usd"] > 0
+    assert [a.name for a in acts if a.kind == "tool_call"] == ["Bash"] * 4
+    print(f"claude-code: {elapsed:.2f} s, {len(acts)} actions")
+
+
+def test_codex_real_cli(tmp_path, cli_bin):
+    spec = load_agent_spec(builtin_agents_dir() / "codex.yaml")
+    path = f"{cli_bin}:/usr/local/bin:/usr/bin:/bin"
+    key = {"OPENAI_API_KEY": "sk-standin-not-a-key"}
+    deadline = time.time() + 120
+    ws = make_workspace(tmp_path, deadline)
+    with StandinLLM(session_steps()) as llm, StandinGrading(ws) as grading:
+        env = executor_env(ws, grading.url, deadline, path=path, **key)
+        proc, elapsed, _ = run_agent(spec, ws, env, {"driver": "gpt-5.5", "driver_url": llm.base_url + "/v1"})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        acts = get_parser(spec.output_format).feed_all(proc.stdout.splitlines())
+
+        def unwrap(cmd: str) -> str:       # Codex reports `/bin/bash -lc <quoted command>`
+            import shlex
+            parts = shlex.split(cmd)
+            return parts[2] if parts[:2] in (["/bin/bash", "-lc"], ["bash", "-lc"]) else cmd
+
+        totals = check_session(acts, ws, grading, wrap=unwrap)
+        scripted = llm.scripted_requests("responses")
+        assert [r["step"] for r in scripted] == [0, 1, 2, 3, 4]
+        assert all(r["body"]["model"] == "gpt-5.5" for r in scripted)
+        assert "Teach the model to add" in json.dumps(scripted[0]["body"]["input"])
+    assert totals == {"tokens_in": 500, "tokens_out": 100, "cost_usd": None}
+    print(f"codex: {elapsed:.2f} s, {len(acts)} actions")

@@ -20,8 +20,8 @@ import pytest
 from autorl_tui.catalog.agents import builtin_agents_dir, load_agent_spec
 from autorl_tui.catalog.readiness import agent_readiness
 from autorl_tui.engine.instrument.actions import UsageTotals
-from autorl_tui.engine.instrument.parsers import get_parser
-from tests.support.agent_session import LOOK, RUN, SUBMIT, WRITE, executor_env, make_workspace, run_agent
+from tests.support.agent_session import (LOOK, RUN, SUBMIT, WRITE, executor_env, make_workspace,
+                                         record_in_store, run_agent)
 from tests.support.standin_grading import StandinGrading
 from tests.support.standin_llm import Step, StandinLLM
 
@@ -46,6 +46,14 @@ def cli_bin() -> Path:
 
 def session_steps() -> list[Step]:
     return [Step(shell=LOOK), Step(shell=WRITE), Step(shell=RUN), Step(shell=SUBMIT)]
+
+
+def check_store(store, run_id, acts, totals):
+    rows = store.query("SELECT kind, message, data FROM events WHERE run_id = ? ORDER BY id", [run_id])
+    assert [json.loads(r["data"]) for r in rows] == [a.to_dict() for a in acts]
+    assert all(r["kind"] == "action" for r in rows)
+    run = store.get("runs", run_id)
+    assert {k: run[k] for k in totals} == totals
 
 
 def check_session(acts, ws: Path, grading: StandinGrading, wrap=lambda c: c):
@@ -76,8 +84,10 @@ def test_claude_code_real_cli(tmp_path, cli_bin):
         env = executor_env(ws, grading.url, deadline, path=path, **key)
         proc, elapsed, _ = run_agent(spec, ws, env, {"driver": "claude-sonnet-4-6", "driver_url": llm.base_url})
         assert proc.returncode == 0, proc.stderr[-3000:]
-        acts = get_parser(spec.output_format).feed_all(proc.stdout.splitlines())
+        acts, store, run_id = record_in_store(tmp_path / "store.sqlite", spec.name, spec.output_format,
+                                              proc.stdout, "claude-sonnet-4-6")
         totals = check_session(acts, ws, grading)
+        check_store(store, run_id, acts, totals)
         scripted = llm.scripted_requests("anthropic")
         assert [r["step"] for r in scripted] == [0, 1, 2, 3, 4]
         assert all(r["body"]["model"] == "claude-sonnet-4-6" for r in scripted)      # the driver parameter
@@ -97,7 +107,8 @@ def test_codex_real_cli(tmp_path, cli_bin):
         env = executor_env(ws, grading.url, deadline, path=path, **key)
         proc, elapsed, _ = run_agent(spec, ws, env, {"driver": "gpt-5.5", "driver_url": llm.base_url + "/v1"})
         assert proc.returncode == 0, proc.stderr[-3000:]
-        acts = get_parser(spec.output_format).feed_all(proc.stdout.splitlines())
+        acts, store, run_id = record_in_store(tmp_path / "store.sqlite", spec.name, spec.output_format,
+                                              proc.stdout, "gpt-5.5")
 
         def unwrap(cmd: str) -> str:       # Codex reports `/bin/bash -lc <quoted command>`
             import shlex
@@ -105,6 +116,7 @@ def test_codex_real_cli(tmp_path, cli_bin):
             return parts[2] if parts[:2] in (["/bin/bash", "-lc"], ["bash", "-lc"]) else cmd
 
         totals = check_session(acts, ws, grading, wrap=unwrap)
+        check_store(store, run_id, acts, totals)
         scripted = llm.scripted_requests("responses")
         assert [r["step"] for r in scripted] == [0, 1, 2, 3, 4]
         assert all(r["body"]["model"] == "gpt-5.5" for r in scripted)

@@ -63,3 +63,20 @@ def run_agent(spec: AgentSpec, ws: Path, env: dict[str, str], values: dict[str, 
     proc = subprocess.run(["bash", "-c", cmd], cwd=ws, env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
     return proc, time.monotonic() - started, version
+
+
+def record_in_store(db_path: Path, agent: str, output_format: str, stdout: str, driver: str):
+    """Feed an agent's stdout through the ActionRecorder into a real store, as the run supervisor
+    does. Returns (actions, store, run_id)."""
+    from autorl_tui.engine.instrument.action_log import ActionRecorder
+    from autorl_tui.store.db import Store
+
+    store = Store(db_path)
+    run_id = f"r0001-arith-{agent}-s0"
+    store.insert("runs", {"id": run_id, "task": "arith", "agent": agent, "model": "tiny", "driver": driver,
+                          "budget_s": 120, "state": "running", "created_at": time.time(), "spec": {}})
+    rec = ActionRecorder(store, run_id, 1, output_format)
+    actions = [a for line in stdout.splitlines() for a in rec.feed(line)]
+    actions += rec.finish()
+    store.flush()
+    return actions, store, run_id

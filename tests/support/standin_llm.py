@@ -1,8 +1,9 @@
 """A scripted stand-in for paid LLM APIs, on 127.0.0.1, for tests of real agent clients.
 
-It speaks the three wire protocols our agent stacks use — Anthropic Messages (`POST
-/v1/messages`, streamed; Claude Code), OpenAI Responses (`POST /v1/responses`, streamed; Codex)
-and OpenAI Chat Completions (`POST /v1/chat/completions`, plain or streamed; the react agent) —
+It speaks the wire protocols our agent stacks use — Anthropic Messages (`POST /v1/messages`,
+streamed; Claude Code), OpenAI Responses (`POST /v1/responses`, streamed; Codex), OpenAI Chat
+Completions (`POST /v1/chat/completions`, plain or streamed; the react agent, opencode) and the
+Gemini API (`POST /v1beta/models/M:streamGenerateContent?alt=sse`; Gemini CLI) —
 and replays a script instead of thinking. The script is stateless over requests: the step to
 play is the number of tool calls already in the conversation the client sends back, so retries
 and side requests cannot derail it.
@@ -99,6 +100,7 @@ class StandinLLM:
 def _shell_call(tools: list[str], cmd: str) -> tuple[str | None, dict | None]:
     """Whichever shell-like tool the client offered, and its argument shape."""
     for name, args in (("Bash", {"command": cmd}), ("exec_command", {"cmd": cmd}),
+                       ("run_shell_command", {"command": cmd}), ("bash", {"command": cmd, "description": "step"}),
                        ("shell_command", {"command": cmd}), ("shell", {"command": cmd})):
         if name in tools:
             if name == "shell" and "write_file" not in tools:    # Codex's older argv-style shell
@@ -171,6 +173,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self.openai_responses(body)
         if path.endswith("/chat/completions"):
             return self.chat(body)
+        if ":streamGenerateContent" in path or ":generateContent" in path:
+            return self.gemini(body, stream=":streamGenerateContent" in path)
         return self._json(404, {"error": {"type": "not_found", "message": path}})
 
     # ---- Anthropic Messages (Claude Code) ----
@@ -285,4 +289,31 @@ class _Handler(BaseHTTPRequestHandler):
         self._sse(None, dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}]))
         self._sse(None, dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}], usage=usage))
         self._sse(None, "[DONE]")
+        self._sse_end()
+
+    # ---- Gemini API (Gemini CLI) ----
+    def gemini(self, body: dict, stream: bool) -> None:
+        tools = [d.get("name") for t in body.get("tools") or [] for d in t.get("functionDeclarations") or []]
+        done = sum(1 for c in body.get("contents") or [] if c.get("role") == "model"
+                   for p in c.get("parts") or [] if "functionCall" in p)
+        self.standin.record({"path": self.path, "api": "gemini", "step": done, "tools": tools, "body": body})
+        cfg = body.get("generationConfig") or {}
+        schema = cfg.get("responseJsonSchema") or cfg.get("responseSchema")
+        step = self.standin.step(done) if tools else None
+        name, args = _shell_call(tools, step.shell) if step is not None and step.shell else (None, None)
+        if name:
+            parts = [{"text": f"Step {done + 1}."}, {"functionCall": {"name": name, "args": args}}]
+        elif schema:      # side requests (next-speaker check, ...) want JSON: the user speaks next
+            props = (schema.get("properties") or {})
+            parts = [{"text": json.dumps({k: ("user" if k == "next_speaker" else "scripted") for k in props})}]
+        else:
+            parts = [{"text": (step.text if step and step.text else self.standin.final_text) if tools else "ok"}]
+        chunk = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+                 "usageMetadata": {"promptTokenCount": USAGE["input"], "candidatesTokenCount": USAGE["output"],
+                                   "totalTokenCount": USAGE["input"] + USAGE["output"]},
+                 "modelVersion": body.get("model", "gemini-standin")}
+        if not stream:
+            return self._json(200, chunk)
+        self._sse_start()
+        self._sse(None, chunk)
         self._sse_end()

@@ -80,7 +80,7 @@ def test_codex_json():
 def test_gemini_stream_json():
     acts = parse("gemini_stream_json", "gemini_stream_json.jsonl")
     assert [m.text for m in kinds(acts, "message")] == ["Let me look around.", "Done."]   # deltas joined
-    assert [(s.command, s.exit_code) for s in kinds(acts, "shell")] == [("ls -la", 0), ("python code/bad.py", 2)]
+    assert [(s.command, s.exit_code) for s in kinds(acts, "shell")] == [("ls -la", None), ("python code/bad.py", 2)]
     assert kinds(acts, "file_edit")[0].path == "/ws/code/train.py"
     assert kinds(acts, "tool_result")[0].name == "google_web_search"
     assert kinds(acts, "error")[0].extra == {"severity": "warning"}

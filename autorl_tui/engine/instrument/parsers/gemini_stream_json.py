@@ -5,7 +5,8 @@ Lines: {"type":"init","session_id","model"}, {"type":"message","role","content",
 "status":"success"|"error","output"?,"error"?:{"type","message"}}, {"type":"error","severity",
 "message"}, {"type":"result","status","error"?,"stats":{"total_tokens","input_tokens",
 "output_tokens","cached","input","duration_ms","tool_calls"}} (stats are session totals).
-Assistant message chunks (delta) are joined into one message.
+Assistant message chunks (delta) are joined into one message. A shell result's exit code is
+taken from an "Exit Code: N" in its output when there is one, else left unknown (null).
 """
 
 from __future__ import annotations
@@ -69,8 +70,10 @@ class GeminiStreamJsonParser(JsonLinesParser):
         ok = ev.get("status") == "success"
         output = ev.get("output") if ev.get("output") is not None else text_of((ev.get("error") or {}).get("message"))
         if name in SHELL_TOOLS:
+            # "success" means the tool ran, not that the command exited 0: the exit code is known
+            # only when the output states it.
             m = _EXIT.search(output or "")
-            code = as_int(m.group(1)) if m else (0 if ok else None)
+            code = as_int(m.group(1)) if m else None
             return Action("shell", command=params.get("command"), exit_code=code, output=output,
                           call_id=call_id, is_error=None if ok else True)
         if name in EDIT_TOOLS and ok:

@@ -120,3 +120,23 @@ def test_react_deadline_sources(tmp_path, monkeypatch):
     monkeypatch.setenv("RUN_DEADLINE", "1800000000")
     assert dl.find_deadline(tmp_path) == 1800000000.0            # the earliest wins
     assert dl.find_deadline(tmp_path, max_seconds=5, started=100.0) == 105.0
+
+
+@pytest.mark.parametrize("driver_url", ["", "http://127.0.0.1:8000/v1"])
+def test_every_builtin_command_renders_to_valid_shell(driver_url, tmp_path):
+    import subprocess
+
+    for name, spec in list_agents([builtin_agents_dir()]).items():
+        cmd = render_command(spec.command, {"python": sys.executable, "agent_dir": str(spec.agent_dir),
+                                            "driver": "org/model name", "driver_url": driver_url,
+                                            "workspace": str(tmp_path / "my ws"), "prompt_file": "prompt.md"})
+        proc = subprocess.run(["bash", "-n", "-c", cmd], capture_output=True, text=True)
+        assert proc.returncode == 0, f"{name}: {proc.stderr}\n{cmd}"
+        assert "'org/model name'" in cmd, name
+
+
+def test_text_format_yields_no_actions():
+    from autorl_tui.engine.instrument.parsers import get_parser
+
+    p = get_parser("text")
+    assert p.feed("hello") == [] and p.feed("{not json") == [] and p.finish() == []

@@ -54,3 +54,11 @@ def agent_readiness(spec: AgentSpec, environ: Mapping[str, str] | None = None,
             "missing_executables": missing_exe, "missing_env": missing_env, "unset_env": unset,
             "found_executables": found, "install": install_hints(spec),
             "driver_required": bool(spec.driver.get("required")), "problems": problems}
+
+
+def all_agents_readiness(search_path, environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Readiness of every agent found on `search_path` (what `doctor` prints), sorted by name."""
+    from autorl_tui.catalog.agents import list_agents
+
+    return [dict(agent_readiness(spec, environ), source=str(spec.source), description=spec.description)
+            for _, spec in sorted(list_agents(list(search_path)).items())]

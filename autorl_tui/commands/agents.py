@@ -19,19 +19,15 @@ def register(subparsers) -> None:
 
 
 def collect(args) -> list[dict]:
-    from autorl_tui.catalog.agents import agent_search_path, find_agent, list_agents
-    from autorl_tui.catalog.readiness import agent_readiness
+    from autorl_tui.catalog.agents import agent_search_path, find_agent
+    from autorl_tui.catalog.readiness import agent_readiness, all_agents_readiness
     from autorl_tui.home import resolve_home
 
     search = agent_search_path([Path(d) for d in args.agents_dir], home_root=resolve_home(args.home))
-    specs = [find_agent(n, search) for n in args.names] if args.names else list(list_agents(search).values())
-    rows = []
-    for spec in sorted(specs, key=lambda s: s.name):
-        r = agent_readiness(spec)
-        r["description"] = spec.description
-        r["source"] = str(spec.source)
-        rows.append(r)
-    return rows
+    if not args.names:
+        return all_agents_readiness(search)
+    return [dict(agent_readiness(spec), source=str(spec.source), description=spec.description)
+            for spec in (find_agent(n, search) for n in args.names)]
 
 
 def run(args) -> int:

@@ -101,6 +101,8 @@ def _shell_call(tools: list[str], cmd: str) -> tuple[str | None, dict | None]:
     """Whichever shell-like tool the client offered, and its argument shape."""
     for name, args in (("Bash", {"command": cmd}), ("exec_command", {"cmd": cmd}),
                        ("run_shell_command", {"command": cmd}), ("bash", {"command": cmd, "description": "step"}),
+                       ("terminal", {"command": cmd, "security_risk": "LOW"}),
+                       ("execute_bash", {"command": cmd, "security_risk": "LOW"}),
                        ("shell_command", {"command": cmd}), ("shell", {"command": cmd})):
         if name in tools:
             if name == "shell" and "write_file" not in tools:    # Codex's older argv-style shell

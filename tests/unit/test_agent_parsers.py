@@ -114,7 +114,9 @@ def test_openhands_sdk_events_multiline_and_markers():
     assert kinds(acts, "error")[0].text == "Tool terminal timed out"
     assert kinds(acts, "message")[-1].text == "Submitted output/v1"
     assert [a.event["kind"] for a in kinds(acts, "raw")] == ["PauseEvent"]
-    assert len(kinds(acts, "malformed")) == 1   # the plain log line; the pretty-printed event parsed
+    assert kinds(acts, "malformed") == []       # plain log text is not JSON-like; the pretty event parsed
+    bad = get_parser("openhands").feed('{"kind": "ActionEvent", oops}')
+    assert [a.kind for a in bad] == ["malformed"]
 
 
 def test_openhands_v0_events_and_cumulative_metrics():

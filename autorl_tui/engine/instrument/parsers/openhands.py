@@ -10,7 +10,9 @@ Two event families are read:
   {"observation":"run","content","cause","extras":{"command","metadata":{"exit_code"}}}, plus
   message/think/edit/write/read/finish/error, and cumulative "llm_metrics".
 The CLI may pretty-print an event over several lines (after a `--JSON Event--` marker): lines
-are buffered until they form one JSON object.
+are buffered until they form one JSON object. The CLI also prints human text between events
+(banner, "Agent is working", a summary box): lines that do not start like JSON are left to the
+stdout log, not reported as malformed.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ class OpenHandsParser(JsonLinesParser):
             self.buffer = []
             return super().feed(json.dumps(obj))
         return super().feed(line)
+
+    def on_text(self, line: str, why: str) -> list[Action]:
+        if not line.startswith(("{", "[")):
+            return []
+        return super().on_text(line, why)
 
     def _drop_buffer(self) -> list[Action]:
         out = []

@@ -62,3 +62,15 @@ def all_agents_readiness(search_path, environ: Mapping[str, str] | None = None) 
 
     return [dict(agent_readiness(spec, environ), source=str(spec.source), description=spec.description)
             for _, spec in sorted(list_agents(list(search_path)).items())]
+
+
+def executable_dirs(spec: AgentSpec, path: str | None = None) -> list[str]:
+    """Folders holding the spec's `needs` executables as found on the harness's PATH (e.g. an npm
+    global prefix), so a local agent whose PATH is reduced to the system folders still finds them."""
+    search = path if path is not None else os.environ.get("PATH", "")
+    dirs: list[str] = []
+    for exe in spec.needs:
+        where = shutil.which(exe, path=search)
+        if where and os.path.dirname(where) not in dirs:
+            dirs.append(os.path.dirname(where))
+    return dirs

@@ -14,7 +14,6 @@ The CLIs are installed once into a cache folder ($AUTORL_AGENT_CLI_CACHE, defaul
 import json
 import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -25,27 +24,14 @@ from autorl_tui.catalog.readiness import agent_readiness
 from autorl_tui.engine.instrument.actions import UsageTotals
 from tests.support.agent_session import (LOOK, RUN, SUBMIT, WRITE, executor_env, make_workspace,
                                          record_in_store, run_agent)
+from tests.support.agent_clis import install_agent_clis
 from tests.support.standin_grading import StandinGrading
 from tests.support.standin_llm import Step, StandinLLM
 
 pytestmark = pytest.mark.slow
-PACKAGES = ["@anthropic-ai/claude-code", "@openai/codex", "@google/gemini-cli", "opencode-ai"]
-BINARIES = ["claude", "codex", "gemini", "opencode"]
-
-
 @pytest.fixture(scope="session")
 def cli_bin() -> Path:
-    cache = Path(os.environ.get("AUTORL_AGENT_CLI_CACHE") or Path.home() / ".cache" / "autorl-tui" / "agent-clis")
-    bin_dir = cache / "node_modules" / ".bin"
-    if not all((bin_dir / b).exists() for b in BINARIES):
-        if shutil.which("npm") is None:
-            pytest.skip("!!! SKIPPED: npm is not installed, so the real Claude Code, Codex, Gemini and opencode CLIs cannot be "
-                        "installed; install Node.js/npm (apt-get install -y nodejs npm) to run these tests !!!")
-        cache.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund", *PACKAGES],
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"npm install failed:\n{proc.stderr[-3000:]}"
-    return bin_dir
+    return install_agent_clis()
 
 
 def session_steps() -> list[Step]:

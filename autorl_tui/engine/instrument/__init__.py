@@ -1,2 +1,2 @@
-"""Instrumentation: what the agent did, recorded live (stream parsers into normalized actions, and
-the log/metrics tails, revisions and resource sampling)."""
+"""Live instrumentation of a run: agent logs and their stream parsers (normalized actions),
+training metrics, code revisions, resources."""

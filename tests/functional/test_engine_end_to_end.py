@@ -17,10 +17,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def home(shared_models_dir):
+def home(tiny_model_dir):
     h = make_reachable_home()
     h.mkdir(parents=True)
-    install_model(shared_models_dir, h)
+    install_model(tiny_model_dir, h)
     yield h
     shutil.rmtree(h.parent, ignore_errors=True)
 

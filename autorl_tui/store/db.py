@@ -17,8 +17,6 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
-import sqlite_utils
-
 from autorl_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 JSON_COLUMNS = {
@@ -69,7 +67,6 @@ class Store:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=OFF")
-        self.db = sqlite_utils.Database(self._conn)
         self._lock = threading.RLock()
         self._events: list[tuple] = []
         self._metrics: list[tuple] = []
@@ -77,6 +74,14 @@ class Store:
         self._staged: dict[tuple, dict] = {}
         self.flush_rows = flush_rows
         self.migrate()
+
+    @property
+    def db(self):
+        """A sqlite-utils view of the same connection, for ad-hoc introspection (tables, counts).
+        Imported lazily: sqlite-utils pulls in pandas when present, which costs a second at start."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self._conn)
 
     # ---------------------------------------------------------------- schema
     def schema_version(self) -> int:

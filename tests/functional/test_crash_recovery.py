@@ -2,6 +2,7 @@
 completes with every earlier event and submission intact."""
 
 import json
+import shutil
 import os
 import signal
 import sqlite3
@@ -75,3 +76,4 @@ def test_engine_killed_mid_run_is_recovered(executor, tiny_model_dir, tmp_path, 
     assert [s["status"] for s in subs] == ["scored", "scored"]
     assert run["test_score"] is not None
     assert any("re-adopted" in m for _, _, m in events_after)
+    shutil.rmtree(home.parent, ignore_errors=True)

@@ -48,10 +48,10 @@ AGENTS = os.environ.get("TEST_AGENTS_ENGINE", "claude-code").split(",")
 
 
 @pytest.fixture
-def home(shared_models_dir):
+def home(tiny_model_dir):
     h = make_reachable_home()
     h.mkdir(parents=True)
-    install_model(shared_models_dir, h)
+    install_model(tiny_model_dir, h)
     yield h
     if not os.environ.get("KEEP_HOME"):
         shutil.rmtree(h.parent, ignore_errors=True)

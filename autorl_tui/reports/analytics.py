@@ -86,6 +86,11 @@ def _decode_json(value: Any) -> Any:
     return value
 
 
+def _id_list(ids) -> str:
+    # Lists go to DuckDB as one string split in SQL: binding a Python list would import pandas.
+    return "\x1f".join(str(i) for i in ids)
+
+
 class Analytics:
     """Read-only analytics over one store. Safe to use while the engine writes the store."""
 
@@ -129,7 +134,7 @@ class Analytics:
 
     # ------------------------------------------------------------------ runs
     def run(self, run_id: str) -> dict:
-        rows = self.query("runs_by_id", ids=[run_id])
+        rows = self.query("runs_by_id", ids=_id_list([run_id]))
         if not rows:
             known = [r["run_id"] for r in self.query("run_list", limit=5)]
             hint = f"; recent runs: {', '.join(known)}" if known else "; the store has no runs yet"
@@ -144,7 +149,7 @@ class Analytics:
             if not rows:
                 raise UsageError(f"no runs of plan {plan!r} in {self.store_path}")
         else:
-            rows = self.query("runs_by_id", ids=list(ids or []))
+            rows = self.query("runs_by_id", ids=_id_list(ids or []))
             missing = sorted(set(ids or []) - {r["run_id"] for r in rows})
             if missing:
                 raise UsageError(f"no run(s) {', '.join(missing)} in {self.store_path}")

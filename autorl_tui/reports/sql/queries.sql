@@ -2,7 +2,7 @@
 -- Each block starts with `-- name: <name>`; parameters are DuckDB named parameters ($run_id ...).
 
 -- name: runs_by_id
-SELECT * FROM run_summary WHERE list_contains($ids, run_id) ORDER BY task, agent, seed, run_id;
+SELECT * FROM run_summary WHERE list_contains(string_split($ids, chr(31)), run_id) ORDER BY task, agent, seed, run_id;
 
 -- name: runs_by_plan
 SELECT * FROM run_summary WHERE plan_name = $plan ORDER BY task, agent, seed, run_id;
@@ -21,7 +21,7 @@ SELECT * FROM drops WHERE run_id = $run_id ORDER BY seq;
 -- name: best_submission_metrics
 SELECT r.run_id, x.metrics
 FROM run_summary r JOIN s.submissions x ON x.id = r.best_submission_id
-WHERE list_contains($ids, r.run_id);
+WHERE list_contains(string_split($ids, chr(31)), r.run_id);
 
 -- Training metric series, downsampled to at most $max_points buckets per (name, source): each
 -- bucket holds an equal share of the series' points in time order and reports mean/min/max over

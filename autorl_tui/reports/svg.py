@@ -225,13 +225,13 @@ def phase_band(segments: list[dict], span_s: float, *, width=920, height=54) -> 
     return _svg(width, height, body, "phases over time")
 
 
-def radar(axes: list[str], series: list[dict], *, size=380) -> str:
+def radar(axes: list[str], series: list[dict], *, size=440) -> str:
     """series: [{label, values: [0..100 or None per axis]}]; all axes higher-is-better."""
     n = len(axes)
     if n < 3:
         return ""
-    cx = cy = size / 2
-    r = size / 2 - 70
+    cx, cy = size / 2, size / 2 + 10
+    r = size / 2 - 100
     body = []
 
     def point(i, v):
@@ -246,7 +246,7 @@ def radar(axes: list[str], series: list[dict], *, size=380) -> str:
     for i, name in enumerate(axes):
         x, y = point(i, 100)
         body.append(f'<line x1="{cx}" y1="{cy}" x2="{x:.1f}" y2="{y:.1f}" stroke="#d1d5db"/>')
-        lx, ly = point(i, 118)
+        lx, ly = point(i, 112)
         anchor = "middle" if abs(lx - cx) < 10 else ("start" if lx > cx else "end")
         body.append(f'<text class="label" x="{lx:.1f}" y="{ly + 4:.1f}" text-anchor="{anchor}">{escape(name)}</text>')
     for k, s in enumerate(series):
@@ -260,4 +260,4 @@ def radar(axes: list[str], series: list[dict], *, size=380) -> str:
     for k, s in enumerate(series):
         body.append(f'<rect x="8" y="{10 + 16 * k}" width="10" height="10" fill="{PALETTE[k % len(PALETTE)]}"/>'
                     f'<text class="legend" x="22" y="{19 + 16 * k}">{escape(s["label"])}</text>')
-    return _svg(size, size, body, "radar across tasks")
+    return _svg(size, size + 20, body, "radar across tasks")

@@ -154,7 +154,7 @@ def write_run(store: Store, shape: RunShape) -> dict:
     drop_iter = iter(shape.drops)
     order = _interleave(len(shape.scores), len(shape.drops))
     step = 0
-    steps_per_segment = max(1, shape.metric_steps // n_subs)
+    steps_per_segment = max(1, shape.metric_steps // max(1, n_subs))
     best = None
     for k, (what, ts_sub) in enumerate(zip(order, sub_times)):
         span = ts_sub - seg_start
@@ -181,9 +181,9 @@ def write_run(store: Store, shape: RunShape) -> dict:
             step += 1
             ts = t_train + train_span * (j + 1) / (steps_per_segment + 1)
             _metrics(store, shape, step, ts, rnd)
-        for j in range(shape.n_stdout // n_subs):
-            store.append_event(shape.run_id, "stdout", f"{j}/{shape.n_stdout // n_subs} it, loss {rnd.random():.3f}",
-                               attempt=1, ts=t_train + train_span * j / max(1, shape.n_stdout // n_subs))
+        for j in range(shape.n_stdout // max(1, n_subs)):
+            store.append_event(shape.run_id, "stdout", f"{j} it, loss {rnd.random():.3f}",
+                               attempt=1, ts=t_train + train_span * j / max(1, shape.n_stdout // max(1, n_subs)))
         store.append_event(shape.run_id, "stderr", "UserWarning: padding side", level="warning", attempt=1,
                            ts=t_train + 1.5)
         # submit
@@ -343,3 +343,38 @@ def write_bulk_run(store: Store, run_id: str, *, n_events: int, n_metric_points:
 
 def dumps(obj) -> str:
     return json.dumps(obj, indent=1, sort_keys=True)
+
+
+MATRIX_TASKS = (("arith", 1), ("gsm8k", 1), ("humaneval", 1), ("alfworld", 3))
+
+
+def write_matrix(store: Store, plan: str = "demo", seeds: tuple[int, ...] = (0, 1, 2)) -> list[str]:
+    """A plan's worth of small runs: two agents (one with two driver LLMs) × four tasks × seeds.
+    `scripted` improves clearly on every task; `claude-code` improves on arith and regresses on
+    alfworld; one run fails without a result."""
+    ids = []
+    n = 0
+    for agent, drivers in (("scripted", (None,)), ("claude-code", ("sonnet", "opus"))):
+        for task, level in MATRIX_TASKS:
+            for driver in drivers:
+                for seed in seeds:
+                    n += 1
+                    rid = f"r{n:04d}-{task}-{agent}-s{seed}" + (f"-{driver}" if driver else "")
+                    base = {"arith": 20.0, "gsm8k": 35.0, "humaneval": 40.0, "alfworld": 10.0}[task]
+                    if agent == "scripted":
+                        gain = 8.0 + seed
+                    else:
+                        gain = {"arith": 12.0 + 2 * seed, "gsm8k": 1.0 - seed, "humaneval": 0.5 * seed,
+                                "alfworld": -6.0 - seed}[task] + (2.0 if driver == "opus" else 0.0)
+                    failed = agent == "claude-code" and task == "gsm8k" and seed == 2 and driver == "opus"
+                    shape = RunShape(run_id=rid, task=task, level=level, agent=agent, driver=driver, seed=seed,
+                                     plan=plan, start=T0 + n * 4000, duration_s=600, budget_s=900,
+                                     baseline=base, scores=[] if failed else [base + gain - 1, base + gain + 1],
+                                     drops=["rejected"] if seed == 1 else [], test_delta=-1.0, n_stdout=20,
+                                     metric_steps=20, n_samples=12, pass_at_k=task == "humaneval",
+                                     state="failed" if failed else "done",
+                                     end_reason="agent exited with code 1" if failed else "agent finished",
+                                     tokens=None if agent == "scripted" else (50_000, 5_000))
+                    write_run(store, shape)
+                    ids.append(rid)
+    return ids

@@ -99,7 +99,8 @@ class Analytics:
         if not self.store_path.exists():
             raise UsageError(f"no store at {self.store_path}: run something first, or pass the right --home")
         self.max_points = max_points
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._focused: dict[str, tuple] = {}
         self._conn = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
                                                         "autoload_known_extensions": False,
                                                         "threads": 1})
@@ -173,6 +174,7 @@ class Analytics:
     def metric_series(self, run_id: str, max_points: int | None = None, t0: float | None = None) -> list[dict]:
         """One entry per (name, source): bucketed points {x, step, t_s, mean, min, max, n, ...}."""
         t0 = self._t0(run_id) if t0 is None else t0
+        self._focus("metrics", run_id)
         rows = self.query("metric_series", run_id=run_id, max_points=max_points or self.max_points, t0=t0)
         series: dict[tuple, dict] = {}
         for r in rows:
@@ -190,6 +192,7 @@ class Analytics:
         return list(series.values())
 
     def metric_stats(self, run_id: str) -> list[dict]:
+        self._focus("metrics", run_id)
         return self.query("metric_stats", run_id=run_id, t0=self._t0(run_id))
 
     def danger_signals(self, run_id: str, stats: list[dict] | None = None) -> list[dict]:
@@ -214,6 +217,7 @@ class Analytics:
         check = {"signal": "reward_up_dev_down", "title": "Reward rising while dev score falls",
                  "series": reward["name"] if reward else None, "status": "not_applicable", "evidence": []}
         if reward:
+            self._focus("metrics", run_id)
             rows = self.query("reward_between_submissions", run_id=run_id, name=reward["name"])
             check["status"] = "ok"
             prev = None
@@ -298,7 +302,9 @@ class Analytics:
         width = max(1.0, span / max_buckets)
         nb = max(1, math.ceil(span / width))
         params = dict(run_id=run_id, t0=t0, t1=t1, width=width)
+        self._focus_events(run_id)
         ev = {r["b"]: r for r in self.query("phase_event_signals", train_re=TRAIN_COMMAND_RE, **params)}
+        self._focus("metrics", run_id)
         met = {r["b"]: r["n_metric"] for r in self.query("phase_metric_signals", **params)}
         rev = {r["b"]: r["n_revision"] for r in self.query("phase_revision_signals", **params)}
         grading = [False] * nb
@@ -362,11 +368,26 @@ class Analytics:
         return self.query("versus_baseline", submission_id=submission_id, baseline_id=baseline_id)[0]
 
     # ------------------------------------------------------------------ events
+    def _focus(self, table: str, run_id: str) -> None:
+        """Copies one run's events or metrics into a DuckDB temp table (one scan of the store
+        instead of one per query); redone when the run has new rows."""
+        newest = self.sql(f"SELECT max(id) AS id, count(*) AS n FROM s.{table} WHERE run_id = $id", {"id": run_id})[0]
+        key = (run_id, newest["id"], newest["n"])
+        with self._lock:
+            if self._focused.get(table) != key:
+                self.query(f"focus_{table}", run_id=run_id)
+                self._focused[table] = key
+
+    def _focus_events(self, run_id: str) -> None:
+        self._focus("events", run_id)
+
     def event_counts(self, run_id: str) -> list[dict]:
+        self._focus_events(run_id)
         return self.query("event_counts", run_id=run_id, t0=self._t0(run_id))
 
     def action_log(self, run_id: str, head: int = 100, tail: int = 50, chars: int = 300) -> list[dict]:
         """Events by category, capped to the first `head` and last `tail` of each category."""
+        self._focus_events(run_id)
         return self.query("event_log_capped", run_id=run_id, t0=self._t0(run_id), head=head, tail=tail,
                           chars=chars)
 
@@ -379,11 +400,15 @@ class Analytics:
         return rows
 
     def blob(self, sha256: str) -> bytes | None:
-        rows = self.query("blob", sha=sha256)
-        if not rows:
-            return None
-        content = bytes(rows[0]["content"])
-        return zlib.decompress(content) if rows[0]["encoding"] == "zlib" else content
+        return self.blobs([sha256]).get(sha256)
+
+    def blobs(self, digests: list[str]) -> dict[str, bytes]:
+        """Contents of many blobs in one query: {sha256: bytes} (missing ones are left out)."""
+        out = {}
+        for row in self.query("blobs", shas=_id_list(sorted(set(digests)))):
+            content = bytes(row["content"])
+            out[row["sha256"]] = zlib.decompress(content) if row["encoding"] == "zlib" else content
+        return out
 
     # ------------------------------------------------------------------ cost
     def cost(self, run_id: str) -> dict:

@@ -100,12 +100,11 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
 def _revisions(a: Analytics, run_id: str, subs: list[dict]) -> dict:
     revs = a.revisions(run_id)
     by_id = {r["id"]: r for r in revs}
-    cache: dict[str, bytes | None] = {}
-
-    def fetch(sha):
-        if sha not in cache:
-            cache[sha] = a.blob(sha)
-        return cache[sha]
+    wanted = {by_id[s["revision_id"]]["id"] for s in subs if s["revision_id"] in by_id}
+    if revs:
+        wanted.add(revs[0]["id"])
+    cache = a.blobs([sha for rid in wanted for sha in by_id[rid]["manifest"].values()])
+    fetch = cache.get
 
     out = []
     prev = revs[0] if revs else None

@@ -27,12 +27,7 @@ WHERE list_contains(string_split($ids, chr(31)), r.run_id);
 -- bucket holds an equal share of the series' points in time order and reports mean/min/max over
 -- the finite values, plus how many points were NaN (stored as NULL) or infinite.
 -- name: metric_series
-WITH m AS (
-    SELECT name, source, step, ts, value,
-           row_number() OVER (PARTITION BY name, source ORDER BY ts, id) - 1 AS i,
-           count(*) OVER (PARTITION BY name, source) AS n
-    FROM s.metrics WHERE run_id = $run_id AND source <> 'grading'
-)
+WITH m AS (SELECT * FROM run_metric_rows WHERE run_id = $run_id)
 SELECT name, source,
        CAST(CASE WHEN n <= $max_points THEN i ELSE floor(i * $max_points / n) END AS BIGINT) AS bucket,
        count(*) AS n_points, min(step) AS step_min, max(step) AS step_max, min(ts) - $t0 AS t_s,
@@ -47,10 +42,7 @@ FROM m GROUP BY ALL ORDER BY name, source, bucket;
 -- head/tail = mean of the first/last tenth of the finite points in time order.
 -- name: metric_stats
 WITH m AS (
-    SELECT name, source, step, ts, value, phase,
-           row_number() OVER (PARTITION BY name, source ORDER BY ts, id) - 1 AS i,
-           count(*) OVER (PARTITION BY name, source) AS n
-    FROM s.metrics WHERE run_id = $run_id AND source <> 'grading'
+    SELECT * FROM run_metric_rows WHERE run_id = $run_id
 ), med AS (
     SELECT name, source, median(value) FILTER (WHERE isfinite(value)) AS median
     FROM m GROUP BY name, source
@@ -78,12 +70,14 @@ WITH subs AS (
     SELECT seq, received_at, score, lag(received_at) OVER (ORDER BY seq) AS prev_at
     FROM s.submissions WHERE run_id = $run_id AND status = 'scored'
 ), rw AS (
-    SELECT ts, value FROM s.metrics
-    WHERE run_id = $run_id AND name = $name AND source <> 'grading' AND isfinite(value)
+    SELECT ts, value FROM run_metric_rows WHERE run_id = $run_id AND name = $name AND isfinite(value)
 )
 SELECT subs.seq, subs.score, subs.received_at, avg(rw.value) AS reward_mean, count(rw.value) AS n_points
 FROM subs LEFT JOIN rw ON rw.ts <= subs.received_at AND (subs.prev_at IS NULL OR rw.ts > subs.prev_at)
 GROUP BY ALL ORDER BY subs.seq;
+
+-- run_event_log is event_log for one run, materialised by Analytics._focus_events (one scan of
+-- the store's events instead of one per query).
 
 -- Activity per time bucket for the phase heuristic (see analytics.phases).
 -- name: phase_event_signals
@@ -93,11 +87,11 @@ SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b,
                         AND regexp_matches(lower(coalesce(detail, message)), $train_re)) AS n_train_cmd,
        count(*) FILTER (WHERE category LIKE 'action:%') AS n_action,
        count(*) FILTER (WHERE kind IN ('stdout', 'stderr')) AS n_output
-FROM event_log WHERE run_id = $run_id AND ts >= $t0 AND ts < $t1 GROUP BY b;
+FROM run_event_log WHERE run_id = $run_id AND ts >= $t0 AND ts < $t1 GROUP BY b;
 
 -- name: phase_metric_signals
 SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b, count(*) AS n_metric
-FROM s.metrics WHERE run_id = $run_id AND source <> 'grading' AND ts >= $t0 AND ts < $t1 GROUP BY b;
+FROM run_metric_rows WHERE run_id = $run_id AND ts >= $t0 AND ts < $t1 GROUP BY b;
 
 -- name: phase_revision_signals
 SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b, count(*) AS n_revision
@@ -140,9 +134,21 @@ WHERE x.submission_id = $submission_id;
 SELECT sample_id, split, correct, score, tokens, failure_kind, error
 FROM s.samples WHERE submission_id = $submission_id ORDER BY sample_id, id;
 
+-- One run's training metrics (grading-sourced series excluded: those are the harness's own
+-- scores, shown from submissions) with each point's index i in its series and the series size n.
+-- name: focus_metrics
+CREATE OR REPLACE TEMP TABLE run_metric_rows AS
+SELECT run_id, id, name, source, step, ts, value, phase,
+       row_number() OVER (PARTITION BY name, source ORDER BY ts, id) - 1 AS i,
+       count(*) OVER (PARTITION BY name, source) AS n
+FROM s.metrics WHERE run_id = $run_id AND source <> 'grading';
+
+-- name: focus_events
+CREATE OR REPLACE TEMP TABLE run_event_log AS SELECT * FROM event_log WHERE run_id = $run_id;
+
 -- name: event_counts
 SELECT category, count(*) AS n, min(ts) - $t0 AS first_t_s, max(ts) - $t0 AS last_t_s
-FROM event_log WHERE run_id = $run_id GROUP BY category ORDER BY category;
+FROM run_event_log WHERE run_id = $run_id GROUP BY category ORDER BY category;
 
 -- The action log, capped: the first $head and last $tail events of each category.
 -- name: event_log_capped
@@ -151,15 +157,15 @@ SELECT * FROM (
            length(message) AS message_len, left(detail, $chars) AS detail,
            row_number() OVER (PARTITION BY category ORDER BY id) AS rn,
            count(*) OVER (PARTITION BY category) AS n
-    FROM event_log WHERE run_id = $run_id
+    FROM run_event_log WHERE run_id = $run_id
 ) WHERE rn <= $head OR rn > n - $tail ORDER BY category, id;
 
 -- name: revisions
 SELECT id, seq, ts - $t0 AS t_s, reason, manifest, n_files, total_bytes, skipped
 FROM s.revisions WHERE run_id = $run_id ORDER BY seq;
 
--- name: blob
-SELECT encoding, content, size FROM s.blobs WHERE sha256 = $sha;
+-- name: blobs
+SELECT sha256, encoding, content, size FROM s.blobs WHERE list_contains(string_split($shas, chr(31)), sha256);
 
 -- CPU-hours integrate cpu_percent over the time to the next sample (capped at $max_gap s so a
 -- stalled sampler does not inflate them); GPU busy-hours do the same with the sum of GPU utils.

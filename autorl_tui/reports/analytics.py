@@ -10,6 +10,14 @@ consistent snapshot of what was committed when it started.
 
 DuckDB cannot download extensions here, so the SQLite scanner is loaded from the file shipped by
 the `duckdb-extension-sqlite-scanner` package, with extension auto-install/auto-load off.
+
+One process, one SQLite library per file: the scanner bundles its own copy of SQLite, and two
+copies of SQLite opening the same database in one process break each other's POSIX locks and
+shared-memory mapping (sqlite.org/howtocorrupt.html §2.2; here it ended in SIGBUS while the
+engine's writer committed). So when this process already has the store open (an engine hosted
+in the same process, or any sqlite3 connection), `Analytics` reads a consistent snapshot copy
+made with Python's own SQLite backup API instead of the live file. Reports run as their own
+process (`autorl-tui report`) read the live file directly.
 """
 
 from __future__ import annotations
@@ -17,7 +25,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import re
+import sqlite3
+import tempfile
 import threading
 import time
 import zlib
@@ -86,6 +97,35 @@ def _decode_json(value: Any) -> Any:
     return value
 
 
+def _open_in_this_process(path: Path) -> bool:
+    """True when a file descriptor of this process already points at the store (Linux /proc)."""
+    target = os.path.realpath(path)
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == target:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _snapshot(src: Path, dst: Path) -> None:
+    """A consistent copy of a live store through the same SQLite library as the writer's."""
+    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    try:
+        target = sqlite3.connect(str(dst))
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+    finally:
+        source.close()
+
+
 def _id_list(ids) -> str:
     # Lists go to DuckDB as one string split in SQL: binding a Python list would import pandas.
     return "\x1f".join(str(i) for i in ids)
@@ -99,6 +139,13 @@ class Analytics:
         if not self.store_path.exists():
             raise UsageError(f"no store at {self.store_path}: run something first, or pass the right --home")
         self.max_points = max_points
+        self.snapshot: Path | None = None
+        self._tmpdir: tempfile.TemporaryDirectory | None = None
+        read_path = self.store_path
+        if _open_in_this_process(self.store_path):
+            self._tmpdir = tempfile.TemporaryDirectory(prefix="autorl-report-")
+            read_path = self.snapshot = Path(self._tmpdir.name) / "store-snapshot.db"
+            _snapshot(self.store_path, read_path)
         self._lock = threading.RLock()
         self._focused: dict[str, tuple] = {}
         self._conn = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
@@ -106,7 +153,7 @@ class Analytics:
                                                         "threads": 1})
         try:
             self._conn.execute(f"LOAD '{sqlite_scanner_path()}'")
-            quoted = str(self.store_path).replace("'", "''")
+            quoted = str(read_path).replace("'", "''")
             self._conn.execute(f"ATTACH '{quoted}' AS s (TYPE sqlite, READ_ONLY)")
             self._conn.execute((SQL_DIR / "views.sql").read_text())
         except duckdb.Error as exc:
@@ -115,6 +162,9 @@ class Analytics:
 
     def close(self) -> None:
         self._conn.close()
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
 
     def __enter__(self) -> "Analytics":
         return self

@@ -217,6 +217,12 @@ class Analytics:
             row["metrics"] = _decode_json(row["metrics"])
         return rows
 
+    def attempts(self, run_id: str) -> list[dict]:
+        rows = self.query("attempts", run_id=run_id, t0=self._t0(run_id))
+        for row in rows:
+            row["gpus"] = _decode_json(row["gpus"])
+        return rows
+
     def drops(self, run_id: str) -> list[dict]:
         return self.query("drops", run_id=run_id)
 
@@ -269,6 +275,9 @@ class Analytics:
         if reward:
             self._focus("metrics", run_id)
             rows = self.query("reward_between_submissions", run_id=run_id, name=reward["name"])
+            t0 = self._t0(run_id)
+            check["windows"] = [{"seq": r["seq"], "t_s": r["received_at"] - t0, "score": r["score"],
+                                 "reward_mean": _finite(r["reward_mean"]), "n_points": r["n_points"]} for r in rows]
             check["status"] = "ok"
             prev = None
             for r in rows:

@@ -64,6 +64,7 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
         "generated_at": time.time(), "store": str(a.store_path),
         "run": {k: run[k] for k in RUN_FIELDS},
         "protocol": protocol_of(spec),
+        "attempts": a.attempts(run_id),
         "model_path": (spec.get("model") or {}).get("path") if isinstance(spec.get("model"), dict) else spec.get("model_path"),
         "outcome": {
             "baseline_score": run["baseline_score"], "best_dev_score": run["best_dev_score"],
@@ -194,6 +195,12 @@ def charts_for(report: dict) -> dict:
                                   x_label="step" if xkey == "step" else "seconds since start", markers=markers,
                                   title=s["name"])})
     charts["metrics_omitted"] = max(0, len(ordered) - LIMITS["charts"])
+    reward = next((c for c in report["metrics"]["checks"] if c["signal"] == "reward_up_dev_down" and c.get("windows")), None)
+    charts["reward_vs_dev"] = svg.dual_chart(
+        {"label": "dev score", "color": "#2563eb", "points": [(w["t_s"], w["score"]) for w in reward["windows"]]},
+        {"label": f"mean {reward['series']} since previous submission", "axis": reward["series"], "color": "#ea580c",
+         "points": [(w["t_s"], w["reward_mean"]) for w in reward["windows"]]},
+        x_label="time since agent start", title="dev score vs training reward") if reward else ""
     return charts
 
 

@@ -261,3 +261,41 @@ def radar(axes: list[str], series: list[dict], *, size=440) -> str:
         body.append(f'<rect x="8" y="{10 + 16 * k}" width="10" height="10" fill="{PALETTE[k % len(PALETTE)]}"/>'
                     f'<text class="legend" x="22" y="{19 + 16 * k}">{escape(s["label"])}</text>')
     return _svg(size, size + 20, body, "radar across tasks")
+
+
+def dual_chart(left: dict, right: dict, *, width=920, height=220, x_label="", title="") -> str:
+    """Two series over one x axis with their own y axes (left and right), e.g. dev score and mean
+    reward per submission. Each: {label, points: [(x, y)], color}."""
+    def rng(points):
+        ys = [y for _, y in points if y is not None]
+        if not ys:
+            return [0.0, 1.0]
+        pad = (max(ys) - min(ys)) * 0.1 or abs(max(ys)) * 0.1 or 1.0
+        return nice_ticks(min(ys) - pad, max(ys) + pad)
+    xs = [x for s in (left, right) for x, y in s["points"] if x is not None and y is not None]
+    if not xs:
+        return ""
+    lt, rt = rng(left["points"]), rng(right["points"])
+    fl = Frame(width, height, (min(xs), max(xs)), (lt[0], lt[-1]), margin=(18, 64, 38, 56))
+    fr = Frame(width, height, (min(xs), max(xs)), (rt[0], rt[-1]), margin=(18, 64, 38, 56))
+    body = fl.axes(x_label, left.get("axis", left["label"]), x_fmt=fmt_duration, y_ticks=lt)
+    xr = width - fr.right
+    body.append(f'<line class="axis" x1="{xr}" x2="{xr}" y1="{fr.top}" y2="{height - fr.bottom}"/>')
+    for t in rt:
+        y = fr.y(t)
+        body.append(f'<text class="tick" x="{xr + 5}" y="{y + 3.5:.1f}" fill="{right["color"]}">{escape(fmt(t))}</text>')
+    body.append(f'<text class="label" transform="translate({width - 8},{(fr.top + height - fr.bottom) / 2:.0f}) rotate(90)" '
+                f'text-anchor="middle">{escape(right.get("axis", right["label"]))}</text>')
+    for s, f in ((left, fl), (right, fr)):
+        d = _path(s["points"], f)
+        if d:
+            body.append(f'<path d="{d}" fill="none" stroke="{s["color"]}" stroke-width="1.8"/>')
+        for x, y in s["points"]:
+            if y is not None:
+                body.append(f'<circle cx="{f.x(x):.1f}" cy="{f.y(y):.1f}" r="3" fill="{s["color"]}"/>')
+    lx = fl.left + 8
+    for s in (left, right):
+        body.append(f'<rect x="{lx}" y="{fl.top - 12}" width="10" height="3" fill="{s["color"]}"/>'
+                    f'<text class="legend" x="{lx + 13}" y="{fl.top - 7}">{escape(s["label"])}</text>')
+        lx += 30 + 6.5 * len(s["label"])
+    return _svg(width, height, body, title)

@@ -77,6 +77,11 @@ def test_every_number_is_traceable_to_store_rows(reported):
         assert r["protocol"][k] == spec["protocol"][k]
     assert r["protocol"]["splits"] == list(spec["task"]["data"]["splits"])
     checked |= {"run", "protocol"}
+    att = rows(db, "SELECT * FROM attempts WHERE run_id = ? ORDER BY number", (run_id,))
+    assert [(x["number"], x["state"], x["exit_code"]) for x in r["attempts"]] == \
+        [(x["number"], x["state"], x["exit_code"]) for x in att]
+    assert r["attempts"][0]["duration_s"] == pytest.approx(att[0]["ended_at"] - att[0]["started_at"])
+    checked.add("attempts")
 
     # outcome
     subs = rows(db, "SELECT * FROM submissions WHERE run_id = ? ORDER BY seq", (run_id,))
@@ -136,6 +141,13 @@ def test_every_number_is_traceable_to_store_rows(reported):
             assert st["head_mean"] == pytest.approx(statistics.fmean(finite[:tenth]))
             assert st["tail_mean"] == pytest.approx(statistics.fmean(finite[-tenth:]))
     checks = {c["signal"]: c for c in r["metrics"]["checks"]}
+    scored = [s for s in subs if s["status"] == "scored"]
+    windows = checks["reward_up_dev_down"]["windows"]
+    assert [(w["seq"], w["score"]) for w in windows] == [(s["seq"], s["score"]) for s in scored]
+    for w, s, prev in zip(windows, scored, [None] + scored[:-1]):
+        vals = [x["value"] for x in rows(db, "SELECT ts, value FROM metrics WHERE run_id = ? AND name = 'reward'", (run_id,))
+                if x["ts"] <= s["received_at"] and (prev is None or x["ts"] > prev["received_at"])]
+        assert w["n_points"] == len(vals) and w["reward_mean"] == pytest.approx(statistics.fmean(vals))
     kl = next(st for st in r["metrics"]["stats"] if st["name"] == "kl")
     assert checks["kl_spike"]["status"] == "flagged" and checks["kl_spike"]["evidence"][0]["max"] == kl["max"]
     assert checks["non_finite"]["evidence"] == [{"series": "loss", "n_nan": 1, "n_inf": 0,

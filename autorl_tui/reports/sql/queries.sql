@@ -194,3 +194,8 @@ FROM s.attempts WHERE run_id = $run_id AND started_at IS NOT NULL;
 -- name: grading_time
 SELECT coalesce(sum(inference_s), 0) AS inference_s, coalesce(sum(grading_s), 0) AS grading_s
 FROM s.submissions WHERE run_id = $run_id;
+
+-- name: attempts
+SELECT number, state, executor, started_at - $t0 AS start_s, ended_at - started_at AS duration_s,
+       exit_code, error, gpus
+FROM s.attempts WHERE run_id = $run_id ORDER BY number;

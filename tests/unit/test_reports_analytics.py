@@ -269,3 +269,30 @@ def test_in_process_writer_makes_analytics_read_a_snapshot(tmp_path):
         assert n == 1
     assert store.one("PRAGMA integrity_check")["integrity_check"] == "ok"
     store.close()
+
+
+def test_phase_heuristic_on_a_scripted_timeline(tmp_path):
+    """Actions shaped like the stream parsers' output at known times give known phases."""
+    t0 = 1_790_000_000.0
+    store = Store(tmp_path / "p.db")
+    store.insert("runs", {"id": "r-p", "task": "arith", "agent": "claude-code", "model": "tiny", "budget_s": 1200,
+                          "state": "done", "created_at": t0 - 10, "started_at": t0, "ended_at": t0 + 1000, "spec": {}})
+    ev = store.append_event
+    ev("r-p", "action", "Bash: ls", data={"kind": "tool_call", "name": "Bash", "input": {"command": "ls"}}, ts=t0)
+    ev("r-p", "action", "ls", data={"kind": "shell", "command": "ls", "exit_code": 0}, ts=t0 + 1)
+    ev("r-p", "action", "edit code/train.py", data={"kind": "file_edit", "path": "code/train.py"}, ts=t0 + 100)
+    ev("r-p", "action", "Bash", data={"kind": "tool_call", "name": "Bash",
+                                      "input": {"command": "accelerate launch code/train.py"}}, ts=t0 + 200)
+    for k in range(11):  # training output every 30 s until t=500
+        ev("r-p", "stdout", f"step {k}", ts=t0 + 200 + 30 * k)
+    ev("r-p", "action", "usage", data={"kind": "usage", "usage": {"tokens_in": 5}}, ts=t0 + 700)  # not activity
+    store.insert("submissions", {"run_id": "r-p", "seq": 1, "path": "output/m", "received_at": t0 + 800,
+                                 "graded_at": t0 + 900, "status": "scored", "score": 30.0})
+    store.close()
+    with Analytics(tmp_path / "p.db") as a:
+        p = a.phases("r-p", idle_gap_s=120)
+    assert p["bucket_s"] == 1.0
+    expected = {"explore": 100, "write_code": 100, "train": 420, "evaluate": 101, "idle": 279}
+    for phase, seconds in expected.items():
+        assert p["totals_s"][phase] == pytest.approx(seconds, abs=3), phase
+    assert [s["phase"] for s in p["segments"]] == ["explore", "write_code", "train", "idle", "evaluate", "idle"]

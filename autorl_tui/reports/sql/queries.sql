@@ -83,9 +83,9 @@ GROUP BY ALL ORDER BY subs.seq;
 -- name: phase_event_signals
 SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b,
        count(*) FILTER (WHERE category IN ('action:file_edit', 'action:edit', 'action:write', 'action:create')) AS n_edit,
-       count(*) FILTER (WHERE category = 'action:shell'
+       count(*) FILTER (WHERE category IN ('action:shell', 'action:tool_call')
                         AND regexp_matches(lower(coalesce(detail, message)), $train_re)) AS n_train_cmd,
-       count(*) FILTER (WHERE category LIKE 'action:%') AS n_action,
+       count(*) FILTER (WHERE category LIKE 'action:%' AND category NOT IN ('action:usage', 'action:malformed')) AS n_action,
        count(*) FILTER (WHERE kind IN ('stdout', 'stderr')) AS n_output
 FROM run_event_log WHERE run_id = $run_id AND ts >= $t0 AND ts < $t1 GROUP BY b;
 

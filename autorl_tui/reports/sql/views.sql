@@ -64,11 +64,16 @@ WHERE x.status IN ('rejected', 'error', 'duplicate')
    OR (x.status IN ('received', 'grading') AND r.state IN ('done', 'failed', 'cancelled', 'lost'));
 
 -- Events with a category used by the action log and the phase heuristic.
--- Categories: action:<kind> for parsed agent actions, otherwise the event kind.
+-- Categories: action:<kind> for parsed agent actions (message, tool_call, shell, file_edit,
+-- tool_result, error, usage, ... as the stream parsers emit them), otherwise the event kind.
 CREATE OR REPLACE TEMP VIEW event_log AS
 SELECT e.id, e.run_id, e.attempt, e.ts, e.kind, e.level, e.message, e.data,
+       -- what an action acted on: a shell command, an edited path, or a tool call's input
        CASE WHEN json_valid(e.data) THEN coalesce(json_extract_string(e.data, '$.command'),
-                                                   json_extract_string(e.data, '$.path')) END AS detail,
+                                                   json_extract_string(e.data, '$.path'),
+                                                   json_extract_string(e.data, '$.input.command'),
+                                                   json_extract_string(e.data, '$.input.file_path'),
+                                                   json_extract_string(e.data, '$.input.path')) END AS detail,
        CASE WHEN e.kind = 'action'
             THEN 'action:' || coalesce(CASE WHEN json_valid(e.data) THEN json_extract_string(e.data, '$.kind') END, 'other')
             ELSE e.kind END AS category

@@ -126,6 +126,21 @@ def _snapshot(src: Path, dst: Path) -> None:
         source.close()
 
 
+def _runs_view(conn) -> str:
+    """s.runs, plus the dev-baseline columns computed for stores that predate them (there the
+    only baseline is the dev one)."""
+    cols = {r[0] for r in conn.execute("SELECT column_name FROM duckdb_columns() "
+                                       "WHERE database_name = 's' AND table_name = 'runs'").fetchall()}
+    if not cols:
+        raise InfraError("the store has no runs table: is this an autorl-tui store?")
+    extra = []
+    if "baseline_dev_score" not in cols:
+        extra.append("r.baseline_score AS baseline_dev_score")
+    if "dev_improvement" not in cols:
+        extra.append("r.best_dev_score - r.baseline_score AS dev_improvement")
+    return "CREATE OR REPLACE TEMP VIEW runs_v AS SELECT r.*" + "".join(", " + e for e in extra) + " FROM s.runs r"
+
+
 def _id_list(ids) -> str:
     # Lists go to DuckDB as one string split in SQL: binding a Python list would import pandas.
     return "\x1f".join(str(i) for i in ids)
@@ -155,6 +170,7 @@ class Analytics:
             self._conn.execute(f"LOAD '{sqlite_scanner_path()}'")
             quoted = str(read_path).replace("'", "''")
             self._conn.execute(f"ATTACH '{quoted}' AS s (TYPE sqlite, READ_ONLY)")
+            self._conn.execute(_runs_view(self._conn))
             self._conn.execute((SQL_DIR / "views.sql").read_text())
         except duckdb.Error as exc:
             self._conn.close()

@@ -67,7 +67,8 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
         "attempts": a.attempts(run_id),
         "model_path": (spec.get("model") or {}).get("path") if isinstance(spec.get("model"), dict) else spec.get("model_path"),
         "outcome": {
-            "baseline_score": run["baseline_score"], "best_dev_score": run["best_dev_score"],
+            "baseline_dev_score": run["baseline_dev_score"], "baseline_score": run["baseline_score"],
+            "best_dev_score": run["best_dev_score"],
             "test_score": run["test_score"], "improvement": run["improvement"],
             "dev_improvement": run["dev_improvement"], "best_submission_id": run["best_submission_id"],
             "best_submission_seq": best["seq"] if best else None, "state": run["state"],
@@ -167,7 +168,7 @@ def _samples(a: Analytics, run_id: str, sub: dict | None) -> dict:
 # ---------------------------------------------------------------------------- HTML
 def charts_for(report: dict) -> dict:
     t = report["timeline"]
-    charts = {"timeline": svg.score_timeline(t["submissions"], baseline=report["outcome"]["baseline_score"],
+    charts = {"timeline": svg.score_timeline(t["submissions"], baseline=report["outcome"]["baseline_dev_score"],
                                              budget_s=report["run"]["budget_s"]),
               "phases": svg.phase_band(report["phases"]["segments"], report["phases"]["span_s"] or 0),
               "metrics": []}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from autorl_tui.store.db import Store
 
 T0 = 1_790_000_000.0  # a fixed epoch so reports are reproducible
+BASELINE_TEST_OFFSET = -0.5  # the base model's test score relative to its dev score
 
 
 @dataclass
@@ -243,16 +244,24 @@ def write_run(store: Store, shape: RunShape) -> dict:
     store.append_event(shape.run_id, "state", f"state -> {shape.state}", data={"state": shape.state},
                        attempt=1, ts=t_end + 60)
     store.flush()
+    # Stores from before the dev/test baseline split have one baseline (dev); newer ones keep the
+    # base model's test score in baseline_score and its dev score in baseline_dev_score.
+    split = "baseline_dev_score" in {r["name"] for r in store.query("PRAGMA table_info(runs)")}
+    base_test = shape.baseline + BASELINE_TEST_OFFSET if split else shape.baseline
     fields = {"state": shape.state, "end_reason": shape.end_reason, "started_at": t0,
-              "deadline": t0 + shape.budget_s, "ended_at": t_end + 60, "baseline_score": shape.baseline,
+              "deadline": t0 + shape.budget_s, "ended_at": t_end + 60, "baseline_score": base_test,
               "workspace": f"/ws/{shape.run_id}"}
+    if split:
+        fields["baseline_dev_score"] = shape.baseline
     if shape.state == "failed":
         fields["failure_source"] = "agent"
     if best is not None:
         test = max(0.0, best[1] + shape.test_delta)
         store.update("submissions", best[0], {"test_score": test})
         fields.update(best_dev_score=best[1], best_submission_id=best[0], test_score=test,
-                      improvement=test - shape.baseline)
+                      improvement=test - base_test)
+        if split:
+            fields["dev_improvement"] = best[1] - shape.baseline
     if shape.tokens:
         fields.update(tokens_in=shape.tokens[0], tokens_out=shape.tokens[1], cost_usd=round(
             shape.tokens[0] * 3e-6 + shape.tokens[1] * 15e-6, 4))

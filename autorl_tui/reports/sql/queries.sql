@@ -8,7 +8,7 @@ SELECT * FROM run_summary WHERE list_contains(string_split($ids, chr(31)), run_i
 SELECT * FROM run_summary WHERE plan_name = $plan ORDER BY task, agent, seed, run_id;
 
 -- name: run_list
-SELECT run_id, plan_name, task, level, agent, model, driver, seed, state, baseline_score, best_dev_score,
+SELECT run_id, plan_name, task, level, agent, model, driver, seed, state, baseline_score, baseline_dev_score, best_dev_score,
        test_score, improvement, n_submissions, n_dropped, started_at, ended_at
 FROM run_summary ORDER BY created_at DESC, run_id DESC LIMIT $limit;
 

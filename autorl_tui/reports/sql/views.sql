@@ -1,5 +1,7 @@
 -- Views over the SQLite store attached read-only as `s`. Every report and the console read
 -- through these; the per-run queries that take parameters are in queries.sql.
+-- `runs_v` (created by Analytics before this file runs) is s.runs with baseline_dev_score and
+-- dev_improvement filled in for stores written before those columns existed.
 
 -- One row per run with the counts the run list, the run report and comparisons need.
 CREATE OR REPLACE TEMP VIEW run_summary AS
@@ -14,8 +16,8 @@ WITH sub AS (
 SELECT r.id AS run_id, r.plan_id, coalesce(r.plan_name, p.name) AS plan_name, r.task, r.level,
        r.agent, r.model, r.driver, r.seed, r.budget_s, r.executor, r.gpus_requested, r.state,
        r.failure_source, r.end_reason, r.created_at, r.started_at, r.deadline, r.ended_at,
-       r.baseline_score, r.best_dev_score, r.best_submission_id, r.test_score, r.improvement,
-       r.best_dev_score - r.baseline_score AS dev_improvement,
+       r.baseline_score, r.baseline_dev_score, r.best_dev_score, r.best_submission_id, r.test_score,
+       r.improvement, r.dev_improvement,
        r.spec, r.current_attempt, r.tokens_in, r.tokens_out, r.cost_usd,
        coalesce(sub.n_submissions, 0) AS n_submissions,
        coalesce(sub.n_scored, 0) AS n_scored,
@@ -23,7 +25,7 @@ SELECT r.id AS run_id, r.plan_id, coalesce(r.plan_name, p.name) AS plan_name, r.
        sub.first_valid_at - r.started_at AS time_to_first_valid_s,
        best.received_at - r.started_at AS time_to_best_s,
        r.ended_at - r.started_at AS wall_s
-FROM s.runs r
+FROM runs_v r
 LEFT JOIN s.plans p ON p.id = r.plan_id
 LEFT JOIN sub ON sub.run_id = r.id
 LEFT JOIN s.submissions best ON best.id = r.best_submission_id;
@@ -36,7 +38,7 @@ SELECT x.id AS submission_id, x.run_id, x.seq, x.status, x.score, x.improvement,
        x.duplicate_of, x.revision_id, x.content_hash, x.path, x.metrics,
        max(x.score) OVER (PARTITION BY x.run_id ORDER BY x.seq ROWS UNBOUNDED PRECEDING) AS best_so_far,
        x.id = r.best_submission_id AS is_best
-FROM s.submissions x JOIN s.runs r ON r.id = x.run_id;
+FROM s.submissions x JOIN runs_v r ON r.id = x.run_id;
 
 -- Every submission that did not produce a score, and why. Never silently dropped: a submission
 -- still `received`/`grading` after its run ended is listed as never graded.
@@ -58,7 +60,7 @@ SELECT x.id AS submission_id, x.run_id, x.seq, x.status, x.path, x.received_at,
            ELSE coalesce(x.error, '(no reason recorded)')
        END AS reason
 FROM s.submissions x
-JOIN s.runs r ON r.id = x.run_id
+JOIN runs_v r ON r.id = x.run_id
 LEFT JOIN s.submissions d ON d.id = x.duplicate_of
 WHERE x.status IN ('rejected', 'error', 'duplicate')
    OR (x.status IN ('received', 'grading') AND r.state IN ('done', 'failed', 'cancelled', 'lost'));

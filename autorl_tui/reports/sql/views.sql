@@ -37,7 +37,7 @@ SELECT x.id AS submission_id, x.run_id, x.seq, x.status, x.score, x.improvement,
        x.graded_at - x.received_at AS latency_s, x.inference_s, x.grading_s, x.error,
        x.duplicate_of, x.revision_id, x.content_hash, x.path, x.metrics,
        max(x.score) OVER (PARTITION BY x.run_id ORDER BY x.seq ROWS UNBOUNDED PRECEDING) AS best_so_far,
-       x.id = r.best_submission_id AS is_best
+       coalesce(x.id = r.best_submission_id, false) AS is_best
 FROM s.submissions x JOIN runs_v r ON r.id = x.run_id;
 
 -- Every submission that did not produce a score, and why. Never silently dropped: a submission

@@ -358,11 +358,12 @@ class Analytics:
     def phases(self, run_id: str, *, max_buckets: int = 1000, idle_gap_s: float = 120.0) -> dict:
         """Splits the agent's time into explore / write_code / train / evaluate / idle.
 
-        Heuristic (documented in docs/reports.md): time from the agent's start to the run's end is
-        cut into at most `max_buckets` equal buckets (at least 1 s wide). A bucket is
+        Heuristic (documented in docs/reports.md): the agent's time, from its start to its end
+        (the last attempt's end; else the run's end) is cut into at most `max_buckets` equal buckets (at least 1 s wide). A bucket is
           evaluate    if a submission was being graded (received_at..graded_at) during it;
           train       else if training metrics were logged or a training command was started;
-          write_code  else if the agent edited a file (file_edit action or a code/ revision);
+          write_code  else if the agent edited a file (file_edit action, or a code/ revision whose
+                      content differs from the one before);
           explore     else if the agent did anything else (shell commands, messages, tool results);
         otherwise it continues the last agent phase (stdout/stderr lines keep a phase alive) as
         long as the last activity was less than `idle_gap_s` ago, and is idle after that.
@@ -372,7 +373,11 @@ class Analytics:
         if t0 is None:
             return {"bucket_s": None, "idle_gap_s": idle_gap_s, "totals_s": {p: 0.0 for p in PHASES},
                     "segments": [], "span_s": 0.0}
-        t1 = run["ended_at"] or self._last_activity(run_id) or time.time()
+        agent = self.query("agent_end", run_id=run_id)[0]
+        t1 = (agent["ended_at"] if agent["ended_at"] is not None and not agent["running"] else None) \
+            or run["ended_at"] or self._last_activity(run_id) or time.time()
+        if run["ended_at"] is not None:
+            t1 = min(t1, run["ended_at"])
         span = max(0.0, t1 - t0)
         width = max(1.0, span / max_buckets)
         nb = max(1, math.ceil(span / width))

@@ -114,8 +114,11 @@ def check_run_report(db, r: dict) -> set[str]:
         assert got["is_best"] == (s["id"] == run["best_submission_id"])
     checked.add("timeline")
 
+    agent_end = max((x["ended_at"] for x in att if x["ended_at"] is not None), default=None)
+    if any(x["started_at"] is not None and x["ended_at"] is None for x in att):
+        agent_end = None
     if run["started_at"] is not None and run["ended_at"] is not None:
-        span = run["ended_at"] - run["started_at"]
+        span = min(agent_end or run["ended_at"], run["ended_at"]) - run["started_at"]
         assert sum(r["phases"]["totals_s"].values()) == pytest.approx(span)
         if r["phases"]["segments"]:
             assert r["phases"]["segments"][-1]["end_s"] == pytest.approx(span)

@@ -134,7 +134,9 @@ def test_danger_signals_flag_the_risky_run_and_pass_the_clean_one(a):
 def test_phases_cover_the_run_and_grading_counts_as_evaluate(a, store_path):
     p = a.phases("r-clean")
     run = sql(store_path, "SELECT started_at, ended_at FROM runs WHERE id = 'r-clean'")[0]
-    span = run["ended_at"] - run["started_at"]
+    agent_end = sql(store_path, "SELECT max(ended_at) e FROM attempts WHERE run_id = 'r-clean'")[0]["e"]
+    assert agent_end < run["ended_at"]  # the agent's time ends before the harness finalizes
+    span = agent_end - run["started_at"]
     assert sum(p["totals_s"].values()) == pytest.approx(span)
     grading = sum(s["graded_at"] - s["received_at"]
                   for s in sql(store_path, "SELECT * FROM submissions WHERE run_id = 'r-clean'"))
@@ -150,8 +152,9 @@ def test_phases_cover_the_run_and_grading_counts_as_evaluate(a, store_path):
 def test_phases_mark_long_silences_idle(tmp_path):
     store = Store(tmp_path / "s.db")
     write_run(store, RunShape("r-idle", scores=[25.0], drops=[], duration_s=2000))
-    # ten minutes of silence after the last event: the run ends late
+    # ten minutes of silence after the last event: the agent (and the run) end late
     store.update("runs", "r-idle", {"ended_at": 1_790_000_000.0 + 2000 + 600})
+    store.update("attempts", "r-idle", {"ended_at": 1_790_000_000.0 + 2000 + 600}, key_column="run_id")
     store.close()
     with Analytics(tmp_path / "s.db") as a:
         p = a.phases("r-idle", idle_gap_s=120)

@@ -93,9 +93,21 @@ FROM run_event_log WHERE run_id = $run_id AND ts >= $t0 AND ts < $t1 GROUP BY b;
 SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b, count(*) AS n_metric
 FROM run_metric_rows WHERE run_id = $run_id AND ts >= $t0 AND ts < $t1 GROUP BY b;
 
+-- A code/ snapshot counts as writing code only when its content differs from the snapshot before
+-- (the watcher also snapshots unchanged or empty folders).
 -- name: phase_revision_signals
+WITH r AS (
+    SELECT ts, reason, n_files, manifest, lag(manifest) OVER (ORDER BY seq) AS previous
+    FROM s.revisions WHERE run_id = $run_id
+)
 SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b, count(*) AS n_revision
-FROM s.revisions WHERE run_id = $run_id AND reason = 'change' AND ts >= $t0 AND ts < $t1 GROUP BY b;
+FROM r WHERE reason = 'change' AND n_files > 0 AND manifest IS DISTINCT FROM previous
+  AND ts >= $t0 AND ts < $t1 GROUP BY b;
+
+-- When the agent stopped: the last attempt's end (after it the harness grades the held-out split).
+-- name: agent_end
+SELECT max(ended_at) AS ended_at, count(*) FILTER (WHERE ended_at IS NULL AND started_at IS NOT NULL) AS running
+FROM s.attempts WHERE run_id = $run_id;
 
 -- name: grading_intervals
 SELECT seq, received_at, coalesce(graded_at, received_at) AS graded_at

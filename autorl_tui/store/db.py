@@ -74,6 +74,7 @@ class Store:
         self._events: list[tuple] = []
         self._metrics: list[tuple] = []
         self._resources: list[tuple] = []
+        self._staged: dict[tuple, dict] = {}
         self.flush_rows = flush_rows
         self.migrate()
 
@@ -120,8 +121,16 @@ class Store:
         with self._lock:
             self._resources.append((run_id, ts or time.time(), cpu_percent, rss_bytes, n_procs, _dumps(gpus)))
 
+    def stage_update(self, table: str, where: dict, fields: dict) -> None:
+        """An update committed in the same transaction as the rows buffered so far: e.g. a tail's
+        byte offset lands together with the events read up to it, so a crash can never leave
+        events recorded beyond the recorded offset (which would duplicate them on resume)."""
+        with self._lock:
+            key = (table, tuple(sorted(where.items())))
+            self._staged.setdefault(key, {}).update(fields)
+
     def pending(self) -> int:
-        return len(self._events) + len(self._metrics) + len(self._resources)
+        return len(self._events) + len(self._metrics) + len(self._resources) + len(self._staged)
 
     def flush(self) -> int:
         """Commit buffered rows in one transaction. Returns how many rows were written."""
@@ -129,8 +138,8 @@ class Store:
             n = self.pending()
             if not n:
                 return 0
-            events, metrics, resources = self._events, self._metrics, self._resources
-            self._events, self._metrics, self._resources = [], [], []
+            events, metrics, resources, staged = self._events, self._metrics, self._resources, self._staged
+            self._events, self._metrics, self._resources, self._staged = [], [], [], {}
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if events:
@@ -145,10 +154,18 @@ class Store:
                     self._conn.executemany(
                         "INSERT INTO resources (run_id, ts, cpu_percent, rss_bytes, n_procs, gpus) "
                         "VALUES (?, ?, ?, ?, ?, ?)", resources)
+                for (table, where), fields in staged.items():
+                    encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
+                    sets = ", ".join(f"{k} = ?" for k in encoded)
+                    cond = " AND ".join(f"{k} = ?" for k, _ in where)
+                    self._conn.execute(f"UPDATE {table} SET {sets} WHERE {cond}",
+                                       (*encoded.values(), *(v for _, v in where)))
                 self._conn.execute("COMMIT")
             except Exception:
                 self._conn.execute("ROLLBACK")
                 self._events[:0], self._metrics[:0], self._resources[:0] = events, metrics, resources
+                for key, fields in staged.items():
+                    self._staged.setdefault(key, {}).update(fields)
                 raise
             return n
 
@@ -171,6 +188,16 @@ class Store:
             encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
             sets = ", ".join(f"{k} = ?" for k in encoded)
             self._conn.execute(f"UPDATE {table} SET {sets} WHERE {key_column} = ?", (*encoded.values(), key))
+
+    def update_where(self, table: str, where: dict, fields: dict) -> None:
+        if not fields:
+            return
+        with self._lock:
+            self.flush()
+            encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
+            sets = ", ".join(f"{k} = ?" for k in encoded)
+            cond = " AND ".join(f"{k} = ?" for k in where)
+            self._conn.execute(f"UPDATE {table} SET {sets} WHERE {cond}", (*encoded.values(), *where.values()))
 
     def insert_many(self, table: str, rows: Iterable[dict]) -> int:
         rows = list(rows)

@@ -365,8 +365,9 @@ class Analytics:
           write_code  else if the agent edited a file (file_edit action, or a code/ revision whose
                       content differs from the one before);
           explore     else if the agent did anything else (shell commands, messages, tool results);
-        otherwise it continues the last agent phase (stdout/stderr lines keep a phase alive) as
-        long as the last activity was less than `idle_gap_s` ago, and is idle after that.
+        otherwise it continues the last agent phase (stdout/stderr lines keep a phase alive; the
+        agent's start opens an explore phase) as long as the last activity was less than
+        `idle_gap_s` ago, and is idle after that.
         """
         run = self.run(run_id)
         t0 = run["started_at"]
@@ -395,7 +396,7 @@ class Analytics:
                 grading[i] = True
         cats: list[str] = []
         current = "explore"
-        last_activity = None
+        last_activity = 0  # the agent's start counts as activity: it is reading its task
         for b in range(nb):
             e = ev.get(b)
             kind = None

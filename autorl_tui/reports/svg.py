@@ -22,11 +22,9 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     start = math.floor(lo / step) * step
-    ticks = []
-    t = start
-    while t <= hi + step * 0.5 and len(ticks) < 30:
-        ticks.append(round(t, 12))
-        t += step
+    ticks = [round(start, 12)]
+    while ticks[-1] < hi - step * 1e-9 and len(ticks) < 30:  # the last tick is at or above hi
+        ticks.append(round(start + len(ticks) * step, 12))
     return ticks
 
 

@@ -21,10 +21,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def batch_home(shared_models_dir, tmp_path_factory):
+def batch_home(tiny_model_dir, tmp_path_factory):
     home = make_reachable_home("autorl-reports-")
     home.mkdir(parents=True)
-    install_model(shared_models_dir, home)
+    install_model(tiny_model_dir, home)
     plan = write_plan(tmp_path_factory.mktemp("plan") / "plan.yaml", name="reports-e2e",
                       agents=["baseline-copy", "test-train-twice"], budget="240s")
     proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan),

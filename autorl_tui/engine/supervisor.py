@@ -253,30 +253,34 @@ class RunSupervisor:
         scores = {}
         for split in ("dev", "test"):
             self._check_cancel()
-            cached = self.store.one(
-                "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? AND grader_version=? AND split=?",
-                (self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split))
-            if cached:
-                scores[split] = cached["score"]
-                self.log("harness", f"baseline on {split}: {cached['score']:.2f} (cached)",
-                         data={"split": split, "baseline_id": cached["id"], "cached": True})
-                continue
-            work = self.engine.home.run_dir(self.run_id) / "grading" / f"baseline-{split}"
-            outcome = await self._grade(self.model_path, split, work)
-            if not outcome.ok:
-                raise RunFailure("grader", f"baseline grading on {split} failed: {outcome.error}")
-            if outcome.grader_version and outcome.grader_version != GRADER_VERSION:
-                self.log("harness", f"grader reports version {outcome.grader_version}, engine expects {GRADER_VERSION}",
-                         level="warning")
-            baseline_id = self.store.insert("baselines", {
-                "task": self.card.id, "model": model_key, "protocol_hash": self.card.protocol_hash(),
-                "grader_version": GRADER_VERSION, "split": split, "score": outcome.score,
-                "metrics": {**outcome.metrics, "timings": outcome.timings}, "created_at": time.time()})
-            self._store_samples(outcome.samples, split, baseline_id=baseline_id)
-            scores[split] = outcome.score
-            self.log("harness", f"baseline on {split}: {outcome.score:.2f}", data={"split": split, "baseline_id": baseline_id})
+            # One computation per baseline key even when several runs of a task start together.
+            async with self.engine.baseline_lock((self.card.id, model_key, self.card.protocol_hash(), split)):
+                scores[split] = await self._baseline(split, model_key)
         self._baseline_dev = scores["dev"]
         self.update_run(baseline_dev_score=scores["dev"], baseline_score=scores["test"])
+
+    async def _baseline(self, split: str, model_key: str) -> float:
+        cached = self.store.one(
+            "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? AND grader_version=? AND split=?",
+            (self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split))
+        if cached:
+            self.log("harness", f"baseline on {split}: {cached['score']:.2f} (cached)",
+                     data={"split": split, "baseline_id": cached["id"], "cached": True})
+            return cached["score"]
+        work = self.engine.home.run_dir(self.run_id) / "grading" / f"baseline-{split}"
+        outcome = await self._grade(self.model_path, split, work)
+        if not outcome.ok:
+            raise RunFailure("grader", f"baseline grading on {split} failed: {outcome.error}")
+        if outcome.grader_version and outcome.grader_version != GRADER_VERSION:
+            self.log("harness", f"grader reports version {outcome.grader_version}, engine expects {GRADER_VERSION}",
+                     level="warning")
+        baseline_id = self.store.insert("baselines", {
+            "task": self.card.id, "model": model_key, "protocol_hash": self.card.protocol_hash(),
+            "grader_version": GRADER_VERSION, "split": split, "score": outcome.score,
+            "metrics": {**outcome.metrics, "timings": outcome.timings}, "created_at": time.time()})
+        self._store_samples(outcome.samples, split, baseline_id=baseline_id)
+        self.log("harness", f"baseline on {split}: {outcome.score:.2f}", data={"split": split, "baseline_id": baseline_id})
+        return outcome.score
 
     # ------------------------------------------------------------------ the agent
     def _command(self) -> str | list[str]:

@@ -7,6 +7,7 @@ import importlib
 
 SCORERS: dict[str, str] = {
     "exact_match": "autorl_tui.grading.scorers.exact_match:ExactMatchScorer",
+    "env_success": "autorl_tui.grading.scorers.env_success:EnvSuccessScorer",
 }
 
 

@@ -19,6 +19,7 @@ see official.py) and the card's `params.source` is `auto` or `official`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -26,6 +27,7 @@ from pathlib import Path
 from autorl_tui.tasks_impl.alfworld import games as G
 from autorl_tui.tasks_impl.alfworld.official import copy_official_game, official_games, official_root
 
+_log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
 API_FILES = ("env.py", "prompts.py", "api.py")
 
@@ -50,7 +52,7 @@ def _task_types(card) -> tuple[str, ...]:
     return types
 
 
-def materialize(card, split: str, out_dir: Path, log=print) -> Path:
+def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
     out_dir = Path(out_dir)
     final = out_dir / split
     if (final / "items.jsonl").exists():

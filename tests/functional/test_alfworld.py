@@ -52,8 +52,8 @@ def three_splits(alfworld_data, tmp_path_factory):
     cache = tmp_path_factory.mktemp("alfworld_cache3")
     card = small_card(cache, "splits", ["pick_and_place_simple"], {
         "train": {"seed": 1, "n_per_type": 2, "rooms": "seen"},
-        "dev": {"seed": 2, "n_per_type": 2, "rooms": "seen"},
-        "test": {"seed": 3, "n_per_type": 2, "rooms": "unseen"}})
+        "dev": {"seed": 2, "n_per_type": 1, "rooms": "seen"},
+        "test": {"seed": 3, "n_per_type": 1, "rooms": "unseen"}})
     return card, {s: materialize(card, s, cache) for s in ("train", "dev", "test")}
 
 
@@ -150,7 +150,7 @@ def test_splits_are_disjoint_and_test_uses_unseen_rooms(three_splits):
     from autorl_tui.tasks_impl.alfworld.games import UNSEEN_ROOMS
     _, paths = three_splits
     items = {s: items_of(p) for s, p in paths.items()}
-    assert all(len(v) == 2 for v in items.values())
+    assert [len(items[s]) for s in ("train", "dev", "test")] == [2, 1, 1]
     sigs = {s: {i["signature"] for i in v} for s, v in items.items()}
     ids = {s: {i["id"] for i in v} for s, v in items.items()}
     for a, b in (("train", "dev"), ("train", "test"), ("dev", "test")):
@@ -176,15 +176,32 @@ def test_train_split_carries_sft_data_with_the_graders_prompts(all_types_train):
     items = items_of(train)
     chat = [json.loads(x) for x in (train / "sft_chat.jsonl").read_text().splitlines()]
     pc = [json.loads(x) for x in (train / "sft_prompt_completion.jsonl").read_text().splitlines()]
-    assert len(chat) == len(pc) == sum(len(i["expert_actions"]) for i in items)
-    first = chat[0]
-    expert = json.loads((train / items[0]["gamefile"]).with_name("expert.json").read_text())
-    assert first["messages"][:-1] == build_messages(expert["intro"], [], expert["steps"][0]["admissible"],
+    experts = [json.loads((train / i["gamefile"]).with_name("expert.json").read_text()) for i in items]
+    assert sum(e["search_steps"] is not None for e in experts) >= len(items) - 1
+    assert len(chat) == len(pc) == sum(len(e["search_steps"] or e["steps"]) for e in experts)
+    first, expert = chat[0], experts[0]
+    steps = expert["search_steps"] or expert["steps"]
+    assert first["messages"][:-1] == build_messages(expert["intro"], [], steps[0]["admissible"],
                                                     task_type=items[0]["task_type"])
-    assert first["messages"][-1] == {"role": "assistant", "content": items[0]["expert_actions"][0]}
+    assert first["messages"][-1] == {"role": "assistant", "content": steps[0]["action"]}
     assert pc[0]["prompt"] == first["messages"][:-1] and pc[0]["completion"] == [first["messages"][-1]]
     assert len((train / "expert_trajectories.jsonl").read_text().splitlines()) == len(items)
     assert sorted(p.stem for p in (train / "few_shot").glob("*.txt")) == sorted(TASK_TYPES)
+
+
+def test_searching_expert_wins_and_only_adds_visits_before_fetching(all_types_train):
+    """The searching expert's trajectory is a real engine replay: it wins, and apart from the
+    extra visits (go to / open) it is the planner's plan."""
+    _, train = all_types_train
+    for item in items_of(train):
+        expert = json.loads((train / item["gamefile"]).with_name("expert.json").read_text())
+        if expert["search_steps"] is None:
+            continue
+        search = [s["action"] for s in expert["search_steps"]]
+        assert search[-1] == item["expert_actions"][-1]
+        it = iter(search)
+        assert all(a in it for a in item["expert_actions"] if not a.startswith("open "))
+        assert all(a.startswith(("go to ", "open ")) for a in search if a not in item["expert_actions"])
 
 
 def test_workspace_api_runs_an_episode_without_the_harness_installed(all_types_train, alfworld_data, tmp_path):

@@ -161,6 +161,12 @@ class AlfworldGame:
         return Observation(clean_feedback(state.feedback or ""), list(state["admissible_commands"]),
                            bool(state["won"]), self.moves)
 
+    def entity_names(self) -> dict[str, str]:
+        """Lower-cased PDDL ids -> the names the player sees ("countertop_bar_..." -> "countertop 1")."""
+        if self._env is None:
+            raise RuntimeError("call reset() first")
+        return {k.lower(): info.name.strip() for k, info in self._env._entity_infos.items()}
+
     def close(self):
         if self._env is not None:
             with contextlib.suppress(Exception):

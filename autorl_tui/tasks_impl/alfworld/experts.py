@@ -5,8 +5,11 @@ grader would send at that step (`prompts.build_messages`) and whose completion i
 command. Two renderings of the same examples: chat `messages` (TRL SFT "conversational") and
 `prompt`/`completion` (TRL prompt-completion, loss on the completion only).
 
-Note: the planner knows where everything is, so its walkthroughs go straight to the object; they
-teach the command format and the task structure, not how to search a room.
+Two experts per generated game (expert.json): `steps`, the PDDL planner's walkthrough (it knows
+where everything is and goes straight to the object), and `search_steps`, the same plan after
+visiting 0-3 wrong receptacles that could have held the object (opening closed ones), which is
+what a player who cannot see inside receptacles has to do. The SFT files use the searching expert
+when there is one (official games: the planner only).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ def expert_examples(split_dir: Path, items: list[dict], *, few_shot: bool = Fals
     for item in items:
         expert = load_expert(split_dir, item)
         history: list[tuple[str, str]] = []
-        for n, step in enumerate(expert["steps"], 1):
+        for n, step in enumerate(expert.get("search_steps") or expert["steps"], 1):
             messages = build_messages(expert["intro"], history, step["admissible"], task_type=item["task_type"],
                                       few_shot=few_shot, history_len=history_len)
             yield {"game_id": item["id"], "task_type": item["task_type"], "step": n,
@@ -51,5 +54,6 @@ def write_sft_files(split_dir: Path, items: list[dict], out_dir: Path, *, few_sh
         for item in items:
             expert = load_expert(split_dir, item)
             fh.write(json.dumps({"game_id": item["id"], "task_type": item["task_type"], "gamefile": item["gamefile"],
-                                 "intro": expert["intro"], "steps": expert["steps"], "won": expert["won"]}) + "\n")
+                                 "intro": expert["intro"], "planner_steps": expert["steps"],
+                                 "search_steps": expert.get("search_steps"), "won": expert["won"]}) + "\n")
     return {"sft_examples": n, "trajectories": len(items)}

@@ -313,19 +313,26 @@ class ExpertTrajectory:
     intro: str
     steps: list[dict]          # {"admissible", "action", "feedback"}
     won: bool
+    search_steps: list[dict] | None = None   # the searching expert, when it could be made
 
     @property
     def actions(self) -> list[str]:
         return [s["action"] for s in self.steps]
 
 
-def validate_game(gamefile: str | Path, max_walkthrough: int = 40) -> ExpertTrajectory:
-    """Load the game in the real engine and replay the planner's walkthrough (raises when it cannot load)."""
+def validate_game(gamefile: str | Path, max_walkthrough: int = 40, spec: GameSpec | None = None,
+                  search_seed: str | None = None) -> ExpertTrajectory:
+    """Load the game in the real engine and replay the planner's walkthrough (raises when it cannot load).
+
+    With `spec`, also record a *searching* expert (`ExpertTrajectory.search_steps`): before each
+    trip to fetch the target, it visits 0-3 other receptacles that could hold the target but do
+    not (opening closed ones), as a player who does not know where things are would."""
     game = AlfworldGame(str(gamefile), walkthrough_wanted=True)
     try:
         obs = game.reset()
-        intro, won, steps = obs.text, obs.won, []
-        for action in list(game.walkthrough or [])[:max_walkthrough]:
+        walkthrough = list(game.walkthrough or [])[:max_walkthrough]
+        intro, steps, won = obs.text, [], obs.won
+        for action in walkthrough:
             if action not in obs.admissible:
                 break
             admissible = obs.admissible
@@ -334,9 +341,53 @@ def validate_game(gamefile: str | Path, max_walkthrough: int = 40) -> ExpertTraj
             if obs.won:
                 won = True
                 break
-        return ExpertTrajectory(intro=intro, steps=steps, won=won)
+        expert = ExpertTrajectory(intro=intro, steps=steps, won=won)
+        if won and spec is not None:
+            try:
+                expert.search_steps = _searching_expert(game, spec, walkthrough,
+                                                        random.Random(search_seed or spec.signature()))
+            except Exception:     # the planner's expert is enough; the searching one is a bonus
+                expert.search_steps = None
+        return expert
     finally:
         game.close()
+
+
+def _searching_expert(game: AlfworldGame, spec: GameSpec, walkthrough: list[str], rng: random.Random):
+    C = _constants()
+    obs = game.reset()
+    names = game.entity_names()
+    target = spec.params["object_target"]
+    holding = {ri for _, ot, ri in spec.objects if ot == target}
+    decoys = [names[r.pddl_id.lower()] for i, r in enumerate(spec.receptacles)
+              if r.pddl_id.lower() in names and i not in holding and target in C.VAL_RECEPTACLE_OBJECTS.get(r.rtype, ())
+              and r.rtype != spec.params["parent_target"] and r.rtype not in TOOL_TYPES]
+    rng.shuffle(decoys)
+    queue: list[tuple[str, bool]] = []        # (command, a search visit?)
+    for i, action in enumerate(walkthrough):
+        nxt = [a for a in walkthrough[i + 1:i + 3] if not a.startswith("open ")]
+        if action.startswith("go to ") and nxt and nxt[0].startswith(f"take {target.lower()} "):
+            k = rng.randint(0, min(3, len(decoys)))
+            queue += [(f"go to {d}", True) for d in decoys[:k]]
+            decoys = decoys[k:]
+        queue.append((action, False))
+    steps, opened = [], set()
+    while queue and len(steps) < 60:
+        action, searching = queue.pop(0)
+        if action not in obs.admissible:
+            if action.startswith("open ") and action[5:] in opened:
+                continue          # we opened it while searching
+            return None
+        admissible = obs.admissible
+        obs = game.step(action)
+        steps.append({"admissible": admissible, "action": action, "feedback": obs.text})
+        if obs.won:
+            return steps
+        where = action[6:]
+        if searching and "is closed" in obs.text and f"open {where}" in obs.admissible:
+            queue.insert(0, (f"open {where}", False))
+            opened.add(where)
+    return None
 
 
 def candidates(task_type: str, seed: int, room_kind: str, max_receptacles: int) -> Iterator[GameSpec]:
@@ -377,7 +428,7 @@ def build_games(out_dir: Path, *, seed: int, n_per_type: int, rooms_kind: str = 
             folder = out_dir / "games" / task_type / spec.game_id
             gamefile = write_game(spec, folder)
             try:
-                expert = validate_game(gamefile)
+                expert = validate_game(gamefile, spec=spec)
             except Exception as exc:   # an inconsistent problem fails at load (KeyError): drop it
                 log(f"drop {spec.game_id}: {type(exc).__name__}: {exc}")
                 _remove(folder)
@@ -388,7 +439,8 @@ def build_games(out_dir: Path, *, seed: int, n_per_type: int, rooms_kind: str = 
                 continue
             write_game(spec, folder, walkthrough=expert.actions)   # later loads need no planning
             (folder / "expert.json").write_text(json.dumps(
-                {"intro": expert.intro, "steps": expert.steps, "won": expert.won}))
+                {"intro": expert.intro, "steps": expert.steps, "won": expert.won,
+                 "search_steps": expert.search_steps}))
             items.append({"id": spec.game_id, "gamefile": os.path.relpath(gamefile, out_dir), "task_type": task_type,
                           "floorplan": spec.floorplan, "scene": spec.meta.get("scene"), "goal": spec.goal_text,
                           "signature": sig, "expert_actions": expert.actions,

@@ -139,7 +139,8 @@ def main():
     t0 = time.time()
     tok = build_tokenizer(texts, a.vocab, a.positions)
     model = build_model(tok, a.hidden, a.layers, a.positions)
-    lengths = sorted(len(tok.apply_chat_template(r["prompt"] + r["completion"], tokenize=True)) for r in rows[:400])
+    lengths = sorted(len(tok(tok.apply_chat_template(r["prompt"] + r["completion"], tokenize=False),
+                             add_special_tokens=False)["input_ids"]) for r in rows[:400])
     print(json.dumps({"stage": "build", "params": sum(p.numel() for p in model.parameters()), "vocab": len(tok),
                       "sft_examples": len(rows), "tokens_median": lengths[len(lengths) // 2],
                       "tokens_max": lengths[-1], "build_s": round(time.time() - t0, 1)}), flush=True)

@@ -26,13 +26,26 @@ class EnvSuccessScorer:
     name = "env_success"
     version = "1"
 
-    def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol, ctx: ScorerContext) -> EvalResult:
-        opts = dict(ctx.options or {})
+    @staticmethod
+    def validate_options(opts: dict) -> list[tuple[str, str]]:
+        """Problems with scorer_options as (what is wrong, how to fix it); used by `tasks validate`."""
+        problems = []
         unknown = sorted(set(opts) - KNOWN_OPTIONS)
         if unknown:
-            raise ValueError(f"env_success: unknown scorer option(s) {unknown}; known: {sorted(KNOWN_OPTIONS)}")
+            problems.append((f"env_success: unknown scorer option(s) {unknown}", f"use only {sorted(KNOWN_OPTIONS)}"))
         if opts.get("env", "alfworld") != "alfworld":
-            raise ValueError(f"env_success: unknown env {opts['env']!r}; known: alfworld")
+            problems.append((f"env_success: unknown env {opts['env']!r}", "set scorer_options.env: alfworld"))
+        threshold = opts.get("match_threshold", 0.6)
+        if not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+            problems.append((f"env_success: match_threshold {threshold!r} is not in [0, 1]",
+                             "use a similarity ratio such as 0.6 (1 = exact commands only)"))
+        return problems
+
+    def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol, ctx: ScorerContext) -> EvalResult:
+        opts = dict(ctx.options or {})
+        problems = self.validate_options(opts)
+        if problems:
+            raise ValueError("; ".join(f"{what} ({fix})" for what, fix in problems))
         from autorl_tui.tasks_impl.alfworld.api import list_games, run_episodes
         from autorl_tui.tasks_impl.alfworld.prompts import messages_to_text
 

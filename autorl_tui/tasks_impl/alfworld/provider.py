@@ -52,6 +52,15 @@ def _task_types(card) -> tuple[str, ...]:
     return types
 
 
+def available(card) -> str | None:
+    """None when the card's games can be had here (generated ones always can), else why not."""
+    source = (card.data.get("params") or {}).get("source", "auto")
+    if source == "official" and official_root() is None:
+        return ("the card asks for the official ALFWorld games: set ALFWORLD_DATA to the folder holding "
+                "json_2.1.1/ (made by `alfworld-download`), or set data.params.source: generated")
+    return None
+
+
 def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
     out_dir = Path(out_dir)
     final = out_dir / split

@@ -228,3 +228,43 @@ def test_workspace_api_runs_an_episode_without_the_harness_installed(all_types_t
     results = json.loads(out.stdout.strip().splitlines()[-1])
     games = items_of(train)[:2]
     assert results == [[True, len(g["expert_actions"])] for g in games]
+
+
+def test_official_layout_is_used_when_alfworld_data_points_at_it(all_types_train, tmp_path, monkeypatch):
+    """Games laid out as `alfworld-download` does (json_2.1.1/<split>/<task>/<trial>/) are picked up:
+    train from train (with planner expert data), dev from valid_seen, test from valid_unseen."""
+    import shutil
+    from autorl_tui.tasks_impl.alfworld.provider import available
+    card, train = all_types_train
+    items = items_of(train)
+    root = tmp_path / "official"
+    layout = {"train": items[:2], "valid_seen": items[2:3], "valid_unseen": items[3:5]}
+    for split, chosen in layout.items():
+        for n, item in enumerate(chosen):
+            dest = root / "json_2.1.1" / split / f"{item['task_type']}-X-None-Y-{n}" / "trial_T0001"
+            dest.mkdir(parents=True)
+            for name in ("game.tw-pddl", "traj_data.json"):
+                shutil.copy2((train / item["gamefile"]).with_name(name), dest / name)
+    sliced = root / "json_2.1.1" / "valid_unseen" / "pick_and_place_simple-AppleSliced-None-Y-9" / "trial_T1"
+    shutil.copytree((train / items[0]["gamefile"]).parent, sliced)   # skipped, as AlfredTWEnv does
+    official = small_card(tmp_path, "official", TASK_TYPES, {"train": {"official_n_per_type": 5}, "dev": {},
+                                                              "test": {}})
+    official.data["params"]["source"] = "official"
+    monkeypatch.setenv("ALFWORLD_DATA", str(root))
+    assert available(official) is None
+    got = {s: items_of(materialize(official, s, tmp_path / "cache")) for s in ("train", "dev", "test")}
+    assert [len(got[s]) for s in ("train", "dev", "test")] == [2, 1, 2]
+    assert all(i["source"] == "official" for v in got.values() for i in v)
+    assert {i["task_type"] for i in got["test"]} == {i["task_type"] for i in layout["valid_unseen"]}
+    assert got["train"][0]["expert_actions"] == items[0]["expert_actions"]
+    assert any((tmp_path / "cache").rglob("sft_chat.jsonl"))
+
+
+def test_official_source_without_the_data_says_how_to_get_it(alfworld_data, tmp_path, monkeypatch):
+    from autorl_tui.tasks_impl.alfworld.provider import AlfworldDataError, available
+    card = small_card(tmp_path, "official-missing", TASK_TYPES, {"train": {}, "dev": {}, "test": {}})
+    card.data["params"]["source"] = "official"
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path / "empty"))
+    assert "json_2.1.1" in available(card)
+    with pytest.raises(AlfworldDataError, match="set ALFWORLD_DATA to the folder holding json_2.1.1"):
+        materialize(card, "dev", tmp_path / "cache")

@@ -81,3 +81,17 @@ def test_planned_game_respects_receptacle_cap_and_does_not_start_solved():
         for _, otype, ri in spec.objects:
             if otype == spec.params["object_target"]:
                 assert spec.receptacles[ri].rtype != parent
+
+
+def test_env_success_option_checks_used_by_tasks_validate():
+    from pathlib import Path
+
+    import yaml
+
+    from autorl_tui.grading.scorers import get_scorer
+    scorer = get_scorer("env_success")
+    card_dir = Path(__file__).resolve().parents[2] / "tasks" / "alfworld"
+    card_opts = yaml.safe_load((card_dir / "task.yaml").read_text())["scorer_options"]
+    assert scorer.validate_options(card_opts, card_dir) == []
+    problems = scorer.validate_options({"env": "webshop", "match_threshold": 2, "fewshot": True}, card_dir)
+    assert len(problems) == 3 and all(fix for _, fix in problems)

@@ -26,8 +26,7 @@ class EnvSuccessScorer:
     name = "env_success"
     version = "1"
 
-    @staticmethod
-    def validate_options(opts: dict) -> list[tuple[str, str]]:
+    def validate_options(self, opts: dict, task_dir=None) -> list[tuple[str, str]]:
         """Problems with scorer_options as (what is wrong, how to fix it); used by `tasks validate`."""
         problems = []
         unknown = sorted(set(opts) - KNOWN_OPTIONS)

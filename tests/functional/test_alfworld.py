@@ -268,3 +268,22 @@ def test_official_source_without_the_data_says_how_to_get_it(alfworld_data, tmp_
     assert "json_2.1.1" in available(card)
     with pytest.raises(AlfworldDataError, match="set ALFWORLD_DATA to the folder holding json_2.1.1"):
         materialize(card, "dev", tmp_path / "cache")
+
+
+def test_workspace_gets_the_train_split_and_nothing_held_out(three_splits, tmp_path):
+    """The engine's workspace builder places the train folder as data/: games, SFT data, API;
+    no dev or test game is anywhere in the workspace."""
+    from autorl_tui.engine.workspace import build_workspace
+    card, paths = three_splits
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    build_workspace(tmp_path / "ws", card=card, model_name="m", model_path=model, train_path=paths["train"],
+                         agent_uid=None)
+    data = tmp_path / "ws" / "data"
+    assert (data / "items.jsonl").exists() and (data / "alfworld_api" / "api.py").exists()
+    assert (data / "sft_prompt_completion.jsonl").exists() and (data / "few_shot").is_dir()
+    names = {p.name for p in (tmp_path / "ws").rglob("*")}
+    for split in ("dev", "test"):
+        for item in items_of(paths[split]):
+            assert item["id"] not in names

@@ -60,7 +60,7 @@ class ActionsProvider(Provider):
 
 
 class ConsoleApp(App):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = str(Path(__file__).with_name("app.tcss"))
     TITLE = "autorl-tui"
     BINDINGS = bindings("app")
     COMMANDS = App.COMMANDS | {ActionsProvider}

@@ -98,7 +98,7 @@ class LogView(ScrollView, can_focus=True):
         self._moving = True
         try:
             if self.follow:
-                self.scroll_end(animate=False, immediate=True, x_axis=False)
+                self._scroll_tail()
             elif dropped:
                 self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
         finally:
@@ -106,13 +106,18 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
 
     # ------------------------------------------------------------------ following and scrolling
+    def _scroll_tail(self) -> None:
+        self._moving = True
+        try:
+            # force: before the first layout the scrollbars (and so scrolling) are not enabled yet
+            self.scroll_to(y=max(0, len(self.lines) - self.scrollable_content_region.height), animate=False,
+                           immediate=True, force=True)
+        finally:
+            self._moving = False
+
     def watch_follow(self, follow: bool) -> None:
         if follow:
-            self._moving = True
-            try:
-                self.scroll_end(animate=False, immediate=True, x_axis=False)
-            finally:
-                self._moving = False
+            self._scroll_tail()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)

@@ -56,7 +56,7 @@ def test_run_screen_submissions(served, snap_compare):
 def test_run_screen_revision_diff(served, snap_compare):
     async def before(pilot):
         await _run_loaded(pilot)
-        await pilot.press("4", "tab", "down")
+        await pilot.press("4", "down")
         await pilot.pause(0.5)
     assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
 

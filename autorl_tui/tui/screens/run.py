@@ -358,7 +358,11 @@ class RunScreen(Screen):
             table.add_row(*cells, key=key)
 
     # ------------------------------------------------------------------ revisions and diffs
+    TAB_FOCUS = {"log": "#log-view", "metrics": "#series-list", "submissions": "#subs-table",
+                 "revisions": "#rev-table"}
+
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.query_one(self.TAB_FOCUS[event.pane.id]).focus()
         if event.pane.id == "revisions" and self._revisions_dirty:
             self.reload_revisions()
 

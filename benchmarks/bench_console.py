@@ -149,10 +149,11 @@ async def console_session(home_dir: str, presses: int, total: int, rate: float) 
         out["lines_at_latency_end"] = view.total
         # now let the rest of the lines through and measure memory
         deadline = time.monotonic() + total / rate * 3 + 60
-        while view.total < total and time.monotonic() < deadline:
+        while app.client.received + app.dropped_events < total and time.monotonic() < deadline:
             await asyncio.sleep(0.5)
         await asyncio.sleep(0.5)
-        out["lines_seen"] = view.total
+        out["lines_seen"] = app.client.received
+        out["dropped"] = app.dropped_events
         out["ring"] = len(view.lines)
         out["rss_start"] = rss_start
         out["rss_end"] = rss_bytes()
@@ -194,6 +195,7 @@ def main() -> int:
     print(f"console_key_latency_p95: {p95 * 1000:.1f} ms")
     print(f"console_key_latency_max: {lat[-1] * 1000:.1f} ms")
     print(f"console_lines_received: {res['lines_seen']} lines")
+    print(f"console_lines_dropped_by_engine: {res['dropped']} lines (subscriber lagged)")
     print(f"console_log_ring_size: {res['ring']} lines")
     print(f"console_rss_attached: {res['rss_start'] / 2**20:.1f} MiB")
     print(f"console_rss_after_lines: {res['rss_end'] / 2**20:.1f} MiB")

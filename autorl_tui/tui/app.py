@@ -76,6 +76,7 @@ class ConsoleApp(App):
         self.notify_events = notify_events
         self.connected = False
         self.applied_batches = 0
+        self.dropped_events = 0
         self._resync_pending = False
         self._reconnect_task: asyncio.Task | None = None
         import psutil
@@ -125,6 +126,7 @@ class ConsoleApp(App):
             return
         changes = self.model.apply(events)
         self.applied_batches += 1
+        self.dropped_events += changes.dropped
         for screen in list(self.screen_stack):
             if hasattr(screen, "apply_changes"):
                 screen.apply_changes(changes)

@@ -25,6 +25,7 @@ class Changes:
     resources: dict[str, ResourceSample] = field(default_factory=dict)
     queue: bool = False
     resync: bool = False
+    dropped: int = 0                                         # events the engine dropped for us
     disconnected: str | None = None
     n_events: int = 0
 
@@ -60,6 +61,7 @@ class ConsoleModel:
             ch.n_events += 1
             if isinstance(ev, Lagged):
                 ch.resync = True
+                ch.dropped += ev.dropped
                 continue
             if isinstance(ev, Disconnected):
                 ch.disconnected = ev.reason

@@ -24,3 +24,21 @@ def home_dir(tmp_path) -> Path:
 def shared_models_dir(tmp_path_factory) -> Path:
     """Models built once per test session (the tiny model takes seconds to build)."""
     return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir() -> Path:
+    """The built-in `tiny` model (seed 0), built once and cached between test sessions under
+    .pytest_cache, keyed by the sources that determine its weights."""
+    import hashlib
+
+    import torch
+
+    from autorl_tui.catalog import tiny
+    from autorl_tui.catalog.generators import arith
+
+    key = hashlib.sha256(
+        Path(tiny.__file__).read_bytes() + Path(arith.__file__).read_bytes() + torch.__version__.encode()
+    ).hexdigest()[:12]
+    root = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models"))
+    return tiny.build_tiny_model(root / f"tiny-{key}", seed=0)

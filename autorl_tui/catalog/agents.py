@@ -104,27 +104,32 @@ def _spec_files(root: Path):
     yield from sorted(root.glob("*/agent.yaml"))
 
 
-def list_agents(search_path: list[Path]) -> dict[str, AgentSpec]:
+def list_agents(search_path: list[Path], errors: list[str] | None = None) -> dict[str, AgentSpec]:
+    """Specs by name (first found wins). Specs that fail to load are reported in `errors`."""
     found: dict[str, AgentSpec] = {}
     for root in search_path:
         for f in _spec_files(root):
             try:
                 spec = load_agent_spec(f)
-            except UsageError:
+            except UsageError as exc:
+                if errors is not None:
+                    errors.append(str(exc))
                 continue
             found.setdefault(spec.name, spec)
     return found
 
 
 def find_agent(name: str, search_path: list[Path]) -> AgentSpec:
-    agents = list_agents(search_path)
+    errors: list[str] = []
+    agents = list_agents(search_path, errors)
     if name in agents:
         return agents[name]
     candidate = Path(name)
     if candidate.suffix in (".yaml", ".yml") and candidate.exists():
         return load_agent_spec(candidate)
+    broken = f"; {len(errors)} spec(s) could not be loaded: {' | '.join(errors)}" if errors else ""
     raise UsageError(f"unknown agent {name!r}; known agents: {', '.join(sorted(agents)) or 'none'} "
-                     f"(searched {', '.join(map(str, search_path))}; or give a path to a spec .yaml)")
+                     f"(searched {', '.join(map(str, search_path))}; or give a path to a spec .yaml){broken}")
 
 
 def passthrough_env(spec: AgentSpec, environ: dict[str, str] | None = None) -> dict[str, str]:

@@ -172,6 +172,16 @@ class Store:
             sets = ", ".join(f"{k} = ?" for k in encoded)
             self._conn.execute(f"UPDATE {table} SET {sets} WHERE {key_column} = ?", (*encoded.values(), key))
 
+    def update_where(self, table: str, where: dict, fields: dict) -> None:
+        if not fields:
+            return
+        with self._lock:
+            self.flush()
+            encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
+            sets = ", ".join(f"{k} = ?" for k in encoded)
+            cond = " AND ".join(f"{k} = ?" for k in where)
+            self._conn.execute(f"UPDATE {table} SET {sets} WHERE {cond}", (*encoded.values(), *where.values()))
+
     def insert_many(self, table: str, rows: Iterable[dict]) -> int:
         rows = list(rows)
         if not rows:

@@ -32,11 +32,13 @@ MIGRATIONS: list[str] = [
         started_at REAL,          -- agent start (budget clock)
         deadline REAL,
         ended_at REAL,
-        baseline_score REAL,
+        baseline_score REAL,      -- base model on the held-out test split (compare with test_score)
+        baseline_dev_score REAL,  -- base model on dev (what the agent's improvements are measured from)
         best_dev_score REAL,
         best_submission_id INTEGER,
         test_score REAL,
-        improvement REAL,
+        improvement REAL,         -- test_score - baseline_score, in points
+        dev_improvement REAL,     -- best_dev_score - baseline_dev_score, in points
         workspace TEXT,
         spec TEXT NOT NULL,       -- JSON: resolved task card, protocol, agent spec, model path
         current_attempt INTEGER NOT NULL DEFAULT 0,
@@ -62,6 +64,7 @@ MIGRATIONS: list[str] = [
         error TEXT,
         log_dir TEXT,
         offsets TEXT,             -- JSON: byte offsets of tailed files, for re-adoption
+        grading_url TEXT,         -- the run's grading API (rebound on the same port after a restart)
         UNIQUE(run_id, number)
     );
 

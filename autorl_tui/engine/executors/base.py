@@ -31,6 +31,8 @@ class LaunchSpec:
     image: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     grading_socket: Path | None = None   # for containers without a network: the grading API's Unix socket
+    private_paths: list[Path] = field(default_factory=list)   # must stay unreadable to the agent (local executor)
+    workspaces_dir: Path | None = None   # other runs' workspaces live here (hidden, except this run's)
 
     @property
     def stdout_path(self) -> Path:

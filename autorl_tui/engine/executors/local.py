@@ -1,0 +1,164 @@
+"""Local executor: the agent runs on this host in the workspace, in its own session, under a
+supervising shim (`local_shim.py`) that is a child subreaper and enforces the deadline itself."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from autorl_tui.engine.executors.base import AgentHandle, Executor, ExecutorError, LaunchSpec
+
+SHIM_MODULE = "autorl_tui.engine.executors.local_shim"
+
+
+def _pid_is_shim(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(SHIM_MODULE.encode() in part for part in cmdline)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+class LocalHandle(AgentHandle):
+    def __init__(self, shim_pid: int, log_dir: Path, popen: subprocess.Popen | None = None):
+        self.shim_pid = shim_pid
+        self.log_dir = log_dir
+        self.stdout_path = log_dir / "stdout.log"
+        self.stderr_path = log_dir / "stderr.log"
+        self._popen = popen
+
+    def ident(self) -> dict:
+        return {"pid": self.shim_pid}
+
+    def _shim_alive(self) -> bool:
+        if self._popen is not None:
+            return self._popen.poll() is None
+        return _pid_is_shim(self.shim_pid)
+
+    def is_alive(self) -> bool:
+        return self._shim_alive() and not (self.log_dir / "exit.json").exists()
+
+    def exit_info(self) -> dict | None:
+        return _read_json(self.log_dir / "exit.json")
+
+    async def wait(self) -> int:
+        while True:
+            info = self.exit_info()
+            if info is not None:
+                if self._popen is not None:
+                    await asyncio.to_thread(self._popen.wait)
+                return int(info.get("exit_code", -1))
+            if not self._shim_alive():
+                info = self.exit_info()   # it may have written exit.json just before exiting
+                if info is not None:
+                    return int(info.get("exit_code", -1))
+                return -int(signal.SIGKILL)
+            await asyncio.sleep(0.2)
+
+    def _signal(self, sig: int) -> None:
+        if self._shim_alive():
+            try:
+                os.kill(self.shim_pid, sig)
+            except ProcessLookupError:
+                pass
+
+    async def kill(self, reason: str) -> None:
+        (self.log_dir / "kill_reason").write_text(reason)
+        self._signal(signal.SIGTERM)
+        for _ in range(100):
+            if not self._shim_alive() or self.exit_info() is not None:
+                return
+            await asyncio.sleep(0.05)
+
+    async def pause(self) -> None:
+        self._signal(signal.SIGUSR1)
+
+    async def resume(self) -> None:
+        self._signal(signal.SIGUSR2)
+
+    async def extend_deadline(self, deadline: float) -> None:
+        tmp = self.log_dir / "deadline.tmp"
+        tmp.write_text(repr(deadline))
+        os.replace(tmp, self.log_dir / "deadline")
+
+    def pids(self) -> list[int]:
+        from autorl_tui.engine.executors.local_shim import descendants
+
+        return descendants(self.shim_pid) if self._shim_alive() else []
+
+
+class LocalExecutor(Executor):
+    name = "local"
+
+    def __init__(self, agent_uid: int | None = None, python: str | None = None, isolate: bool = True):
+        from autorl_tui.engine.executors.isolation import available
+
+        self.agent_uid = agent_uid
+        self.python = python or sys.executable
+        self.isolate = isolate and available()[0]
+
+    async def start(self, spec: LaunchSpec) -> AgentHandle:
+        spec.log_dir.mkdir(parents=True, exist_ok=True)
+        for stale in ("exit.json", "shim.json", "kill_reason"):
+            (spec.log_dir / stale).unlink(missing_ok=True)
+        launch = {"command": spec.command, "workspace": str(spec.workspace), "env": spec.env,
+                  "log_dir": str(spec.log_dir), "deadline": spec.deadline, "uid": self.agent_uid,
+                  "hide": [str(p) for p in spec.private_paths] if self.isolate else [],
+                  "workspaces_dir": str(spec.workspaces_dir) if spec.workspaces_dir else None}
+        launch_path = spec.log_dir / "launch.json"
+        fd = os.open(launch_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(launch, fh)
+        (spec.log_dir / "deadline").write_text(repr(spec.deadline))
+        shim_log = open(spec.log_dir / "shim.log", "ab")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _package_root()}
+        try:
+            popen = subprocess.Popen([self.python, "-m", SHIM_MODULE, str(launch_path)], stdin=subprocess.DEVNULL,
+                                     stdout=shim_log, stderr=shim_log, start_new_session=True, env=env,
+                                     cwd=str(spec.log_dir))
+        except OSError as exc:
+            raise ExecutorError(f"could not start the local shim: {exc}") from exc
+        finally:
+            shim_log.close()
+        handle = LocalHandle(popen.pid, spec.log_dir, popen)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if (spec.log_dir / "shim.json").exists() or (spec.log_dir / "exit.json").exists():
+                break
+            if popen.poll() is not None:
+                raise ExecutorError(f"the local shim exited with code {popen.returncode} before starting the agent; "
+                                    f"see {spec.log_dir / 'shim.log'}")
+            await asyncio.sleep(0.02)
+        else:
+            await handle.kill("start timeout")
+            raise ExecutorError("the local shim did not start the agent within 20 s")
+        info = handle.exit_info()
+        if info and info.get("reason") == "start_failed":
+            raise ExecutorError(f"could not start the agent command: {info.get('error')}")
+        return handle
+
+    async def adopt(self, attempt: dict, spec: LaunchSpec) -> AgentHandle | None:
+        pid = attempt.get("pid")
+        if not pid:
+            return None
+        handle = LocalHandle(int(pid), spec.log_dir)
+        if _pid_is_shim(int(pid)) or handle.exit_info() is not None:
+            return handle
+        return None
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parents[3])

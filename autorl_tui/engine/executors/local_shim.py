@@ -1,0 +1,191 @@
+"""The local executor's supervising shim: `python -m autorl_tui.engine.executors.local_shim SPEC.json`.
+
+It runs in its own session, makes itself a *child subreaper* (so that descendants which call
+`setsid` or double-fork are re-parented to it instead of to init), starts the agent, and kills
+the agent's whole tree when the agent exits, when the deadline passes, or when asked (SIGTERM).
+Because it enforces the deadline itself, a run stays within budget even if the engine dies; it
+writes `exit.json` so a restarted engine learns how the agent ended.
+
+Signals: SIGTERM = kill now (reason in `kill_reason` file if present), SIGUSR1 = pause the tree
+(SIGSTOP), SIGUSR2 = resume (SIGCONT). The deadline is re-read from `deadline` in the log dir, so
+the engine can extend it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PR_SET_CHILD_SUBREAPER = 36
+POLL_S = 0.2
+
+
+def set_subreaper() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except OSError:
+        return False
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of pid, from /proc (all threads)."""
+    out: list[int] = []
+    task_dir = Path(f"/proc/{pid}/task")
+    try:
+        tids = os.listdir(task_dir)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            out.extend(int(x) for x in (task_dir / tid / "children").read_text().split())
+        except OSError:
+            continue
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    seen: list[int] = []
+    stack = children_of(pid)
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.append(p)
+        stack.extend(children_of(p))
+    return seen
+
+
+REAPED: dict[int, int] = {}   # pid -> exit code, for children reaped while sweeping the tree
+
+
+def reap_zombies() -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        REAPED[pid] = os.waitstatus_to_exitcode(status)
+
+
+def kill_tree(me: int, sig: int = signal.SIGKILL, rounds: int = 50) -> None:
+    """Kill every descendant; repeat until none is left (a forking process may add new ones)."""
+    for _ in range(rounds):
+        procs = descendants(me)
+        if not procs:
+            return
+        for p in procs:
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.02)
+        reap_zombies()
+
+
+def signal_tree(me: int, sig: int) -> None:
+    for p in descendants(me):
+        try:
+            os.kill(p, sig)
+        except ProcessLookupError:
+            pass
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def read_deadline(log_dir: Path, fallback: float) -> float:
+    try:
+        return float((log_dir / "deadline").read_text().strip())
+    except (OSError, ValueError):
+        return fallback
+
+
+def main(spec_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    log_dir = Path(spec["log_dir"])
+    me = os.getpid()
+    subreaper = set_subreaper()
+    state = {"kill": None}
+
+    def on_term(signum, frame):
+        state["kill"] = "killed"
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    signal.signal(signal.SIGUSR1, lambda s, f: signal_tree(me, signal.SIGSTOP))
+    signal.signal(signal.SIGUSR2, lambda s, f: signal_tree(me, signal.SIGCONT))
+
+    uid = spec.get("uid")
+    hide = spec.get("hide") or []
+
+    def demote():
+        os.setsid()
+        if hide:
+            from autorl_tui.engine.executors.isolation import NamespaceUnavailable, isolate
+
+            try:
+                isolate(hide, spec["workspace"], spec.get("workspaces_dir"))
+            except NamespaceUnavailable as exc:
+                os.write(2, f"autorl-tui: isolation unavailable, harness paths stay visible: {exc}\n".encode())
+            except OSError as exc:   # half-isolated is worse than not started: refuse
+                os.write(2, f"autorl-tui: could not isolate the agent: {exc}\n".encode())
+                os._exit(126)
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        os.umask(0o022)
+
+    command = spec["command"]
+    stdout = open(log_dir / "stdout.log", "ab", buffering=0)
+    stderr = open(log_dir / "stderr.log", "ab", buffering=0)
+    started = time.time()
+    try:
+        proc = subprocess.Popen(command, shell=isinstance(command, str), cwd=spec["workspace"], env=spec["env"],
+                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, preexec_fn=demote,
+                                close_fds=True)
+    except OSError as exc:
+        write_json_atomic(log_dir / "exit.json", {"exit_code": 127, "reason": "start_failed",
+                                                  "error": str(exc), "ended_at": time.time()})
+        return 0
+    write_json_atomic(log_dir / "shim.json", {"shim_pid": me, "agent_pid": proc.pid, "started_at": started,
+                                              "subreaper": subreaper})
+    reason = "exited"
+    while True:
+        code = proc.poll()
+        if code is not None:
+            break
+        if state["kill"]:
+            reason = state["kill"]
+            try:
+                reason = (log_dir / "kill_reason").read_text().strip() or reason
+            except OSError:
+                pass
+            break
+        if time.time() >= read_deadline(log_dir, spec["deadline"]):
+            reason = "deadline"
+            break
+        time.sleep(POLL_S)
+    kill_tree(me)
+    code = REAPED[proc.pid] if proc.pid in REAPED else proc.wait()
+    kill_tree(me)   # anything the agent left behind (daemons, setsid children) dies with it
+    reap_zombies()
+    write_json_atomic(log_dir / "exit.json", {"exit_code": code, "reason": reason, "ended_at": time.time(),
+                                              "started_at": started})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,73 @@
+"""Starts the grader worker (a subprocess per evaluation) and reads its result. CPU- and
+GPU-heavy work never runs in the engine's process, so the console stays responsive."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GRADER_MODULE = "autorl_tui.grading.worker"
+
+
+@dataclass
+class GradingOutcome:
+    ok: bool
+    score: float | None = None
+    metrics: dict = field(default_factory=dict)
+    samples: list[dict] = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    grader_version: str | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    wall_s: float = 0.0
+
+
+async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = None, threads: int = 1,
+                     timeout_s: float | None = None, python: str | None = None) -> GradingOutcome:
+    work_dir.mkdir(parents=True, exist_ok=True)
+    req_path, res_path = work_dir / "request.json", work_dir / "result.json"
+    res_path.unlink(missing_ok=True)
+    req_path.write_text(json.dumps(request))
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "ALFWORLD_DATA")}
+    env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "OMP_NUM_THREADS": str(threads),
+                "MKL_NUM_THREADS": str(threads), "GOMP_SPINCOUNT": "1000", "TOKENIZERS_PARALLELISM": "false",
+                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+                "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    for key in request.get("pass_env", []):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    t0 = time.time()
+    with open(work_dir / "worker.log", "wb") as log:
+        proc = await asyncio.create_subprocess_exec(python or sys.executable, "-m", GRADER_MODULE, str(req_path),
+                                                    str(res_path), stdin=asyncio.subprocess.DEVNULL, stdout=log,
+                                                    stderr=log, env=env, start_new_session=True)
+        try:
+            await asyncio.wait_for(proc.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return GradingOutcome(ok=False, error=f"grading timed out after {timeout_s:.0f}s", error_kind="timeout",
+                                  wall_s=time.time() - t0)
+        except asyncio.CancelledError:
+            proc.kill()
+            await proc.wait()
+            raise
+    wall = time.time() - t0
+    try:
+        result = json.loads(res_path.read_text())
+    except (OSError, ValueError):
+        tail = (work_dir / "worker.log").read_text(errors="replace")[-2000:]
+        return GradingOutcome(ok=False, error=f"grader worker exited with code {proc.returncode} without a result: "
+                                               f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}",
+                              error_kind="internal", wall_s=wall)
+    if not result.get("ok"):
+        return GradingOutcome(ok=False, error=result.get("error"), error_kind=result.get("error_kind", "internal"),
+                              grader_version=result.get("grader_version"), wall_s=wall)
+    return GradingOutcome(ok=True, score=float(result["score"]), metrics=result.get("metrics", {}),
+                          samples=result.get("samples", []), timings=result.get("timings", {}),
+                          grader_version=result.get("grader_version"), wall_s=wall)

@@ -1,0 +1,1 @@
+"""Live instrumentation of a run: agent logs, training metrics, code revisions, resources."""

@@ -1,0 +1,690 @@
+"""One run, start to end: prepare → baseline → agent (with its grading API and instrumentation)
+→ finalize on the held-out split. Every state change is committed before the action it describes.
+
+The supervisor is also the run's `SubmissionDesk`: the grading API hands it submissions."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
+from autorl_tui.catalog.tasks import TaskCard, load_task_card
+from autorl_tui.engine import events as ev
+from autorl_tui.engine.executors.base import AgentHandle, ExecutorError, LaunchSpec
+from autorl_tui.engine.grading_api import ApiError, GradingServer
+from autorl_tui.engine.grading_client import GradingOutcome, run_grader
+from autorl_tui.engine.instrument.filetail import FileTail
+from autorl_tui.engine.instrument.metrics import MetricsCollector
+from autorl_tui.engine.instrument.resources import ProcessTreeSampler
+from autorl_tui.engine.instrument.revisions import RevisionTracker
+from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, resolve_submission_path,
+                                           snapshot_folder)
+from autorl_tui.engine.workspace import Workspace, agent_environment, build_workspace, write_run_meta
+from autorl_tui.grading import GRADER_VERSION
+
+if TYPE_CHECKING:
+    from autorl_tui.engine.engine import Engine
+
+ACTIVE_STATES = ("preparing", "baseline", "running", "paused", "finalizing")
+FINAL_STATES = ("done", "failed", "cancelled", "lost")
+
+
+class RunFailure(Exception):
+    def __init__(self, source: str, message: str):
+        super().__init__(message)
+        self.source = source
+
+
+class RunCancelled(Exception):
+    pass
+
+
+class RunLost(Exception):
+    pass
+
+
+def model_fingerprint(path: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            h.update(f"{p.relative_to(path)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:12]
+
+
+class RunSupervisor:
+    TAIL_INTERVAL_S = 0.25
+    REVISION_INTERVAL_S = 2.0
+    RESOURCE_INTERVAL_S = 3.0
+
+    def __init__(self, engine: "Engine", run: dict, gpus: list[str]):
+        self.engine = engine
+        self.store = engine.store
+        self.run_id: str = run["id"]
+        self.run = run
+        self.spec: dict = run["spec"]
+        self.gpus = gpus
+        self.state: str = run["state"]
+        self.card: TaskCard | None = None
+        self.agent: AgentSpec | None = None
+        self.workspace: Workspace | None = None
+        self.model_path: Path | None = None
+        self.split_paths: dict[str, str] = {}
+        self.handle: AgentHandle | None = None
+        self.server: GradingServer | None = None
+        self.attempt: int = run.get("current_attempt") or 0
+        self.deadline: float | None = run.get("deadline")
+        self.started_at: float | None = run.get("started_at")
+        self._submit_lock = asyncio.Lock()
+        self._inflight: set[asyncio.Task] = set()
+        self._cancel_reason: str | None = None
+        self._kill_reason: str | None = None
+        self._task: asyncio.Task | None = None
+        self._baseline_dev: float | None = run.get("baseline_dev_score")
+        self._adopt_attempt: dict | None = None
+        self.parser = None
+
+    # ------------------------------------------------------------------ bookkeeping
+    def log(self, kind: str, message: str, level: str = "info", data: Any = None) -> None:
+        self.store.append_event(self.run_id, kind, message, level=level, data=data, attempt=self.attempt or None)
+        self.engine.bus.publish(ev.RunEventAppended(self.run_id, kind=kind, message=message, level=level, data=data))
+
+    def update_run(self, **fields) -> None:
+        self.store.update("runs", self.run_id, fields)
+        self.run.update(fields)
+        self.engine.bus.publish(ev.RunUpdated(self.run_id, fields=fields))
+
+    def transition(self, state: str, reason: str | None = None, failure_source: str | None = None,
+                   **fields) -> None:
+        previous = self.state
+        self.state = state
+        fields = {"state": state, **fields}
+        if failure_source:
+            fields["failure_source"] = failure_source
+        if state in FINAL_STATES:
+            fields.setdefault("ended_at", time.time())
+            fields.setdefault("end_reason", reason)
+        self.store.update("runs", self.run_id, fields)
+        self.run.update(fields)
+        message = f"state {previous} → {state}" + (f": {reason}" if reason else "")
+        self.store.append_event(self.run_id, "state", message, level="error" if state in ("failed", "lost") else "info",
+                                data={"state": state, "previous": previous, "reason": reason,
+                                      "failure_source": failure_source}, attempt=self.attempt or None)
+        self.store.flush()
+        self.engine.bus.publish(ev.RunStateChanged(self.run_id, state=state, previous=previous, reason=reason,
+                                                   failure_source=failure_source))
+
+    # ------------------------------------------------------------------ main flow
+    def start(self) -> asyncio.Task:
+        self._task = asyncio.create_task(self._execute(), name=f"run-{self.run_id}")
+        return self._task
+
+    def adopt(self, attempt_row: dict) -> asyncio.Task:
+        self._adopt_attempt = attempt_row
+        return self.start()
+
+    async def _execute(self) -> None:
+        try:
+            if self._adopt_attempt is not None:
+                await self._resume_after_restart()
+            else:
+                await self._prepare()
+                await self._baselines()
+                await self._run_agent()
+            await self._finish()
+        except RunLost as exc:
+            await self._stop_server(wait_inflight=False)
+            self.transition("lost", reason=str(exc), failure_source="infra")
+        except RunCancelled:
+            await self._wind_down()
+            self.transition("cancelled", reason=self._cancel_reason or "cancelled", failure_source="user")
+        except RunFailure as exc:
+            await self._wind_down()
+            self.transition("failed", reason=str(exc), failure_source=exc.source)
+        except asyncio.CancelledError:
+            # The engine is shutting down: leave the agent running for the next engine to re-adopt.
+            await self._stop_server(wait_inflight=False)
+            raise
+        except Exception as exc:  # a bug or an unexpected infrastructure error: recorded, never silent
+            await self._wind_down()
+            self.log("error", f"internal error: {type(exc).__name__}: {exc}", level="error",
+                     data={"traceback": traceback.format_exc()})
+            self.transition("failed", reason=f"internal error: {type(exc).__name__}: {exc}", failure_source="infra")
+        finally:
+            self.store.flush()
+            self.engine.supervisor_finished(self)
+
+    def _check_cancel(self) -> None:
+        if self._cancel_reason:
+            raise RunCancelled()
+
+    async def _prepare(self) -> None:
+        self.transition("preparing")
+        self._load_catalog()
+        request = {"task_dir": str(self.card.dir), "model": self.spec["model"], "models_root": str(self.engine.home.models),
+                   "cache_root": str(self.engine.home.cache / "tasks"), "splits": ["train", "dev", "test"]}
+        out = await self._subprocess_json([sys.executable, "-m", "autorl_tui.engine.prepare_worker", json.dumps(request)])
+        if not out.get("ok"):
+            raise RunFailure("task" if out.get("kind") == "task" else "infra", out.get("error", "preparation failed"))
+        self.model_path = Path(out["model_path"])
+        self.split_paths = out["splits"]
+        self._check_cancel()
+        ws_root = self.engine.home.workspaces / self.run_id
+        uid = self.engine.agent_uid_for(ws_root)
+        self.workspace = await asyncio.to_thread(
+            build_workspace, ws_root, card=self.card, model_name=self.spec["model_name"], model_path=self.model_path,
+            train_path=Path(self.split_paths["train"]), agent_uid=uid)
+        self.update_run(workspace=str(ws_root))
+        self.log("harness", f"workspace ready at {ws_root} (agent runs as "
+                            f"{'uid ' + str(uid) if uid is not None else 'the harness user'})",
+                 data={"model_path": str(self.model_path), "agent_uid": uid})
+
+    def _load_catalog(self) -> None:
+        self.card = load_task_card(Path(self.spec["task"]["dir"]))
+        self.agent = find_agent(self.spec["agent"]["name"], [Path(self.spec["agent"]["source"]).parent]
+                                + self.engine.agent_search_path())
+
+    async def _subprocess_json(self, argv: list[str]) -> dict:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+        env.setdefault("GOMP_SPINCOUNT", "1000")
+        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                    stdin=asyncio.subprocess.DEVNULL, env=env)
+        stdout, stderr = await proc.communicate()
+        lines = [l for l in stdout.decode(errors="replace").splitlines() if l.startswith("{")]
+        if not lines:
+            tail = stderr.decode(errors="replace").strip().splitlines()[-5:]
+            return {"ok": False, "kind": "infra",
+                    "error": f"{argv[2]} exited with code {proc.returncode}: {' | '.join(tail) or 'no output'}"}
+        return json.loads(lines[-1])
+
+    # ------------------------------------------------------------------ grading
+    def _grading_request(self, model_path: Path, split: str) -> dict:
+        return {"task": self.card.to_dict(), "split": split, "split_path": self.split_paths[split],
+                "model_path": str(model_path), "protocol": self.card.protocol.to_dict(), "scorer": self.card.scorer,
+                "scorer_options": {**self.card.scorer_options, **self.spec.get("scorer_options", {})},
+                "backend": self.spec.get("backend", "transformers"), "device": "cuda" if self.gpus else "cpu",
+                "threads": self.engine.grader_threads, "seed": self.card.protocol.seed, "limit": None,
+                "pass_env": self.card.scorer_options.get("pass_env", [])}
+
+    async def _grade(self, model_path: Path, split: str, work_dir: Path) -> GradingOutcome:
+        async with self.engine.grading_slots:
+            self.log("grading", f"grading {model_path.name} on {split}", data={"split": split, "phase": "start"})
+            outcome = await run_grader(self._grading_request(model_path, split), work_dir, gpus=self.gpus,
+                                       threads=self.engine.grader_threads,
+                                       timeout_s=self.spec.get("grading_timeout_s", 3600))
+            if outcome.ok:
+                self.log("grading", f"graded {model_path.name} on {split}: {outcome.score:.2f}",
+                         data={"split": split, "phase": "end", "score": outcome.score, "timings": outcome.timings})
+            else:
+                self.log("grading", f"grading {model_path.name} on {split} failed: {outcome.error}", level="error",
+                         data={"split": split, "phase": "end", "error": outcome.error, "kind": outcome.error_kind})
+            return outcome
+
+    def _store_samples(self, samples: list[dict], split: str, *, submission_id: int | None = None,
+                       baseline_id: int | None = None) -> None:
+        rows = [{"run_id": self.run_id if baseline_id is None else None, "submission_id": submission_id,
+                 "baseline_id": baseline_id, "split": split, "sample_id": str(s.get("sample_id")),
+                 "prompt": s.get("prompt"), "output": s.get("output"), "extracted": s.get("extracted"),
+                 "expected": s.get("expected"),
+                 "correct": None if s.get("correct") is None else int(bool(s.get("correct"))),
+                 "score": s.get("score"), "tokens": s.get("tokens"), "failure_kind": s.get("failure_kind"),
+                 "error": s.get("error"), "data": s.get("data")} for s in samples]
+        self.store.insert_many("samples", rows)
+
+    async def _baselines(self) -> None:
+        self.transition("baseline")
+        model_key = f"{self.spec['model_name']}@{model_fingerprint(self.model_path)}"
+        scores = {}
+        for split in ("dev", "test"):
+            self._check_cancel()
+            cached = self.store.one(
+                "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? AND grader_version=? AND split=?",
+                (self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split))
+            if cached:
+                scores[split] = cached["score"]
+                self.log("harness", f"baseline on {split}: {cached['score']:.2f} (cached)",
+                         data={"split": split, "baseline_id": cached["id"], "cached": True})
+                continue
+            work = self.engine.home.run_dir(self.run_id) / "grading" / f"baseline-{split}"
+            outcome = await self._grade(self.model_path, split, work)
+            if not outcome.ok:
+                raise RunFailure("grader", f"baseline grading on {split} failed: {outcome.error}")
+            if outcome.grader_version and outcome.grader_version != GRADER_VERSION:
+                self.log("harness", f"grader reports version {outcome.grader_version}, engine expects {GRADER_VERSION}",
+                         level="warning")
+            baseline_id = self.store.insert("baselines", {
+                "task": self.card.id, "model": model_key, "protocol_hash": self.card.protocol_hash(),
+                "grader_version": GRADER_VERSION, "split": split, "score": outcome.score,
+                "metrics": {**outcome.metrics, "timings": outcome.timings}, "created_at": time.time()})
+            self._store_samples(outcome.samples, split, baseline_id=baseline_id)
+            scores[split] = outcome.score
+            self.log("harness", f"baseline on {split}: {outcome.score:.2f}", data={"split": split, "baseline_id": baseline_id})
+        self._baseline_dev = scores["dev"]
+        self.update_run(baseline_dev_score=scores["dev"], baseline_score=scores["test"])
+
+    # ------------------------------------------------------------------ the agent
+    def _command(self) -> str | list[str]:
+        values = {"agent_dir": str(self.agent.agent_dir), "python": sys.executable, "workspace": str(self.workspace.root),
+                  "driver": self.spec.get("driver") or "", "driver_url": self.spec.get("options", {}).get("driver_url", ""),
+                  "prompt_file": str(self.workspace.root / "prompt.md")}
+        cmd = self.agent.command
+        try:
+            if isinstance(cmd, list):
+                return [str(part).format(**values) for part in cmd]
+            return str(cmd).format(**values)
+        except (KeyError, IndexError) as exc:
+            raise RunFailure("agent", f"agent spec {self.agent.source}: unknown placeholder {exc} in command") from None
+
+    def _log_dir(self) -> Path:
+        return self.engine.home.run_dir(self.run_id) / f"attempt-{self.attempt}"
+
+    def _launch_spec(self, grading_url: str) -> LaunchSpec:
+        passthrough = passthrough_env(self.agent)
+        if self.spec.get("driver"):
+            passthrough.setdefault("DRIVER_MODEL", self.spec["driver"])
+        if self.spec.get("options", {}).get("driver_url"):
+            passthrough.setdefault("DRIVER_URL", self.spec["options"]["driver_url"])
+        env = agent_environment(self.workspace, task_id=self.card.id, grading_url=grading_url, deadline=self.deadline,
+                                gpus=self.gpus, passthrough=passthrough,
+                                python_bin_dir=str(Path(sys.executable).parent))
+        limits = self.spec.get("options", {}).get("limits") or {}
+        return LaunchSpec(run_id=self.run_id, attempt=self.attempt, command=self._command(), workspace=self.workspace.root,
+                          env=env, log_dir=self._log_dir(), deadline=self.deadline, gpus=list(self.gpus),
+                          network=self.agent.network, cpus=limits.get("cpus"), memory_bytes=limits.get("memory_bytes"),
+                          image=self.spec.get("options", {}).get("image") or self.agent.image,
+                          labels={"autorl.run_id": self.run_id, "autorl.home": str(self.engine.home.root),
+                                  "autorl.attempt": str(self.attempt)},
+                          grading_socket=self._log_dir() / "grading.sock",
+                          private_paths=self.engine.private_paths(), workspaces_dir=self.engine.home.workspaces)
+
+    async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
+        # Containers without a network reach the API through a Unix socket in the harness's log dir.
+        sock = self._log_dir() / "grading.sock" if self.spec.get("executor") == "docker" else None
+        self.server = GradingServer(self, token=token, unix_socket=sock)
+        await self.server.start(port=port or 0)
+
+    async def _run_agent(self) -> None:
+        self._check_cancel()
+        executor = self.engine.executor(self.spec.get("executor", "local"))
+        self.attempt += 1
+        log_dir = self._log_dir()
+        log_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(log_dir.parent, 0o700)
+        await self._start_server()
+        self.started_at = time.time()
+        self.deadline = self.started_at + float(self.run["budget_s"])
+        write_run_meta(self.workspace, card=self.card, budget_s=float(self.run["budget_s"]), start=self.started_at,
+                       deadline=self.deadline)
+        spec = self._launch_spec(self.server.url)
+        # Journal first: the attempt and the run's clock are on disk before the agent exists.
+        self.store.insert("attempts", {"run_id": self.run_id, "number": self.attempt, "state": "starting",
+                                       "executor": executor.name, "started_at": self.started_at,
+                                       "gpus": list(self.gpus), "log_dir": str(log_dir),
+                                       "grading_url": self.server.url})
+        self.transition("running", current_attempt=self.attempt, started_at=self.started_at, deadline=self.deadline)
+        self.log("harness", f"starting agent {self.agent.name} ({executor.name} executor), budget "
+                            f"{self.run['budget_s']:.0f}s", data={"command": spec.command, "gpus": self.gpus})
+        try:
+            self.handle = await executor.start(spec)
+        except ExecutorError as exc:
+            self._update_attempt(state="failed", error=str(exc), ended_at=time.time())
+            raise RunFailure("infra", f"could not start the agent: {exc}") from None
+        self._update_attempt(state="running", **self.handle.ident())
+        await self._watch_agent(offsets={})
+
+    def _update_attempt(self, **fields) -> None:
+        self.store.update_where("attempts", {"run_id": self.run_id, "number": self.attempt}, fields)
+
+    async def _watch_agent(self, offsets: dict) -> None:
+        """Tail logs and metrics, snapshot revisions, sample resources, enforce the deadline, until the
+        agent ends. Offsets let a restarted engine resume without re-reading or losing lines."""
+        handle = self.handle
+        out_tail = FileTail(handle.stdout_path, offsets.get("stdout", 0))
+        err_tail = FileTail(handle.stderr_path, offsets.get("stderr", 0))
+        metrics = MetricsCollector(self.workspace.root, offsets.get("metrics"))
+        last_rev = self.store.one("SELECT manifest FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))
+        revisions = RevisionTracker(self.workspace.code, last_manifest=json.loads(last_rev["manifest"]) if last_rev else None)
+        sampler = ProcessTreeSampler()
+        self.parser = self.engine.make_parser(self.agent.output_format)
+        wait_task = asyncio.create_task(handle.wait())
+        next_rev = next_res = next_offsets = 0.0
+        try:
+            while True:
+                done = wait_task.done()
+                final = done
+                self._pump_lines(out_tail.read_lines(final=final), "stdout")
+                self._pump_lines(err_tail.read_lines(final=final), "stderr")
+                points, notes = await asyncio.to_thread(metrics.poll, final)
+                self._pump_metrics(points)
+                for note in notes:
+                    self.log("harness", note, level="warning")
+                now = time.time()
+                if now >= next_rev or final:
+                    next_rev = now + self.REVISION_INTERVAL_S
+                    if final or revisions.due(now):
+                        await self._snapshot_revision(revisions, "final" if final else "change")
+                if now >= next_res and not final:
+                    next_res = now + self.RESOURCE_INTERVAL_S
+                    self._sample_resources(sampler)
+                if now >= next_offsets or final:
+                    next_offsets = now + 2.0
+                    self._update_attempt(offsets={"stdout": out_tail.offset, "stderr": err_tail.offset,
+                                                  "metrics": metrics.offsets()})
+                if final:
+                    break
+                if self._cancel_reason and handle.is_alive():
+                    await handle.kill(self._cancel_reason)
+                elif self.deadline and now >= self.deadline and handle.is_alive():
+                    self._kill_reason = "deadline"
+                    self.log("harness", "deadline reached: killing the agent's process tree", level="warning")
+                    await handle.kill("deadline")
+                await asyncio.wait({wait_task}, timeout=self.TAIL_INTERVAL_S)
+        finally:
+            if not wait_task.done():
+                wait_task.cancel()
+        code = wait_task.result()
+        info = getattr(handle, "exit_info", lambda: None)() or {}
+        reason = info.get("reason") or self._kill_reason or "exited"
+        if self._kill_reason == "deadline":
+            reason = "deadline"
+        self._update_attempt(state="exited" if reason == "exited" else "killed", exit_code=code, ended_at=time.time())
+        self.agent_exit = (code, reason)
+        self.log("harness", f"agent ended: {reason} (exit code {code})", data={"exit_code": code, "reason": reason})
+        # Submissions received before the deadline are graded even if grading finishes after it.
+        await self._stop_server(wait_inflight=True)
+
+    def _pump_lines(self, lines: list[str], stream: str) -> None:
+        for line in lines:
+            self.log(stream, line, level="info" if stream == "stdout" else "stderr")
+            if self.parser is not None and stream == "stdout":
+                for action in self.parser.feed(line):
+                    self._record_action(action)
+
+    def _record_action(self, action) -> None:
+        data = action.to_dict() if hasattr(action, "to_dict") else dict(action)
+        summary = getattr(action, "summary", None)
+        message = summary() if callable(summary) else str(data.get("kind"))
+        self.log("action", message, level="error" if data.get("kind") in ("error", "malformed") else "info", data=data)
+        usage = data.get("usage") if data.get("kind") == "usage" else None
+        if usage:
+            fields = {}
+            for col, key in (("tokens_in", "tokens_in"), ("tokens_out", "tokens_out"), ("cost_usd", "cost_usd")):
+                if usage.get(key) is not None:
+                    fields[col] = (self.run.get(col) or 0) + usage[key]
+            if fields:
+                self.update_run(**fields)
+
+    def _pump_metrics(self, points) -> None:
+        for p in points:
+            self.store.append_metric(self.run_id, p.name, p.value, step=p.step, source=p.source, phase=p.phase,
+                                     attempt=self.attempt, ts=p.ts)
+        # The bus gets at most a few hundred points per tick: a flood must not swamp subscribers.
+        for p in points[-500:]:
+            self.engine.bus.publish(ev.MetricPoint(self.run_id, name=p.name, value=p.value, step=p.step,
+                                                   source=p.source, phase=p.phase, ts=p.ts))
+
+    async def _snapshot_revision(self, tracker: RevisionTracker, reason: str) -> int | None:
+        result = await asyncio.to_thread(tracker.snapshot, self.store.put_blob)
+        if result is None:
+            row = self.store.one("SELECT id FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))
+            return row["id"] if row else None
+        manifest, skipped, total = result
+        seq = (self.store.one("SELECT COALESCE(MAX(seq), 0) AS n FROM revisions WHERE run_id=?", (self.run_id,))["n"]) + 1
+        rev_id = self.store.insert("revisions", {"run_id": self.run_id, "seq": seq, "ts": time.time(), "reason": reason,
+                                                 "manifest": manifest, "n_files": len(manifest), "total_bytes": total,
+                                                 "skipped": skipped})
+        self.log("revision", f"code revision {seq}: {len(manifest)} files ({reason})",
+                 data={"revision_id": rev_id, "seq": seq, "files": sorted(manifest)[:50]})
+        return rev_id
+
+    def _sample_resources(self, sampler: ProcessTreeSampler) -> None:
+        sample = sampler.sample(self.handle.pids() if self.handle else [])
+        gpus = self.engine.gpu_samples(self.gpus)
+        self.store.append_resource(self.run_id, gpus=gpus, **sample)
+        self.engine.bus.publish(ev.ResourceSample(self.run_id, gpus=gpus, **sample))
+
+    async def _stop_server(self, wait_inflight: bool) -> None:
+        if wait_inflight and self._inflight:
+            await asyncio.gather(*list(self._inflight), return_exceptions=True)
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None
+
+    async def _wind_down(self) -> None:
+        """After a failure or cancel: the agent must be dead and the API closed."""
+        if self.handle is not None and self.handle.is_alive():
+            await self.handle.kill(self._cancel_reason or "run ended")
+        await self._stop_server(wait_inflight=not self._cancel_reason)
+
+    # ------------------------------------------------------------------ restart
+    async def _resume_after_restart(self) -> None:
+        attempt = self._adopt_attempt
+        self._load_catalog()
+        self.attempt = attempt["number"]
+        self.workspace = Workspace(Path(self.run["workspace"]), self.spec["model_name"])
+        out = await self._subprocess_json([sys.executable, "-m", "autorl_tui.engine.prepare_worker", json.dumps({
+            "task_dir": str(self.card.dir), "model": self.spec["model"], "models_root": str(self.engine.home.models),
+            "cache_root": str(self.engine.home.cache / "tasks"), "splits": ["train", "dev", "test"]})])
+        if not out.get("ok"):
+            raise RunFailure("infra", f"after an engine restart: {out.get('error')}")
+        self.model_path, self.split_paths = Path(out["model_path"]), out["splits"]
+        executor = self.engine.executor(attempt["executor"])
+        log_dir = Path(attempt["log_dir"])
+        url = attempt.get("grading_url") or ""
+        token, port = url.rsplit("/", 1)[-1], int(url.split(":")[2].split("/")[0]) if url else None
+        spec = self._launch_spec(url)
+        handle = await executor.adopt(attempt, spec)
+        if handle is None:
+            self._update_attempt(state="lost", error="agent vanished while the engine was down", ended_at=time.time())
+            raise RunLost("the agent's process was gone after an engine restart and left no exit status")
+        self.handle = handle
+        try:
+            await self._start_server(token=token, port=port)
+        except OSError as exc:
+            self.log("harness", f"could not rebind the grading API on port {port}: {exc}", level="error")
+            await self._start_server(token=token)
+        self.log("harness", f"re-adopted attempt {self.attempt} after an engine restart",
+                 data={"pid": attempt.get("pid"), "container_id": attempt.get("container_id")})
+        self._regrade_interrupted()
+        if self.state == "paused":
+            self.transition("running", reason="resumed after engine restart")
+        await self._watch_agent(offsets=attempt.get("offsets") or {})
+
+    def _regrade_interrupted(self) -> None:
+        rows = self.store.query("SELECT * FROM submissions WHERE run_id=? AND status IN ('received', 'grading')",
+                                (self.run_id,))
+        for row in rows:
+            if row["snapshot_path"] and Path(row["snapshot_path"]).exists():
+                self.log("harness", f"re-grading submission {row['seq']} interrupted by the engine restart")
+                task = asyncio.create_task(self._grade_submission(row["id"], Path(row["snapshot_path"]),
+                                                                  row["content_hash"], row["seq"]))
+                self._inflight.add(task)
+                task.add_done_callback(self._inflight.discard)
+            else:
+                self._set_submission(row["id"], status="error", error="the engine stopped before the snapshot was taken")
+
+    # ------------------------------------------------------------------ end of run
+    async def _finish(self) -> None:
+        self._check_cancel()
+        self.transition("finalizing")
+        best = self.store.one("SELECT * FROM submissions WHERE run_id=? AND status='scored' "
+                              "ORDER BY score DESC, seq ASC LIMIT 1", (self.run_id,))
+        code, reason = getattr(self, "agent_exit", (None, "exited"))
+        if best is None:
+            why = {"deadline": "the budget ran out", "exited": f"the agent exited (code {code})"}.get(reason, reason)
+            source = "budget" if reason == "deadline" else "agent"
+            raise RunFailure(source, f"no valid submission: {why} without one")
+        test_score = best.get("test_score")
+        if test_score is None:
+            work = self.engine.home.run_dir(self.run_id) / "grading" / f"test-{best['seq']}"
+            outcome = await self._grade(Path(best["snapshot_path"]), "test", work)
+            if not outcome.ok:
+                raise RunFailure("grader", f"held-out test grading failed: {outcome.error}")
+            self.store.query("DELETE FROM samples WHERE submission_id=? AND split='test'", (best["id"],))
+            self._store_samples(outcome.samples, "test", submission_id=best["id"])
+            test_score = outcome.score
+            self._set_submission(best["id"], test_score=test_score)
+        baseline = self.run.get("baseline_score")
+        improvement = None if baseline is None else test_score - baseline
+        end_reason = {"deadline": "deadline reached", "exited": f"agent finished (exit code {code})"}.get(reason, reason)
+        self.transition("done", reason=end_reason, test_score=test_score, improvement=improvement,
+                        best_submission_id=best["id"], best_dev_score=best["score"])
+
+    # ------------------------------------------------------------------ SubmissionDesk
+    def _set_submission(self, sub_id: int, **fields) -> dict:
+        self.store.update("submissions", sub_id, fields)
+        row = self.store.get("submissions", sub_id)
+        self.engine.bus.publish(ev.SubmissionUpdated(self.run_id, submission=row))
+        return row
+
+    def _submission_summary(self) -> tuple[dict | None, int]:
+        best = self.store.one("SELECT id, seq, score FROM submissions WHERE run_id=? AND status='scored' "
+                              "ORDER BY score DESC, seq ASC LIMIT 1", (self.run_id,))
+        total = self.store.one("SELECT COUNT(*) AS n FROM submissions WHERE run_id=? AND status IN "
+                               "('scored', 'duplicate', 'grading', 'received')", (self.run_id,))["n"]
+        return best, total
+
+    def _response(self, row: dict, duplicate: bool = False) -> dict:
+        best, total = self._submission_summary()
+        return {"submission_id": row["seq"], "score": row["score"], "baseline_score": self._baseline_dev,
+                "improvement": row["improvement"],
+                "best": {"submission_id": best["seq"], "score": best["score"]} if best else None,
+                "total_submissions": total, "elapsed_seconds": round(time.time() - (self.started_at or time.time()), 1),
+                "duplicate": duplicate, "status": row["status"]}
+
+    def _check_cap(self, now: float) -> None:
+        cap = self.card.submission_cap
+        rows = self.store.query("SELECT received_at FROM submissions WHERE run_id=? AND status IN "
+                                "('scored', 'grading', 'received', 'error') ORDER BY seq", (self.run_id,))
+        if cap.get("max_count") and len(rows) >= int(cap["max_count"]):
+            raise ApiError(429, f"submission cap reached: at most {cap['max_count']} submissions in this run", "cap")
+        if cap.get("min_interval_s") and rows and now - rows[-1]["received_at"] < float(cap["min_interval_s"]):
+            wait = float(cap["min_interval_s"]) - (now - rows[-1]["received_at"])
+            raise ApiError(429, f"one submission every {cap['min_interval_s']}s: try again in {wait:.0f}s", "rate",
+                           {"retry_after_s": round(wait, 1)})
+
+    async def submit(self, model_path) -> dict:
+        now = time.time()
+        if self.state not in ("running", "paused") or self.deadline is None:
+            raise ApiError(409, f"the run is {self.state}: submissions are closed", "closed")
+        if now > self.deadline:
+            raise ApiError(409, "the budget is exhausted: submissions after the deadline are not graded", "deadline")
+        async with self._submit_lock:
+            self._check_cap(now)
+            seq = self.store.one("SELECT COALESCE(MAX(seq), 0) AS n FROM submissions WHERE run_id=?",
+                                 (self.run_id,))["n"] + 1
+            sub_id = self.store.insert("submissions", {"run_id": self.run_id, "attempt": self.attempt, "seq": seq,
+                                                       "path": str(model_path)[:1000], "received_at": now,
+                                                       "status": "received"})
+            self.log("submission", f"submission {seq} received: {model_path}", data={"submission_id": sub_id, "seq": seq})
+            try:
+                real = resolve_submission_path(self.workspace.root, model_path)
+                check_model_folder(real)
+                snap = await asyncio.to_thread(snapshot_folder, real,
+                                               self.engine.home.snapshots / self.run_id / f"{seq:03d}")
+            except SubmissionRejected as exc:
+                self._set_submission(sub_id, status="rejected", error=str(exc))
+                self.log("submission", f"submission {seq} rejected: {exc}", level="warning",
+                         data={"submission_id": sub_id, "code": exc.code})
+                raise
+            tracker = RevisionTracker(self.workspace.code, last_manifest=self._last_manifest())
+            rev_id = await self._snapshot_revision(tracker, "submission")
+            self._set_submission(sub_id, snapshot_path=str(snap.path), content_hash=snap.content_hash,
+                                 revision_id=rev_id, status="grading")
+            earlier = self.store.one("SELECT * FROM submissions WHERE run_id=? AND content_hash=? AND status='scored' "
+                                     "AND id != ? ORDER BY seq LIMIT 1", (self.run_id, snap.content_hash, sub_id))
+            if earlier:
+                row = self._set_submission(sub_id, status="duplicate", duplicate_of=earlier["id"], score=earlier["score"],
+                                           improvement=earlier["improvement"], graded_at=time.time())
+                self.log("submission", f"submission {seq} has the same content as submission {earlier['seq']}: "
+                                       f"returning its result", data={"submission_id": sub_id, "duplicate_of": earlier["id"]})
+                return {**self._response(row, duplicate=True), "duplicate_of": earlier["seq"]}
+        task = asyncio.create_task(self._grade_submission(sub_id, snap.path, snap.content_hash, seq))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        row = await asyncio.shield(task)
+        if row["status"] == "error":
+            raise ApiError(422, f"submission {seq} could not be graded: {row['error']}", "grading_failed",
+                           {"submission_id": seq})
+        return self._response(row)
+
+    def _last_manifest(self) -> dict | None:
+        row = self.store.one("SELECT manifest FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))
+        return json.loads(row["manifest"]) if row else None
+
+    async def _grade_submission(self, sub_id: int, snapshot: Path, content_hash: str, seq: int) -> dict:
+        work = self.engine.home.run_dir(self.run_id) / "grading" / f"submission-{seq:03d}"
+        outcome = await self._grade(snapshot, "dev", work)
+        if not outcome.ok:
+            return self._set_submission(sub_id, status="error", error=outcome.error, graded_at=time.time(),
+                                        grading_s=outcome.wall_s)
+        self._store_samples(outcome.samples, "dev", submission_id=sub_id)
+        improvement = None if self._baseline_dev is None else outcome.score - self._baseline_dev
+        row = self._set_submission(sub_id, status="scored", score=outcome.score, improvement=improvement,
+                                   metrics=outcome.metrics, graded_at=time.time(),
+                                   inference_s=outcome.timings.get("inference_s"), grading_s=outcome.wall_s)
+        self.store.append_metric(self.run_id, "dev_score", outcome.score, step=seq, source="grading", attempt=self.attempt)
+        self.engine.bus.publish(ev.MetricPoint(self.run_id, name="dev_score", value=outcome.score, step=seq,
+                                               source="grading"))
+        best, _ = self._submission_summary()
+        if best and best["id"] == sub_id:
+            self.update_run(best_dev_score=outcome.score, best_submission_id=sub_id,
+                            dev_improvement=improvement)
+        self.log("submission", f"submission {seq} scored {outcome.score:.2f} on dev"
+                               + (f" ({improvement:+.2f} vs baseline)" if improvement is not None else ""),
+                 data={"submission_id": sub_id, "score": outcome.score, "improvement": improvement})
+        write_run_meta(self.workspace, card=self.card, budget_s=float(self.run["budget_s"]), start=self.started_at,
+                       deadline=self.deadline, last_submit_time=time.time())
+        return row
+
+    def time_info(self) -> dict:
+        now = time.time()
+        return {"now": now, "start_time": self.started_at, "deadline": self.deadline,
+                "remaining_seconds": max(0.0, (self.deadline or now) - now), "budget_seconds": self.run["budget_s"],
+                "state": self.state}
+
+    def submissions_info(self) -> list[dict]:
+        rows = self.store.query("SELECT seq, path, status, score, improvement, error, received_at, graded_at, "
+                                "content_hash FROM submissions WHERE run_id=? ORDER BY seq", (self.run_id,))
+        return [{"submission_id": r.pop("seq"), **r} for r in rows]
+
+    def health_info(self) -> dict:
+        return {"ok": True, "run_id": self.run_id, "task": self.card.id if self.card else None, "state": self.state}
+
+    # ------------------------------------------------------------------ operator commands
+    async def cancel(self, reason: str) -> None:
+        self._cancel_reason = reason
+        if self.handle is not None and self.handle.is_alive():
+            await self.handle.kill(reason)
+
+    async def pause(self) -> None:
+        if self.state != "running" or self.handle is None:
+            raise ValueError(f"run {self.run_id} is {self.state}: only a running agent can be paused")
+        await self.handle.pause()
+        self.transition("paused", reason="paused by operator (the budget clock keeps running)")
+
+    async def resume(self) -> None:
+        if self.state != "paused" or self.handle is None:
+            raise ValueError(f"run {self.run_id} is {self.state}: only a paused run can be resumed")
+        await self.handle.resume()
+        self.transition("running", reason="resumed by operator")
+
+    async def extend(self, seconds: float) -> None:
+        if self.deadline is None or self.handle is None:
+            self.update_run(budget_s=float(self.run["budget_s"]) + seconds)
+            return
+        self.deadline += seconds
+        await self.handle.extend_deadline(self.deadline)
+        self.update_run(deadline=self.deadline, budget_s=float(self.run["budget_s"]) + seconds)
+        write_run_meta(self.workspace, card=self.card, budget_s=float(self.run["budget_s"]), start=self.started_at,
+                       deadline=self.deadline)
+        self.log("harness", f"budget extended by {seconds:.0f}s", data={"deadline": self.deadline})

@@ -1,0 +1,177 @@
+"""Builds a run's workspace exactly as the workspace contract says (DESIGN §3).
+
+The base model and the train split are placed read-only (hardlinked when the agent runs as another
+user, who cannot write them; copied otherwise, so that an agent can never change the cached
+originals). Only `train` is ever placed here."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+
+from autorl_tui.catalog.tasks import TaskCard
+from autorl_tui.durations import format_duration
+
+INSTRUCTIONS_TEMPLATE = Path(__file__).resolve().parents[1] / "builtin" / "prompts" / "instructions.md.j2"
+AGENT_WRITABLE = ("code", "output", "logs", ".home")
+
+
+@dataclass
+class Workspace:
+    root: Path
+    model_name: str
+
+    @property
+    def code(self) -> Path:
+        return self.root / "code"
+
+    @property
+    def output(self) -> Path:
+        return self.root / "output"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def model_dir(self) -> Path:
+        return self.root / "models" / self.model_name
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def run_meta(self) -> Path:
+        return self.root / "run_meta.json"
+
+    @property
+    def metrics_file(self) -> Path:
+        return self.logs / "metrics.jsonl"
+
+
+def _place_tree(src: Path, dst: Path, link: bool) -> None:
+    """Copy (or hardlink) src into dst, read-only for everyone."""
+    if src.is_file():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        _place_file(src, dst, link)
+        return
+    for dirpath, _dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in filenames:
+            _place_file(Path(dirpath) / name, dst / rel / name, link)
+    for dirpath, _dirnames, _filenames in os.walk(dst):
+        os.chmod(dirpath, 0o555)
+
+
+def _place_file(src: Path, dst: Path, link: bool) -> None:
+    if link:
+        try:
+            os.link(src, dst)
+            os.chmod(dst, 0o444)
+            return
+        except OSError:
+            pass
+    shutil.copyfile(src, dst)
+    os.chmod(dst, 0o444)
+
+
+def render_instructions(card: TaskCard, model_name: str, budget_s: float, start: float, deadline: float,
+                        data_files: list[str]) -> str:
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    template = env.from_string(INSTRUCTIONS_TEMPLATE.read_text())
+    cap_parts = []
+    if card.submission_cap.get("max_count"):
+        cap_parts.append(f"at most {card.submission_cap['max_count']} submissions")
+    if card.submission_cap.get("min_interval_s"):
+        cap_parts.append(f"at most one every {format_duration(card.submission_cap['min_interval_s'])}")
+    iso = lambda t: datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")  # noqa: E731
+    return template.render(task_id=card.id, level=card.level, model_name=model_name,
+                           budget_human=format_duration(budget_s), start_iso=iso(start),
+                           deadline_iso=iso(deadline), deadline=int(deadline), data_files=data_files,
+                           cap=", ".join(cap_parts))
+
+
+def build_workspace(root: Path, *, card: TaskCard, model_name: str, model_path: Path, train_path: Path,
+                    agent_uid: int | None) -> Workspace:
+    """Lay out a fresh workspace. Budget-dependent files are written by `write_run_meta` at agent start."""
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    ws = Workspace(root=root, model_name=model_name)
+    link = agent_uid is not None
+    for d in ("code", "output", "logs", ".home", "models", "data"):
+        (root / d).mkdir()
+    _place_tree(model_path, ws.model_dir, link)
+    if train_path.is_dir():
+        _place_tree(train_path, ws.data, link)
+    else:
+        _place_tree(train_path, ws.data / "train.jsonl", link)
+    os.chmod(ws.data, 0o555)
+    os.chmod(root / "models", 0o555)
+    for extra in card.workspace_files:
+        src = card.dir / extra
+        if src.exists():
+            _place_tree(src, root / Path(extra).name, link)
+    (root / "description.md").write_text(card.description)
+    os.chmod(root / "description.md", 0o444)
+    if agent_uid is not None:
+        os.chown(root, agent_uid, agent_uid)
+        for d in AGENT_WRITABLE:
+            os.chown(root / d, agent_uid, agent_uid)
+    return ws
+
+
+def data_files(ws: Workspace) -> list[str]:
+    return sorted(str(p.relative_to(ws.root)) for p in ws.data.rglob("*") if p.is_file())[:20]
+
+
+def write_run_meta(ws: Workspace, *, card: TaskCard, budget_s: float, start: float, deadline: float,
+                   last_submit_time: float | None = None) -> None:
+    meta = {"task": card.id, "start_time": start, "timeout_s": budget_s, "deadline": deadline,
+            "last_submit_time": last_submit_time, "written_at": time.time()}
+    _write_readonly(ws.run_meta, json.dumps(meta, indent=2) + "\n")
+    _write_readonly(ws.root / "instructions.md",
+                    render_instructions(card, ws.model_name, budget_s, start, deadline, data_files(ws)))
+
+
+def _write_readonly(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, path)
+
+
+def agent_environment(ws: Workspace, *, task_id: str, grading_url: str, deadline: float,
+                      gpus: list[str], passthrough: dict[str, str], python_bin_dir: str) -> dict[str, str]:
+    """The agent's complete environment: the contract variables and the spec's names, nothing else."""
+    env = {
+        "PATH": f"{python_bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(ws.root / ".home"),
+        "LANG": "C.UTF-8",
+        "TASK": task_id,
+        "BASE_MODEL": ws.model_name,
+        "MODEL_PATH": str(ws.model_dir),
+        "DATA_PATH": str(ws.data),
+        "OUTPUT_DIR": str(ws.output),
+        "WORKSPACE": str(ws.root),
+        "GRADING_SERVER_URL": grading_url,
+        "METRICS_FILE": str(ws.metrics_file),
+        "CUDA_VISIBLE_DEVICES": ",".join(gpus),
+        "RUN_DEADLINE": str(deadline),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.update(passthrough)
+    return env

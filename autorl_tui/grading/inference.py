@@ -1,0 +1,188 @@
+"""Inference backends implementing the `Policy` protocol of `grading/types.py`.
+
+- `TransformersPolicy`: Hugging Face `transformers`, CPU or GPU, batched generation with left
+  padding. Greedy at temperature 0, sampling otherwise; n samples per prompt; stop strings.
+- `VLLMPolicy`: the GPU backend; imports vllm lazily (an optional extra, not installable on a
+  CPU-only machine, so it is not exercised by the tests here).
+
+Submitted models are untrusted: they are always loaded with `trust_remote_code=False` and
+`local_files_only=True` (no hub look-ups, no code from the model folder).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from autorl_tui.grading.types import Completion
+
+
+class InvalidModel(Exception):
+    """The model folder cannot be loaded as a causal LM; the message says why."""
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def check_model_dir(path: Path) -> None:
+    """Clear errors for the usual ways a submitted folder is not a loadable full model."""
+    if not path.exists():
+        raise InvalidModel(f"model folder {path} does not exist")
+    if not path.is_dir():
+        raise InvalidModel(f"model path {path} is a file; give the folder that holds config.json")
+    if (path / "adapter_config.json").exists() and not (path / "config.json").exists():
+        raise InvalidModel(f"{path} holds only a LoRA adapter (adapter_config.json); merge it into the base "
+                           f"model first (peft: model.merge_and_unload(), then save_pretrained)")
+    if not (path / "config.json").exists():
+        raise InvalidModel(f"{path} has no config.json; save the model with save_pretrained()")
+    if not (any(path.glob("*.safetensors")) or any(path.glob("pytorch_model*.bin"))):
+        raise InvalidModel(f"{path} has no weights (*.safetensors or pytorch_model*.bin); "
+                           f"save the model with save_pretrained()")
+    if not any((path / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
+        raise InvalidModel(f"{path} has no tokenizer files; save the tokenizer beside the model "
+                           f"(tokenizer.save_pretrained(same folder))")
+
+
+def _render(tokenizer, prompt: Any, prompt_format: str, system_prompt: str | None) -> str:
+    if prompt_format == "plain":
+        if not isinstance(prompt, str):
+            raise ValueError("prompt_format 'plain' needs string prompts")
+        return prompt
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    if system_prompt and not any(m.get("role") == "system" for m in messages):
+        messages = [{"role": "system", "content": system_prompt}] + messages
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def _cut_at_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:
+    if not stop:
+        return text, False
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+class TransformersPolicy:
+    """Batched generation with a Hugging Face causal LM."""
+
+    def __init__(self, model_path: str | Path, device: str = "cpu", threads: int | None = None, seed: int = 0,
+                 prompt_format: str = "chat", system_prompt: str | None = None, batch_size: int = 64):
+        import torch
+
+        if threads:
+            torch.set_num_threads(int(threads))
+        self.path = Path(model_path)
+        self.device = device
+        self.seed = seed
+        self.prompt_format = prompt_format
+        self.system_prompt = system_prompt
+        self.batch_size = max(1, int(batch_size))
+        check_model_dir(self.path)
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path, trust_remote_code=False,
+                                                           local_files_only=True)
+            self.model = AutoModelForCausalLM.from_pretrained(self.path, trust_remote_code=False,
+                                                              local_files_only=True)
+        except (OSError, ValueError, KeyError) as exc:
+            raise InvalidModel(f"cannot load {self.path} as a causal LM with transformers "
+                               f"(trust_remote_code is off): {exc}") from exc
+        self.model.to(device)
+        self.model.eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        if prompt_format == "chat" and not getattr(self.tokenizer, "chat_template", None):
+            raise InvalidModel(f"{self.path}: the task uses chat prompts but the tokenizer has no chat_template")
+        self.max_positions = getattr(self.model.config, "max_position_embeddings", None)
+
+    def generate(self, prompts: list[Any], *, n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
+                 max_tokens: int = 64, stop: list[str] | None = None) -> list[list[Completion]]:
+        import torch
+
+        texts = [_render(self.tokenizer, p, self.prompt_format, self.system_prompt) for p in prompts]
+        greedy = temperature <= 0
+        if greedy:
+            n_gen = 1          # greedy samples are identical: generate once, repeat
+        else:
+            n_gen = n
+            torch.manual_seed(self.seed)
+        eos = self.tokenizer.eos_token_id
+        results: list[list[Completion]] = []
+        per_batch = max(1, self.batch_size // n_gen)
+        for start in range(0, len(texts), per_batch):
+            chunk = texts[start:start + per_batch]
+            enc = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            width = enc["input_ids"].shape[1]
+            budget = max_tokens
+            if self.max_positions:
+                budget = max(1, min(max_tokens, self.max_positions - width))
+            kwargs: dict[str, Any] = dict(max_new_tokens=budget, eos_token_id=eos,
+                                          pad_token_id=self.tokenizer.pad_token_id, num_return_sequences=n_gen)
+            if greedy:
+                kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+            else:
+                kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+            with torch.no_grad():
+                out = self.model.generate(**enc, **kwargs)
+            new = out[:, width:]
+            for row_i in range(len(chunk)):
+                samples = []
+                for j in range(n_gen):
+                    ids = new[row_i * n_gen + j].tolist()
+                    finished = eos in ids
+                    if finished:
+                        ids = ids[: ids.index(eos)]
+                    ids = [t for t in ids if t != self.tokenizer.pad_token_id]
+                    text = self.tokenizer.decode(ids, skip_special_tokens=True)
+                    text, stopped = _cut_at_stop(text, stop)
+                    reason = "stop" if (finished or stopped or len(ids) < budget) else "length"
+                    samples.append(Completion(text=text, tokens=len(ids), finish_reason=reason))
+                results.append(samples * n if greedy else samples)
+        return results
+
+
+class VLLMPolicy:
+    """vLLM backend (GPU). Same protocol, same prompt rendering. Untested on CPU-only machines."""
+
+    def __init__(self, model_path: str | Path, device: str = "cuda", threads: int | None = None, seed: int = 0,
+                 prompt_format: str = "chat", system_prompt: str | None = None, batch_size: int = 64):
+        try:
+            from vllm import LLM
+        except ImportError as exc:
+            raise RuntimeError("the vllm backend needs the optional `gpu` extra (pip install 'autorl-tui[gpu]') "
+                               "and an NVIDIA GPU; use backend transformers otherwise") from exc
+        check_model_dir(Path(model_path))
+        self.llm = LLM(model=str(model_path), trust_remote_code=False, seed=seed)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.prompt_format = prompt_format
+        self.system_prompt = system_prompt
+
+    def generate(self, prompts: list[Any], *, n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
+                 max_tokens: int = 64, stop: list[str] | None = None) -> list[list[Completion]]:
+        from vllm import SamplingParams
+
+        texts = [_render(self.tokenizer, p, self.prompt_format, self.system_prompt) for p in prompts]
+        params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop)
+        outputs = self.llm.generate(texts, params)
+        return [[Completion(text=c.text, tokens=len(c.token_ids),
+                            finish_reason="length" if c.finish_reason == "length" else "stop")
+                 for c in o.outputs] for o in outputs]
+
+
+BACKENDS = {"transformers": TransformersPolicy, "vllm": VLLMPolicy}
+
+
+def load_policy(backend: str, model_path: str | Path, **kwargs) -> Any:
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown inference backend {backend!r}; known: {', '.join(sorted(BACKENDS))}")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return BACKENDS[backend](model_path, **kwargs)

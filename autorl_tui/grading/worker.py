@@ -1,0 +1,171 @@
+"""Grader worker: one evaluation in its own process. Knows nothing of runs or agents.
+
+    python -m autorl_tui.grading.worker REQUEST.json RESULT.json
+
+REQUEST: {"task": card dict, "split": "dev", "split_path": ".../dev.jsonl", "model_path": "...",
+          "protocol": {...}, "scorer": "exact_match", "scorer_options": {...}, "backend": "transformers",
+          "device": "cpu", "threads": 2, "seed": 0, "scratch_dir": "...", "limit": null}
+RESULT (written atomically): {"ok": true, "score", "metrics", "samples", "timings", "grader_version",
+          "scorer", "scorer_version"} or {"ok": false, "error", "error_kind", "traceback", ...}.
+Exit code 0 whenever RESULT was written (even with ok=false); 2 when it could not be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+GRADER_VERSION = "1"
+ERROR_KINDS = ("invalid_model", "data", "scorer", "internal")
+
+
+class GradingError(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class _TimedPolicy:
+    """Counts the time spent inside the backend so the worker can report inference vs scoring."""
+
+    def __init__(self, policy: Any):
+        self._policy = policy
+        self.seconds = 0.0
+        self.calls = 0
+
+    def generate(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return self._policy.generate(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - t0
+            self.calls += 1
+
+    def __getattr__(self, name):        # interactive scorers may use backend extras (tokenizer, ...)
+        return getattr(self._policy, name)
+
+
+def write_result(path: Path, result: dict) -> None:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w") as fh:
+        json.dump(result, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _load_items(request: dict) -> list[dict]:
+    from autorl_tui.catalog.tasks import read_items
+
+    split_path = Path(request["split_path"])
+    if not split_path.exists():
+        raise GradingError("data", f"split file {split_path} does not exist (materialize the task's splits first)")
+    try:
+        items = read_items(split_path) if split_path.is_file() else []
+    except Exception as exc:  # noqa: BLE001 - any parse failure is a data problem
+        raise GradingError("data", f"cannot read split {split_path}: {exc}") from exc
+    limit = request.get("limit")
+    if limit is not None:
+        items = items[: int(limit)]
+    return items
+
+
+def evaluate_request(request: dict) -> dict:
+    """Run one evaluation described by REQUEST; returns the RESULT dict (raises GradingError)."""
+    t_start = time.perf_counter()
+    for key in ("split", "split_path", "model_path", "scorer"):
+        if key not in request:
+            raise GradingError("internal", f"request lacks `{key}`")
+    threads = int(request.get("threads") or 1)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from autorl_tui.grading.inference import InvalidModel, load_policy, seed_everything
+    from autorl_tui.grading.scorers import get_scorer
+    from autorl_tui.grading.types import EvalProtocol, ScorerContext
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    torch.set_num_threads(threads)
+    seed = int(request.get("seed") or 0)
+    seed_everything(seed)
+    try:
+        protocol = EvalProtocol.from_dict(request.get("protocol") or (request.get("task") or {}).get("protocol"))
+    except (TypeError, ValueError) as exc:
+        raise GradingError("internal", f"bad protocol: {exc}") from exc
+    try:
+        scorer = get_scorer(request["scorer"])
+    except KeyError as exc:
+        raise GradingError("scorer", str(exc.args[0])) from exc
+    items = _load_items(request)
+    t0 = time.perf_counter()
+    try:
+        policy = load_policy(request.get("backend", "transformers"), request["model_path"],
+                             device=request.get("device", "cpu"), threads=threads, seed=seed,
+                             prompt_format=protocol.prompt_format, system_prompt=protocol.system_prompt,
+                             batch_size=protocol.batch_size)
+    except InvalidModel as exc:
+        raise GradingError("invalid_model", str(exc)) from exc
+    load_s = time.perf_counter() - t0
+    timed = _TimedPolicy(policy)
+    scratch = Path(request.get("scratch_dir") or Path(request["split_path"]).parent / "scratch")
+    scratch.mkdir(parents=True, exist_ok=True)
+    task = request.get("task") or {}
+    ctx = ScorerContext(task_dir=Path(task.get("dir", ".")), split=request["split"],
+                        split_path=Path(request["split_path"]), scratch_dir=scratch,
+                        options=dict(request.get("scorer_options") or {}), seed=seed,
+                        log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    t1 = time.perf_counter()
+    try:
+        result = scorer.evaluate(timed, items, protocol, ctx)
+    except (ValueError, KeyError) as exc:
+        raise GradingError("data", f"scorer {request['scorer']} rejected the split: {exc}") from exc
+    eval_s = time.perf_counter() - t1
+    timings = {"load_s": round(load_s, 4), "inference_s": round(timed.seconds, 4),
+               "scoring_s": round(max(0.0, eval_s - timed.seconds), 4),
+               "total_s": round(time.perf_counter() - t_start, 4)}
+    return {"ok": True, "score": result.score, "metrics": result.metrics,
+            "samples": [s.to_dict() for s in result.samples], "timings": timings,
+            "grader_version": GRADER_VERSION, "scorer": request["scorer"],
+            "scorer_version": getattr(scorer, "version", "?"), "n_items": len(items)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print("usage: python -m autorl_tui.grading.worker REQUEST.json RESULT.json", file=sys.stderr)
+        return 2
+    request_path, result_path = Path(argv[0]), Path(argv[1])
+    t_start = time.perf_counter()
+    try:
+        try:
+            request = json.loads(request_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise GradingError("internal", f"cannot read request {request_path}: {exc}") from exc
+        result = evaluate_request(request)
+    except GradingError as exc:
+        result = {"ok": False, "error": str(exc), "error_kind": exc.kind,
+                  "traceback": traceback.format_exc() if exc.kind == "internal" else None}
+    except Exception as exc:  # noqa: BLE001 - reported, never lost
+        result = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "error_kind": "internal",
+                  "traceback": traceback.format_exc()}
+    if not result["ok"]:
+        result.update(grader_version=GRADER_VERSION, timings={"total_s": round(time.perf_counter() - t_start, 4)})
+    try:
+        write_result(result_path, result)
+    except OSError as exc:
+        print(f"grader worker: cannot write {result_path}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

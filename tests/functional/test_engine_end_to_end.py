@@ -1,0 +1,142 @@
+"""The headless engine end to end, through the real CLI: real subprocess agents, the real
+grading API on loopback, the real grader worker on the real tiny model, a real SQLite store."""
+
+import json
+import os
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, install_model, load_json, make_reachable_home, write_plan
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def home(shared_models_dir):
+    h = make_reachable_home()
+    h.mkdir(parents=True)
+    install_model(shared_models_dir, h)
+    yield h
+    shutil.rmtree(h.parent, ignore_errors=True)
+
+
+def store(home: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def test_scripted_agent_trains_submits_twice_and_export_reproduces_the_store(home, tmp_path):
+    plan = write_plan(tmp_path / "plan.yaml", agents=["test-train-twice"], budget="240s")
+    proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    db = store(home)
+    run = dict(db.execute("SELECT * FROM runs").fetchone())
+    assert run["state"] == "done", run
+    subs = [dict(r) for r in db.execute("SELECT * FROM submissions WHERE run_id=? ORDER BY seq", (run["id"],))]
+    assert [s["status"] for s in subs] == ["scored", "scored"]
+    assert all(s["content_hash"] and s["snapshot_path"] and s["revision_id"] for s in subs)
+    assert subs[0]["revision_id"] != subs[1]["revision_id"]   # code/ changed between the two
+    n_dev = db.execute("SELECT COUNT(*) FROM samples WHERE split='dev' AND baseline_id IS NOT NULL").fetchone()[0]
+    for s in subs:
+        samples = db.execute("SELECT COUNT(*) FROM samples WHERE submission_id=? AND split='dev'", (s["id"],)).fetchone()[0]
+        assert samples == n_dev > 0
+    best = max(subs, key=lambda s: (s["score"], -s["seq"]))
+    assert run["best_submission_id"] == best["id"] and run["best_dev_score"] == best["score"]
+    n_test = db.execute("SELECT COUNT(*) FROM samples WHERE submission_id=? AND split='test'", (best["id"],)).fetchone()[0]
+    assert n_test > 0 and run["test_score"] is not None
+    assert abs(run["improvement"] - (run["test_score"] - run["baseline_score"])) < 1e-9
+    # metrics written by the agent arrived with their names and steps
+    losses = db.execute("SELECT step, value FROM metrics WHERE run_id=? AND name='loss' AND source='metrics_jsonl' "
+                        "ORDER BY step", (run["id"],)).fetchall()
+    assert [r[0] for r in losses] == list(range(40))
+    states = [json.loads(r[0])["state"] for r in db.execute(
+        "SELECT data FROM events WHERE run_id=? AND kind='state' ORDER BY id", (run["id"],))]
+    assert states == ["queued", "preparing", "baseline", "running", "finalizing", "done"]
+    assert db.execute("SELECT COUNT(*) FROM events WHERE run_id=? AND kind='stdout' AND message LIKE 'v1: %'",
+                      (run["id"],)).fetchone()[0] == 1
+    # the export reproduces the store
+    out = tmp_path / "run.json"
+    cli("export", run["id"], "--json", str(out), home=home, check=True)
+    data = load_json(out)
+    for key in ("baseline_score", "best_dev_score", "test_score", "improvement", "end_reason"):
+        assert data[key] == run[key]
+    assert [s["score"] for s in data["submissions"]] == [s["score"] for s in subs]
+    assert len(data["submissions"][0]["samples"]) == n_dev
+    assert len(data["events"]) == db.execute("SELECT COUNT(*) FROM events WHERE run_id=?", (run["id"],)).fetchone()[0]
+    listed = json.loads(cli("runs", "list", "--json", home=home, check=True).stdout)
+    assert [r["id"] for r in listed] == [run["id"]]
+
+
+def test_integrity_rules_of_the_grading_api(home, tmp_path):
+    plan = write_plan(tmp_path / "plan.yaml", agents=["test-integrity"], budget="120s")
+    # The agent is told where the harness keeps private things and tries to read them.
+    probe_paths = [home / "store.db", home / "cache", home / "snapshots", home / "runs", REPO / "tasks" / "arith", TASKS / "arith-small"]
+    proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, timeout=400,
+               env={"PROBE_PATHS": ":".join(map(str, probe_paths))})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    db = store(home)
+    run = dict(db.execute("SELECT * FROM runs").fetchone())
+    probe = load_json(Path(run["workspace"]) / "logs" / "probe.json")
+    assert probe["outside"][0] == 400 and probe["outside"][1]["code"] == "outside_output"
+    assert probe["dotdot"][0] == 400 and probe["dotdot"][1]["code"] == "outside_output"
+    assert probe["symlink"][0] == 400 and probe["symlink"][1]["code"] == "symlink_out"
+    assert probe["empty"][0] == 400 and probe["empty"][1]["code"] == "empty"
+    assert probe["lora"][0] == 400 and "merge" in probe["lora"][1]["error"]
+    assert probe["garbage"][0] == 400 and probe["garbage"][1]["code"] == "bad_json"
+    assert probe["no_path"][0] == 400
+    assert probe["valid"][0] == 200 and probe["valid"][1]["score"] is not None
+    dup = probe["duplicate"][1]
+    assert probe["duplicate"][0] == 200 and dup["duplicate"] and dup["score"] == probe["valid"][1]["score"]
+    assert probe["time"]["remaining_seconds"] > 0
+    assert probe["wrong_token"] == 404
+    # rejected submissions are recorded with their reasons (the drops manifest), not dropped
+    rows = [dict(r) for r in db.execute("SELECT status, error FROM submissions ORDER BY seq")]
+    assert [r["status"] for r in rows] == ["rejected"] * 6 + ["scored", "duplicate"]
+    assert all(r["error"] for r in rows[:6])
+    # the agent's environment holds the contract and nothing of the harness
+    env = probe["env"]
+    for key in ("TASK", "BASE_MODEL", "MODEL_PATH", "DATA_PATH", "OUTPUT_DIR", "WORKSPACE", "GRADING_SERVER_URL",
+                "METRICS_FILE", "CUDA_VISIBLE_DEVICES"):
+        assert key in env
+    for key, value in env.items():
+        assert "store.db" not in value and str(home / "cache") not in value, (key, value)
+        assert not key.startswith("AUTORL") and key not in ("PYTEST_CURRENT_TEST", "VIRTUAL_ENV")
+    # nothing private is readable: unreadable (other uid) or hidden (empty in its mount namespace)
+    for path, seen in probe["readable"].items():
+        assert seen in ([], 0) or str(seen).startswith("error"), (path, seen)
+    if os.geteuid() == 0:
+        assert probe["uid"] != 0 or all(v in ([], 0) for v in probe["readable"].values())
+    ws = Path(run["workspace"])
+    assert not any((ws / "data").rglob("*dev*")) and not any((ws / "data").rglob("*test*"))
+
+
+def test_an_agent_that_ignores_its_budget_dies_with_its_setsid_child(home, tmp_path):
+    plan = write_plan(tmp_path / "plan.yaml", agents=["test-budget-hog"], budget="8s")
+    t0 = time.time()
+    proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, timeout=300)
+    assert proc.returncode == 1   # no valid submission: the run fails (source: budget)
+    db = store(home)
+    run = dict(db.execute("SELECT * FROM runs").fetchone())
+    assert run["state"] == "failed" and run["failure_source"] == "budget"
+    assert run["ended_at"] - run["started_at"] < 8 + 10
+    logs = Path(run["workspace"]) / "logs"
+    for name in ("agent.pid", "grandchild.pid"):
+        pid = int((logs / name).read_text())
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, name
+    attempt = dict(db.execute("SELECT * FROM attempts").fetchone())
+    assert attempt["state"] == "killed" and attempt["exit_code"] < 0
+
+
+def test_bad_plan_exits_2_and_writes_nothing(home, tmp_path):
+    plan = write_plan(tmp_path / "plan.yaml", agents=["no-such-agent"])
+    proc = cli("--plain", "--batch", str(plan), home=home)
+    assert proc.returncode == 2
+    assert "unknown agent 'no-such-agent'" in proc.stderr
+    db = store(home)
+    assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0

@@ -1,0 +1,62 @@
+"""The real grader worker as a subprocess on the real tiny model and the arith dev split."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
+from tests.conftest import REPO
+
+
+def run_worker(tmp_path, **overrides):
+    card = find_task("arith", task_search_path())
+    split_path = materialize(card, "dev", tmp_path / "cache")
+    request = {"task": card.to_dict(), "split": "dev", "split_path": str(split_path),
+               "protocol": card.protocol.to_dict(), "scorer": card.scorer, "scorer_options": {},
+               "backend": "transformers", "device": "cpu", "threads": 1, "seed": 0,
+               "scratch_dir": str(tmp_path / "scratch"), "limit": 40, **overrides}
+    req, res = tmp_path / "REQUEST.json", tmp_path / "RESULT.json"
+    req.write_text(json.dumps(request))
+    proc = subprocess.run([sys.executable, "-m", "autorl_tui.grading.worker", str(req), str(res)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".RESULT")]   # atomic: no temp left
+    return json.loads(res.read_text())
+
+
+@pytest.mark.slow
+def test_worker_grades_the_tiny_model_on_arith_dev(tmp_path, tiny_model_dir):
+    result = run_worker(tmp_path, model_path=str(tiny_model_dir))
+    assert result["ok"] is True, result
+    assert result["grader_version"] and result["scorer"] == "exact_match"
+    assert len(result["samples"]) == 40 and result["metrics"]["n"] == 40
+    assert 0 <= result["score"] <= 60          # the base model is weak on arith
+    correct = sum(s["correct"] for s in result["samples"])
+    assert result["score"] == pytest.approx(100 * correct / 40)
+    for s in result["samples"]:
+        assert s["output"] is not None and s["expected"].lstrip("-").isdigit()
+        assert s["correct"] == (s["failure_kind"] is None)
+        assert s["failure_kind"] in (None, "wrong_answer", "format_error", "truncated", "empty")
+    t = result["timings"]
+    assert set(t) == {"load_s", "inference_s", "scoring_s", "total_s"}
+    assert 0 < t["inference_s"] < t["total_s"] and t["load_s"] > 0
+
+
+def test_worker_reports_invalid_models_and_bad_requests(tmp_path):
+    lora = tmp_path / "output" / "v1"
+    lora.mkdir(parents=True)
+    (lora / "adapter_config.json").write_text("{}")
+    result = run_worker(tmp_path, model_path=str(lora))
+    assert result["ok"] is False and result["error_kind"] == "invalid_model"
+    assert "LoRA" in result["error"] and "merge" in result["error"]
+    assert "total_s" in result["timings"] and result["grader_version"]
+
+    req, res = tmp_path / "bad.json", tmp_path / "bad-result.json"
+    req.write_text("{not json")
+    proc = subprocess.run([sys.executable, "-m", "autorl_tui.grading.worker", str(req), str(res)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0
+    bad = json.loads(res.read_text())
+    assert bad["ok"] is False and bad["error_kind"] == "internal" and "cannot read request" in bad["error"]

@@ -1,0 +1,66 @@
+"""Helpers for functional tests: a home the agent user can reach, the tiny model built once per
+session, and the real CLI run as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_AGENTS = REPO / "tests" / "agents"
+TASKS = REPO / "tests" / "data" / "tasks"
+
+
+def make_reachable_home(prefix: str = "autorl-test-") -> Path:
+    """A home under a 0711 folder so that an agent running as an unprivileged user can reach its
+    workspace (pytest's tmp folders are 0700)."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    os.chmod(base, 0o711)
+    return base / "home"
+
+
+def cli(*args: str, home: Path | None = None, timeout: float = 600, env: dict | None = None,
+        check: bool = False) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "autorl_tui"]
+    if home is not None:
+        cmd += ["--home", str(home)]
+    cmd += list(args)
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = str(REPO)
+    full_env.update(env or {})
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=REPO)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+def install_model(shared_models: Path, home: Path, name: str = "tiny") -> None:
+    """Copy a model built once per session into a fresh home (building it per test would be slow)."""
+    src = shared_models / name
+    if not (src / "config.json").exists():
+        cli("models", "build", name, home=shared_models.parent / "builder-home", check=True)
+        built = shared_models.parent / "builder-home" / "models" / name
+        shutil.copytree(built, src)
+    dst = home / "models" / name
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not dst.exists():
+        shutil.copytree(src, dst)
+
+
+def write_plan(path: Path, **fields) -> Path:
+    import yaml
+
+    plan = {"name": "test", "tasks": ["arith-small"], "agents": ["baseline-copy"], "models": ["tiny"], "seeds": [0],
+            "budget": "60s", "executor": "local"}
+    plan.update(fields)
+    path.write_text(yaml.safe_dump(plan))
+    return path
+
+
+def load_json(path: Path):
+    return json.loads(Path(path).read_text())

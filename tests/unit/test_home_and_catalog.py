@@ -1,0 +1,79 @@
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from autorl_tui.catalog.plans import parse_plan
+from autorl_tui.durations import parse_duration
+from autorl_tui.exitcodes import InfraError, UsageError
+from autorl_tui.home import EngineLock, Home, resolve_home
+
+
+def test_home_resolution_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTORL_HOME", str(tmp_path / "env"))
+    assert resolve_home(str(tmp_path / "cli")) == tmp_path / "cli"
+    assert resolve_home(None) == tmp_path / "env"
+    monkeypatch.delenv("AUTORL_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert resolve_home(None) == tmp_path / "xdg" / "autorl-tui"
+
+
+def test_lock_names_the_holder_pid(tmp_path):
+    home = Home.open(str(tmp_path / "h"))
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(os.getcwd())!r})
+        from autorl_tui.home import Home, EngineLock
+        EngineLock(Home.open({str(home.root)!r})).acquire()
+        print("locked", flush=True)
+        time.sleep(30)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(InfraError, match=f"pid {holder.pid}"):
+            EngineLock(home).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    lock = EngineLock(home)
+    lock.acquire()   # free again once the holder is gone
+    lock.release()
+
+
+def test_private_parts_of_home_are_not_world_readable(tmp_path):
+    home = Home.open(str(tmp_path / "h"))
+    for d in (home.cache, home.snapshots, home.runs_dir):
+        assert oct(d.stat().st_mode & 0o777) == "0o700"
+
+
+@pytest.mark.parametrize("text,seconds", [("120s", 120), ("10m", 600), ("1h30m", 5400), (45, 45), ("2.5m", 150)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("bad", ["", "ten minutes", "-5s", 0, True])
+def test_bad_durations_say_how_to_write_one(bad):
+    with pytest.raises(UsageError):
+        parse_duration(bad)
+
+
+def test_plan_expands_the_matrix():
+    plan = parse_plan("name: m\ntasks: [a, b]\nagents: [x]\nmodels: [tiny]\nseeds: [0, 1, 2]\nbudget: 1m\n")
+    assert len(plan.runs) == 6
+    assert {(r.task, r.seed) for r in plan.runs} == {(t, s) for t in "ab" for s in (0, 1, 2)}
+    assert all(r.budget_s == 60 for r in plan.runs)
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("tasks: [a]\nagents: [x]\n", "budget"),
+    ("tasks: [a]\nagents: [x]\nbudget: 1m\nexecutor: slurm\n", "executor"),
+    ("tasks: [a]\nagents: [x]\nbudget: 1m\nseeds: [a]\n", "seeds"),
+    ("tasks: [a]\nagents: [x]\nbudget: 1m\nbugdet: 2m\n", "unknown key"),
+    ("- just a list\n", "mapping"),
+    ("tasks: [a\n", "not valid YAML"),
+])
+def test_bad_plans_are_explained(text, msg):
+    with pytest.raises(UsageError, match=msg):
+        parse_plan(text)

@@ -50,17 +50,6 @@ class EngineOptions:
             out += ["--gpus", self.gpus]
         return out
 
-    def gpu_list(self) -> list[str] | None:
-        if self.gpus is None:
-            return None
-        text = self.gpus.strip().lower()
-        if text in ("", "none", "cpu"):
-            return []
-        devices = [g.strip() for g in text.split(",") if g.strip()]
-        if not all(d.isdigit() for d in devices):
-            raise UsageError(f"--gpus {self.gpus!r}: give device indices like '0,1' or 'none'")
-        return devices
-
 
 def log_path(home: Home) -> Path:
     return home.root / "engine.log"
@@ -148,9 +137,11 @@ async def serve(home: Home, options: EngineOptions) -> int:
     from autorl_tui.engine.engine import Engine
     from autorl_tui.engine.server import CatalogSources, EngineServer
 
-    gpus = options.gpu_list()
+    from autorl_tui.engine.gpus import inventory
+
+    gpus = inventory(options.gpus).ids     # declared ids win; else NVML discovery; else CPU slots
     engine = Engine(home, concurrency=options.concurrency, gpus=gpus,
-                    agents_dirs=options.agents_dirs, tasks_dirs=options.tasks_dirs)
+                    agents_dirs=options.agents_dirs, tasks_dirs=options.tasks_dirs, role="engine")
     await engine.start()
     stop = asyncio.Event()
     cancel = {"runs": False}
@@ -159,9 +150,8 @@ async def serve(home: Home, options: EngineOptions) -> int:
         cancel["runs"] = cancel["runs"] or cancel_runs
         stop.set()
 
-    discovered = gpus if gpus is not None else [str(g) for g in (getattr(engine, "gpus", None) or [])]
     catalog = CatalogSources(home_root=home.root, agents_dirs=options.agents_dirs, tasks_dirs=options.tasks_dirs,
-                             gpus=discovered, concurrency=options.concurrency or getattr(engine, "concurrency", None))
+                             gpus=list(engine.gpu_inventory), concurrency=engine.concurrency)
     server = EngineServer(engine, home.socket_path, catalog=catalog, on_shutdown=request_stop)
     try:
         await server.start()

@@ -108,6 +108,9 @@ class NewPlanScreen(Screen):
         models = self.query_one("#models", SelectionList)
         for i, m in enumerate(self.catalog.get("models", [])):
             models.add_option((m, m, i == 0))
+        for picker in (tasks, agents, models):
+            if picker.option_count:
+                picker.highlighted = 0          # space selects the first entry right away
         gpus = self.catalog.get("gpus") or []
         if not gpus:
             self.query_one("#gpus", Input).tooltip = "this engine has no GPUs: runs take CPU slots"

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from autorl_tui import __version__
+from autorl_tui.engine.events import RunStateChanged, RunUpdated
 from autorl_tui.exitcodes import InfraError, UsageError
 from autorl_tui.store.db import decode_row
 
@@ -70,12 +71,21 @@ class _Connection:
         if not self.writer.is_closing():
             self.writer.write(_dumps(message))
 
+    def send_event(self, event) -> None:
+        self.send({"event": event.to_dict()})
+        if isinstance(event, RunStateChanged) and event.run_id:
+            # A transition also changes summary fields (started_at, deadline, ended_at, end_reason,
+            # attempt) that the state event does not carry: follow it with the row as it is now.
+            row = self.server.run_summary(event.run_id)
+            if row is not None:
+                self.send({"event": RunUpdated(event.run_id, fields=row, ts=event.ts).to_dict()})
+
     def flush_subscription(self) -> None:
         """Write the events queued for this connection now (see `run_history`)."""
         if self.subscription is None:
             return
         for event in self.subscription.drain():
-            self.send({"event": event.to_dict()})
+            self.send_event(event)
         self._report_lag()
 
     def _report_lag(self) -> None:
@@ -89,10 +99,10 @@ class _Connection:
         sub = self.subscription
         while True:
             event = await sub.get()
-            self.send({"event": event.to_dict()})
+            self.send_event(event)
             # Write everything already queued in one go, then let the socket drain.
             for more in sub.drain():
-                self.send({"event": more.to_dict()})
+                self.send_event(more)
             self._report_lag()
             await self.writer.drain()
 
@@ -223,6 +233,15 @@ class EngineServer:
             # Events the command caused are delivered before its answer.
             conn.flush_subscription()
             conn.send({"id": req_id, "ok": True, "result": result})
+
+    def run_summary(self, run_id: str) -> dict | None:
+        store = getattr(self.engine, "store", None)
+        if store is None:
+            return None
+        row = store.get("runs", run_id)
+        if row is not None:
+            row.pop("spec", None)
+        return row
 
     # ------------------------------------------------------------------ informational commands
     def _run_counts(self) -> dict:

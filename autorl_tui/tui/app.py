@@ -174,7 +174,9 @@ class ConsoleApp(App):
             what = f"{sid} {run.get('task', '')}/{run.get('agent', '')}"
             if ev.state == "done":
                 self.notify(f"{what} done: best dev {fmt_score(run.get('best_dev_score'))} "
-                            f"({fmt_delta(run.get('improvement'))} vs baseline)", title="run finished")
+                            f"({fmt_delta(run.get('dev_improvement'))} vs baseline), test "
+                            f"{fmt_score(run.get('test_score'))} ({fmt_delta(run.get('improvement'))})",
+                            title="run finished")
             elif ev.state in ("failed", "lost"):
                 source = f" [{ev.failure_source}]" if ev.failure_source else ""
                 self.notify(f"{what} {ev.state}{source}: {ev.reason or ''}", title=f"run {ev.state}",
@@ -182,7 +184,8 @@ class ConsoleApp(App):
         for rid in changes.beat_baseline:
             run = self.model.runs[rid]
             self.notify(f"{short_id(rid)} {run.get('task')}/{run.get('agent')}: best dev "
-                        f"{fmt_score(run.get('best_dev_score'))} beats baseline {fmt_score(run.get('baseline_score'))}",
+                        f"{fmt_score(run.get('best_dev_score'))} beats its dev baseline "
+                        f"{fmt_score(run.get('baseline_dev_score'))}",
                         title="beats baseline")
 
     def refresh_status(self) -> None:

@@ -67,3 +67,15 @@ def fmt_offset(seconds: float | None) -> str:
     h, rest = divmod(s, 3600)
     m, s = divmod(rest, 60)
     return f"{sign}{h}:{m:02d}:{s:02d}" if h else f"{sign}{m:02d}:{s:02d}"
+
+
+def dev_baseline(run: dict):
+    """The base model's dev score (what best dev is compared with); `baseline_score` is the test one."""
+    return run.get("baseline_dev_score")
+
+
+def shown_improvement(run: dict) -> tuple[float | None, str]:
+    """Test improvement once the held-out test is scored, else the dev improvement so far."""
+    if run.get("improvement") is not None:
+        return run["improvement"], "test"
+    return run.get("dev_improvement"), "dev"

@@ -34,7 +34,7 @@ class Changes:
 
 
 def beats_baseline(run: dict) -> bool:
-    base, best = run.get("baseline_score"), run.get("best_dev_score")
+    base, best = run.get("baseline_dev_score"), run.get("best_dev_score")
     return base is not None and best is not None and best > base
 
 

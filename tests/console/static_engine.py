@@ -85,12 +85,12 @@ def fill_demo_store(store: Store) -> None:
                           "seed": 1, "state": "queued", "created_at": T0 + 20, "queue_pos": 1})
     store.insert("runs", {**base, "id": "r0002-arith-scripted-s0", "task": "arith", "agent": "scripted",
                           "seed": 0, "state": "running", "created_at": T0 + 10, "started_at": T0 + 12,
-                          "deadline": T0 + 612, "baseline_score": 18.0, "best_dev_score": 66.5,
-                          "improvement": 48.5, "current_attempt": 1, "workspace": "/tmp/ws"})
+                          "deadline": T0 + 612, "baseline_score": 17.0, "baseline_dev_score": 18.0,
+                          "best_dev_score": 66.5, "dev_improvement": 48.5, "current_attempt": 1, "workspace": "/tmp/ws"})
     store.insert("runs", {**base, "id": "r0001-arith-baseline-copy-s0", "task": "arith", "agent": "baseline-copy",
                           "seed": 0, "state": "done", "created_at": T0, "started_at": T0 + 1, "deadline": T0 + 601,
-                          "ended_at": T0 + 95, "baseline_score": 18.0, "best_dev_score": 18.0, "test_score": 17.5,
-                          "improvement": -0.5, "current_attempt": 1, "end_reason": "agent exited"})
+                          "ended_at": T0 + 95, "baseline_score": 17.0, "baseline_dev_score": 18.0,
+                          "best_dev_score": 18.0, "dev_improvement": 0.0, "test_score": 17.5, "improvement": 0.5, "current_attempt": 1, "end_reason": "agent exited"})
     rid = "r0002-arith-scripted-s0"
     for i in range(60):
         kind = "stderr" if i % 17 == 5 else "stdout"

@@ -82,7 +82,11 @@ async def test_events_a_command_causes_arrive_before_its_answer(served):
         await client.subscribe()
         await client.cancel(RID)
         events = client.drain_events()
-        assert [(e.type, e.state) for e in events] == [("RunStateChanged", "cancelled")]
+        assert [e.type for e in events] == ["RunStateChanged", "RunUpdated"]
+        assert events[0].state == "cancelled"
+        # the transition is followed by the run's summary fields as they are now (no spec blob)
+        assert events[1].fields["state"] == "cancelled" and events[1].fields["end_reason"] == "cancelled by user"
+        assert "spec" not in events[1].fields
 
 
 async def test_history_and_live_events_join_without_gaps_or_duplicates(served):

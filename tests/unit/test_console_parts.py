@@ -96,7 +96,8 @@ def test_braille_plots_a_rising_line_bottom_left_to_top_right():
 
 def test_model_applies_a_batch_and_reports_what_changed():
     model = ConsoleModel()
-    model.load_snapshot({"runs": [{"id": "r1", "state": "queued", "baseline_score": 20.0, "best_dev_score": None}]})
+    model.load_snapshot({"runs": [{"id": "r1", "state": "queued", "baseline_score": 50.0,
+                                   "baseline_dev_score": 20.0, "best_dev_score": None}]})
     ch = model.apply([
         RunStateChanged("r1", state="running", previous="queued", ts=100.0),
         RunEventAppended("r1", kind="stdout", message="hello"),

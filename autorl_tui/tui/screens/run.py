@@ -190,8 +190,9 @@ class RunScreen(Screen):
                     style=STATE_STYLE.get(state, ""))
         head.append(f"  {run.get('task', '')} · {run.get('agent', '')} · {run.get('model', '')} · seed {run.get('seed', '')}"
                     f"{' · driver ' + run['driver'] if run.get('driver') else ''} · {run.get('executor', '')}")
-        head.append(f"   baseline {fmt_score(run.get('baseline_score'))} → best dev {fmt_score(run.get('best_dev_score'))}"
-                    f" ({fmt_delta(run.get('improvement'))})  test {fmt_score(run.get('test_score'))}")
+        head.append(f"   dev: baseline {fmt_score(run.get('baseline_dev_score'))} → best {fmt_score(run.get('best_dev_score'))}"
+                    f" ({fmt_delta(run.get('dev_improvement'))})   test: baseline {fmt_score(run.get('baseline_score'))}"
+                    f" → {fmt_score(run.get('test_score'))} ({fmt_delta(run.get('improvement'))})")
         if state in FINISHED_STATES and run.get("end_reason"):
             head.append(f"   {run['end_reason']}", style="dim")
         self.query_one("#run-header", Static).update(head)

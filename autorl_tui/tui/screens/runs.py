@@ -8,14 +8,15 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from autorl_tui.tui.actions import bindings
-from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_ICON, STATE_STYLE, fmt_delta,
-                                       fmt_elapsed_budget, fmt_score, short_id)
+from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_ICON, STATE_STYLE, dev_baseline,
+                                       fmt_delta, fmt_elapsed_budget, fmt_score, short_id, shown_improvement)
 from autorl_tui.tui.model import Changes
 
 COLUMNS = [("state", "State", 12), ("id", "Run", 6), ("task", "Task", 12), ("agent", "Agent", 14),
            ("model", "Model", 8), ("seed", "Seed", 4), ("gpu", "GPU", 5), ("time", "Elapsed/Budget", 14),
-           ("baseline", "Base", 6), ("best", "Best dev", 8), ("test", "Test", 6), ("improvement", "Δ", 7)]
-SORTS = [("default", None), ("state", "state"), ("task", "task"), ("agent", "agent"), ("improvement", "improvement"),
+           ("baseline", "Base dev", 8), ("best", "Best dev", 8), ("test", "Test", 6), ("improvement", "Δ", 10)]
+SORTS = [("default", None), ("state", "state"), ("task", "task"), ("agent", "agent"),
+         ("improvement", "improvement"), ("dev improvement", "dev_improvement"),
          ("best dev", "best_dev_score"), ("created", "created_at")]
 
 
@@ -78,12 +79,13 @@ class RunsScreen(Screen):
             label = f"{STATE_ICON['failed']} failed:{run['failure_source']}"
         holders = [d for d, rid in (self.app.model.gpus.get("holders") or {}).items() if rid == run["id"]]
         gpu = ",".join(holders) if holders else (str(run.get("gpus_requested")) if run.get("gpus_requested") else "cpu")
-        imp = run.get("improvement")
+        imp, basis = shown_improvement(run)
         return (Text(label, style=STATE_STYLE.get(state, "")), short_id(run["id"]), run.get("task", ""),
                 run.get("agent", ""), run.get("model", ""), str(run.get("seed", "")), gpu,
-                fmt_elapsed_budget(run, now), fmt_score(run.get("baseline_score")),
+                fmt_elapsed_budget(run, now), fmt_score(dev_baseline(run)),
                 fmt_score(run.get("best_dev_score")), fmt_score(run.get("test_score")),
-                Text(fmt_delta(imp), style="green" if imp and imp > 0 else "red" if imp and imp < 0 else ""))
+                Text(fmt_delta(imp) + (" dev" if basis == "dev" and imp is not None else ""),
+                     style="green" if imp and imp > 0 else "red" if imp and imp < 0 else ""))
 
     def ordered_ids(self) -> list[str]:
         runs = [r for r in self.app.model.runs.values() if matches(r, self.filter_text)]

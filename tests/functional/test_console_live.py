@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import sys
 import time
 from pathlib import Path
 
@@ -70,7 +71,7 @@ def store_row(home: Home, run_id: str) -> dict:
         conn.close()
 
 
-async def test_plan_from_keyboard_live_run_detach_reattach_cancel(daemon):
+async def test_plan_from_keyboard_live_run_detach_reattach_restart_cancel(daemon):
     home, info = daemon
     app = ConsoleApp(home, notify_events=True)
     async with app.run_test(size=(130, 40)) as pilot:
@@ -125,11 +126,37 @@ async def test_plan_from_keyboard_live_run_detach_reattach_cancel(daemon):
         history = [ln.message for ln in log.lines if ln.message.startswith("chatty line")]
         assert history == [f"chatty line {i}" for i in range(20)]    # complete, in order, once
         assert len(app2.screen.series.get("loss", ())) == 4          # steps 0, 5, 10, 15
+        await pilot.press("escape", "q")
+
+    # --- `engine stop` leaves the agent running; the next engine re-adopts it
+    agent = next(p for p in psutil.process_iter(["cmdline"]) if any("chatty.py" in a for a in p.info["cmdline"] or []))
+    stop = await cli("engine", "stop", home=home)
+    assert "runs keep going" in stop
+    assert agent.is_running() and agent.status() != psutil.STATUS_ZOMBIE
+    await cli("--agents-dir", str(AGENTS), "--tasks-dir", str(TASKS), "engine", "start", home=home)
+
+    app3 = ConsoleApp(home, notify_events=False)
+    async with app3.run_test(size=(130, 40)) as pilot:
+        await until(pilot, lambda: app3.connected and run_id in app3.model.runs, 10, "attach to the new engine")
+        assert app3.model.engine["pid"] != info["pid"]
+        assert app3.model.runs[run_id]["state"] == "running"
         # --- cancel from the Run screen
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app3.screen, RunScreen) and app3.screen.loaded, 10, "the run screen")
         await pilot.press("c")
         await pilot.press("y")
-        await until(pilot, lambda: app2.model.runs[run_id]["state"] == "cancelled", 60, "the cancellation")
+        await until(pilot, lambda: app3.model.runs[run_id]["state"] == "cancelled", 60, "the cancellation")
         await pilot.pause(0.3)
-        assert "cancelled" in str(app2.screen.query_one("#run-header").render())
+        assert "cancelled" in str(app3.screen.query_one("#run-header").render())
     row = store_row(home, run_id)
     assert row["state"] == "cancelled" and row["failure_source"] in (None, "user")
+    assert not agent.is_running() or agent.status() == psutil.STATUS_ZOMBIE
+
+
+async def cli(*args: str, home: Home) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "autorl_tui", "--home", str(home.root), *args, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, out.decode()
+    return out.decode()

@@ -24,7 +24,7 @@ from autorl_tui.tui.widgets.chart import MetricChart
 from autorl_tui.tui.widgets.gauge import Gauge
 from autorl_tui.tui.widgets.log_view import LogLine, LogView
 
-DEFAULT_SERIES = ("reward", "loss", "kl", "entropy", "completions/mean_length", "dev score")
+DEFAULT_SERIES = ("reward", "loss", "kl", "entropy", "completions/mean_length", "dev score", "dev_score")
 SERIES_COLORS = ("green", "cyan", "yellow", "magenta", "blue", "bright_red")
 MAX_POINTS = 5000
 LOG_CAPACITY = 20_000
@@ -291,7 +291,8 @@ class RunScreen(Screen):
 
     def _all_series_names(self) -> list[str]:
         names = list(self.series)
-        if self._dev_score_points():
+        # The grading API's scores as a series, unless the engine already records them as metrics.
+        if self._dev_score_points() and "grading" not in self.series_source.values():
             names.append("dev score")
         return names
 
@@ -300,11 +301,14 @@ class RunScreen(Screen):
         present = {opt.value for opt in sel._options}
         for name in self._all_series_names():
             if name not in present:
-                chosen = name in DEFAULT_SERIES or (len(self.selected_series) < 3 and not any(
-                    n in DEFAULT_SERIES for n in self._all_series_names()))
+                chosen = name in DEFAULT_SERIES
                 sel.add_option((name, name, chosen))
                 if chosen:
                     self.selected_series.append(name)
+        if not self.selected_series and sel.option_count:
+            for i in range(min(3, sel.option_count)):   # nothing familiar: show the first few
+                sel.select(sel.get_option_at_index(i).value)
+            self.selected_series = list(sel.selected)
 
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
         self.selected_series = list(event.selection_list.selected)

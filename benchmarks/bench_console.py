@@ -158,7 +158,10 @@ async def console_session(home_dir: str, presses: int, total: int, rate: float) 
         out["rss_start"] = rss_start
         out["rss_end"] = rss_bytes()
         out["batches"] = app.applied_batches
-        await app.client.shutdown()
+    from autorl_tui.engine.client import EngineClient
+
+    async with await EngineClient.connect(Home.open(home_dir)) as client:
+        await client.shutdown()
     return out
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -65,7 +66,8 @@ class EngineClient:
         self.socket_path = socket_path
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future] = {}
-        self._events: asyncio.Queue = asyncio.Queue()
+        self._events: deque = deque()
+        self._has_events = asyncio.Event()
         self.closed = False
         # Events received so far; each event gets its number as `recv_seq`, and `run_history`
         # reports `as_of_seq`: events numbered after it are not in the history.
@@ -92,25 +94,25 @@ class EngineClient:
     # ------------------------------------------------------------------ plumbing
     async def _read_loop(self) -> None:
         reason = "the engine closed the connection"
+        pending: list[bytes] = []   # the start of a line not complete yet (a big answer spans chunks)
         try:
             while True:
-                line = await self._reader.readline()
-                if not line:
+                # Read whatever arrived (up to 64 KiB, a few hundred events) and handle its complete
+                # lines in one go: a flood costs one wake-up per chunk, not per line, and no chunk
+                # holds the event loop long enough to delay a key press.
+                chunk = await self._reader.read(1 << 16)
+                if not chunk:
                     break
-                msg = json.loads(line)
-                if "event" in msg:
-                    self.received += 1
-                    event = event_from_dict(msg["event"])
-                    event.recv_seq = self.received
-                    self._events.put_nowait(event)
-                elif "lagged" in msg:
-                    self._events.put_nowait(Lagged(int(msg["lagged"])))
-                else:
-                    msg["_recv_seq"] = self.received
-                    fut = self._pending.pop(msg.get("id"), None)
-                    if fut is not None and not fut.done():
-                        fut.set_result(msg)
-        except (ConnectionError, ValueError, asyncio.IncompleteReadError) as exc:
+                if b"\n" not in chunk:
+                    pending.append(chunk)
+                    continue
+                *lines, rest = b"".join((*pending, chunk)).split(b"\n")
+                pending = [rest] if rest else []
+                for line in lines:
+                    if line:
+                        self._handle(json.loads(line.decode()))
+                self._wake_event_waiters()
+        except (ConnectionError, ValueError) as exc:
             reason = f"connection to the engine lost: {exc}"
         except asyncio.CancelledError:
             reason = "client closed"
@@ -122,7 +124,26 @@ class EngineClient:
                 if not fut.done():
                     fut.set_exception(EngineNotRunning(reason))
             self._pending.clear()
-            self._events.put_nowait(Disconnected(reason))
+            self._events.append(Disconnected(reason))
+            self._wake_event_waiters()
+
+    def _handle(self, msg: dict) -> None:
+        if "event" in msg:
+            self.received += 1
+            event = event_from_dict(msg["event"])
+            event.recv_seq = self.received
+            self._events.append(event)
+        elif "lagged" in msg:
+            self._events.append(Lagged(int(msg["lagged"])))
+        else:
+            msg["_recv_seq"] = self.received
+            fut = self._pending.pop(msg.get("id"), None)
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+
+    def _wake_event_waiters(self) -> None:
+        if self._events and not self._has_events.is_set():
+            self._has_events.set()
 
     async def call(self, cmd: str, **args: Any) -> Any:
         return (await self._call(cmd, args)).get("result")
@@ -173,20 +194,31 @@ class EngineClient:
     async def events(self) -> AsyncIterator[EngineEvent | Lagged | Disconnected]:
         """Live events (after `subscribe`). Ends after yielding `Disconnected`."""
         while True:
-            item = await self._events.get()
+            while not self._events:
+                self._has_events.clear()
+                await self._has_events.wait()
+            item = self._events.popleft()
             yield item
             if isinstance(item, Disconnected):
                 return
 
+    @property
+    def backlog(self) -> int:
+        return len(self._events)
+
+    def discard_backlog(self) -> int:
+        """Forget the events received but not yet taken (the caller re-reads the state instead)."""
+        n = len(self._events)
+        self._events.clear()
+        return n
+
     def drain_events(self, limit: int | None = None) -> list:
         """Events received so far, without waiting (the console applies them in batches)."""
-        out = []
-        while limit is None or len(out) < limit:
-            try:
-                out.append(self._events.get_nowait())
-            except asyncio.QueueEmpty:
-                break
-        return out
+        if limit is None or limit >= len(self._events):
+            out = list(self._events)
+            self._events.clear()
+            return out
+        return [self._events.popleft() for _ in range(limit)]
 
     # ------------------------------------------------------------------ commands
     async def ping(self) -> dict:

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from textual.app import App
+from textual.css.query import NoMatches
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from autorl_tui.engine.client import EngineClient, EngineNotRunning
+from autorl_tui.engine.client import EngineClient, EngineNotRunning, Lagged
 from autorl_tui.exitcodes import InfraError, UsageError
 from autorl_tui.home import Home
 from autorl_tui.tui.actions import actions_for, bindings
@@ -64,6 +65,8 @@ class ConsoleApp(App):
     TITLE = "autorl-tui"
     BINDINGS = bindings("app")
     COMMANDS = App.COMMANDS | {ActionsProvider}
+    MAX_BATCH = 5000        # events applied per refresh tick (bounds the time input waits)
+    MAX_BACKLOG = 100_000   # beyond this, resynchronise from the store instead of catching up
 
     def __init__(self, home: Home, client: EngineClient | None = None, *, refresh_hz: float = 4.0,
                  clock: Callable[[], float] = time.time, notify_events: bool = True):
@@ -121,7 +124,13 @@ class ConsoleApp(App):
     def apply_pending(self) -> None:
         if self.client is None:
             return
-        events = self.client.drain_events()
+        if self.client.backlog > self.MAX_BACKLOG:
+            # Far behind (a flood on a starved CPU): drop what is queued and re-read the state, as
+            # when the engine drops events for us. Memory and stalls stay bounded.
+            dropped = self.client.discard_backlog()
+            events = [Lagged(dropped)]
+        else:
+            events = self.client.drain_events(limit=self.MAX_BATCH)
         if not events:
             return
         changes = self.model.apply(events)
@@ -129,7 +138,10 @@ class ConsoleApp(App):
         self.dropped_events += changes.dropped
         for screen in list(self.screen_stack):
             if hasattr(screen, "apply_changes"):
-                screen.apply_changes(changes)
+                try:
+                    screen.apply_changes(changes)
+                except NoMatches:   # the screen is being torn down (quitting)
+                    pass
         self._notify(changes)
         if changes.disconnected:
             self.connected = False

@@ -9,6 +9,7 @@ import pytest
 
 from autorl_tui.home import Home
 from autorl_tui.tui.screens.new_plan import NewPlanScreen
+from autorl_tui.tui.screens.prompts import ConfirmScreen, InputScreen
 from autorl_tui.tui.screens.run import RunScreen
 from tests.console.frozen import FrozenConsole
 from tests.console.static_engine import ServedEngine
@@ -23,7 +24,7 @@ def served(tmp_path):
         yield served
 
 
-async def until(pilot, condition, timeout=10.0, what="a condition"):
+async def until(pilot, condition, timeout=30.0, what="a condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
@@ -65,7 +66,8 @@ async def test_runs_filter_sort_palette_and_export(served):
         table.move_cursor(row=row_ids(app).index(RID))
         await pilot.press("e")
         out = served.home.reports / f"{RID}.json"
-        await until(pilot, out.exists, timeout=60, what="the exported report")
+        await until(pilot, lambda: any("written:" in str(n.message) for n in app._notifications), timeout=60,
+                    what="the export to finish")
         assert json.loads(out.read_text())["run"]["id"] == RID
 
 
@@ -81,19 +83,23 @@ async def test_run_actions_pause_extend_cancel(served):
         await pilot.press("p")
         await until(pilot, lambda: app.model.runs[RID]["state"] == "running", what="resume")
         await pilot.press("b")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(app.screen, InputScreen), what="the budget prompt")
         await pilot.press("ctrl+u", *"5m", "enter")
         await until(pilot, lambda: served.engine.store.get("runs", RID)["budget_s"] == 900.0, what="the extension")
         await pilot.press("c")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
         await pilot.press("n")                                # the confirmation says no: nothing happens
+        await until(pilot, lambda: isinstance(app.screen, RunScreen), what="the dialog to close")
         await pilot.pause(0.3)
         assert app.model.runs[RID]["state"] == "running"
-        await pilot.press("c", "y")
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await pilot.press("y")
         await until(pilot, lambda: app.model.runs[RID]["state"] == "cancelled", what="the cancellation")
         await pilot.pause(0.3)
         assert "cancelled" in str(app.screen.query_one("#run-header").render())
         assert served.engine.store.get("runs", RID)["state"] == "cancelled"
         await pilot.press("c")                                # already finished: refused with a message
-        await pilot.pause(0.2)
+        await until(pilot, lambda: any("already cancelled" in str(n.message) for n in app._notifications),
+                    what="the refusal")
         assert any("already cancelled" in str(n.message) for n in app._notifications)

@@ -20,6 +20,7 @@ from autorl_tui.engine.daemon import EngineOptions, start_daemon, stop_daemon
 from autorl_tui.home import Home
 from autorl_tui.tui.app import ConsoleApp
 from autorl_tui.tui.screens.new_plan import NewPlanScreen
+from autorl_tui.tui.screens.prompts import ConfirmScreen
 from autorl_tui.tui.screens.run import RunScreen
 from autorl_tui.tui.widgets.log_view import LogView
 from tests.support.harness import REPO, TASKS, make_reachable_home
@@ -144,6 +145,7 @@ async def test_plan_from_keyboard_live_run_detach_reattach_restart_cancel(daemon
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app3.screen, RunScreen) and app3.screen.loaded, 10, "the run screen")
         await pilot.press("c")
+        await until(pilot, lambda: isinstance(app3.screen, ConfirmScreen), 10, "the confirmation")
         await pilot.press("y")
         await until(pilot, lambda: app3.model.runs[run_id]["state"] == "cancelled", 60, "the cancellation")
         await pilot.pause(0.3)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -30,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plain", action="store_true", help="with --batch: plain log lines instead of rich progress")
     parser.add_argument("--concurrency", type=int, default=None, help="with --batch: concurrent CPU runs")
     parser.add_argument("--gpus", default=None, help="declare GPUs instead of NVML discovery: '0,1,2' or 'none'")
+    parser.add_argument("--judge-url", default=None,
+                        help="OpenAI-compatible endpoint for judge-scored tasks (sets $AUTORL_JUDGE_URL for graders)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     import autorl_tui.commands as commands_pkg
 
@@ -47,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help exits 0, bad usage exits 2
         return int(exc.code or 0)
+    if getattr(args, "judge_url", None):   # graders (subprocesses) read it when the card sets no judge_url
+        os.environ["AUTORL_JUDGE_URL"] = args.judge_url
     try:
         if args.batch:
             if args.command:

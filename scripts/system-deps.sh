@@ -8,6 +8,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
+# The code sandbox runs generated code with a system interpreter whose stdlib any uid can read.
+[ -x /usr/bin/python3 ] || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "system-deps: need root to install: ${need[*]}" >&2; exit 1; fi
   echo "system-deps: installing ${need[*]}"

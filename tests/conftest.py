@@ -21,12 +21,6 @@ def home_dir(tmp_path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def shared_models_dir(tmp_path_factory) -> Path:
-    """Models built once per test session (the tiny model takes seconds to build)."""
-    return tmp_path_factory.mktemp("models")
-
-
-@pytest.fixture(scope="session")
 def tiny_model_dir() -> Path:
     """The built-in `tiny` model (seed 0), built once and cached between test sessions under
     .pytest_cache, keyed by the sources that determine its weights."""
@@ -42,3 +36,14 @@ def tiny_model_dir() -> Path:
     ).hexdigest()[:12]
     root = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models"))
     return tiny.build_tiny_model(root / f"tiny-{key}", seed=0)
+
+
+@pytest.fixture(scope="session")
+def docker_available() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=5).ping()
+        return True
+    except Exception:
+        return False

@@ -17,16 +17,9 @@ def engine_from_args(args, role: str = "batch"):
     from autorl_tui.engine.engine import Engine
     from autorl_tui.home import Home
 
-    gpus = None
-    if getattr(args, "gpus", None) and args.gpus != "none":
-        gpus = [g.strip() for g in args.gpus.split(",") if g.strip()]
-    elif not getattr(args, "gpus", None):
-        try:
-            from autorl_tui.engine.gpus import discover_gpus
+    from autorl_tui.engine.gpus import inventory
 
-            gpus = [g.id for g in discover_gpus()] or None
-        except ImportError:
-            gpus = None
+    gpus = inventory(getattr(args, "gpus", None)).ids or None
     return Engine(Home.open(args.home), concurrency=getattr(args, "concurrency", None), gpus=gpus,
                   agents_dirs=[Path(p) for p in getattr(args, "agents_dir", [])],
                   tasks_dirs=[Path(p) for p in getattr(args, "tasks_dir", [])], role=role)

@@ -41,21 +41,15 @@ def collect(args) -> dict:
     report: dict = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
                     "euid": os.geteuid(), "home": str(resolve_home(args.home))}
     report["packages"] = {m: {"extra": extra, "version": _version(m)} for m, extra in OPTIONAL}
-    gpus, gpu_note = [], "NVML not available"
-    try:
-        from autorl_tui.engine.gpus import discover_gpus
+    from autorl_tui.engine.gpus import inventory
 
-        gpus = [g.__dict__ if hasattr(g, "__dict__") else g for g in discover_gpus()]
-        gpu_note = "NVML" if gpus else "no GPUs found: runs use CPU slots"
-    except ImportError:
-        pass
-    except Exception as exc:
-        gpu_note = f"GPU discovery failed: {exc}"
-    report["gpus"] = {"devices": gpus, "note": gpu_note}
+    inv = inventory(getattr(args, "gpus", None))
+    report["gpus"] = {"devices": [g.to_dict() for g in inv.gpus], "source": inv.source,
+                      "note": inv.note or ("" if inv.gpus else "no GPUs: runs use CPU slots")}
     try:
         from autorl_tui.engine.executors.docker import DockerExecutor
 
-        ok, why = DockerExecutor().available()
+        ok, why = DockerExecutor(home=resolve_home(args.home)).available()
     except ImportError:
         ok, why = False, "docker executor not installed"
     except Exception as exc:

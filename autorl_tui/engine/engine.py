@@ -128,7 +128,8 @@ class Engine:
 
     def executor(self, name: str):
         if name not in self._executors:
-            options = {"agent_uid": self.agent_uid_for(self.home.workspaces)} if name == "local" else {}
+            options = ({"agent_uid": self.agent_uid_for(self.home.workspaces)} if name == "local"
+                       else {"home": self.home.root})
             self._executors[name] = get_executor(name, **options)
         return self._executors[name]
 
@@ -169,11 +170,9 @@ class Engine:
     def gpu_samples(self, gpus: list[str]) -> list[dict] | None:
         if not gpus:
             return None
-        try:
-            from autorl_tui.engine.gpus import sample_gpus
-        except ImportError:
-            return None
-        return sample_gpus(gpus)
+        from autorl_tui.engine.gpus import sample_utilization
+
+        return [s.__dict__ if hasattr(s, "__dict__") else dict(s) for s in sample_utilization(gpus)] or None
 
     # ------------------------------------------------------------------ queue
     def _validate(self, req: RunRequest) -> dict:
@@ -243,7 +242,7 @@ class Engine:
         return row
 
     def _queued(self) -> list[dict]:
-        return self.store.query("SELECT id, priority, queue_pos, gpus_requested, created_at FROM runs "
+        return self.store.query("SELECT id, priority, queue_pos, gpus_requested, created_at, budget_s FROM runs "
                                 "WHERE state='queued' ORDER BY priority DESC, queue_pos ASC, created_at ASC")
 
     def busy_gpus(self) -> set[str]:
@@ -251,27 +250,25 @@ class Engine:
         return {g for s in self.supervisors.values() for g in s.gpus}
 
     def _plan_starts(self) -> list[tuple[str, list[str]]]:
+        from autorl_tui.engine.scheduling import ActiveRun, QueuedRun, plan_starts
+
         queued = self._queued()
-        if not queued or self.queue_paused or self.draining:
+        if not queued:
             return []
+        queue = [QueuedRun(run_id=r["id"], gpus=r["gpus_requested"] or 0, priority=r["priority"],
+                           queue_pos=r["queue_pos"], enqueued_at=r["created_at"], budget_s=r["budget_s"])
+                 for r in queued]
+        active = [ActiveRun(run_id=s.run_id, gpus=tuple(s.gpus), expected_end=s.deadline)
+                  for s in self.supervisors.values()]
+        paused = self.queue_paused or self.draining
         if self.gpu_inventory:
             free = [g for g in self.gpu_inventory if g not in self.busy_gpus()]
-            try:
-                from autorl_tui.engine.scheduling import plan_starts
-
-                return plan_starts(queued, free, time.time())
-            except ImportError:
-                pass
-            starts = []
-            for run in queued:   # strict priority order; a run waits until its GPUs are free
-                need = max(1, run["gpus_requested"] or 1)
-                if need > len(free):
-                    break
-                starts.append((run["id"], free[:need]))
-                free = free[need:]
-            return starts
-        slots = self.concurrency - len(self.supervisors)
-        return [(r["id"], []) for r in queued[:max(0, slots)]]
+            # One run per GPU; CPU-only runs (gpus: 0) also count against the concurrency slots.
+            return plan_starts(queue, free, time.time(), active=active, paused=paused,
+                               free_slots=max(0, len(self.gpu_inventory) - len(self.supervisors)),
+                               inventory=self.gpu_inventory)
+        return plan_starts(queue, [], time.time(), active=active, paused=paused,
+                           free_slots=max(0, self.concurrency - len(self.supervisors)))
 
     async def _schedule_loop(self) -> None:
         while True:
@@ -414,6 +411,7 @@ class Engine:
     async def _reconcile(self) -> None:
         """Match what the store says is live against what really is: re-adopt running agents,
         redo harness-side steps that were interrupted, mark what cannot be recovered `lost`."""
+        live_containers: set[str] = set()
         for row in self.runs(list(ACTIVE_STATES)):
             run_id = row["id"]
             self.store.append_event(run_id, "harness", f"engine restarted while the run was {row['state']}")
@@ -430,8 +428,22 @@ class Engine:
                                         level="error", data={"state": "lost"})
                 continue
             attempt = decode_row("attempts", attempt)
+            live_containers.add(attempt.get("container_id") or "")
             gpus = attempt.get("gpus") or []
             sup = RunSupervisor(self, row, list(gpus))
             self.supervisors[run_id] = sup
             sup.adopt(attempt)
         self.store.flush()
+        self._reap_orphan_containers(live_containers)
+
+    def _reap_orphan_containers(self, live: set[str]) -> None:
+        """Containers of this home that no live run owns are leftovers of a crash: remove them."""
+        try:
+            ex = self.executor("docker")
+            if not ex.available()[0]:
+                return
+            removed = ex.reap(live={c for c in live if c})
+        except Exception:
+            return
+        for cid in removed:
+            self.store.append_event(None, "harness", f"reaped orphan container {cid[:12]}", level="warning")

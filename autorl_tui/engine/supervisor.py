@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
 from autorl_tui.engine import events as ev
-from autorl_tui.engine.executors.base import AgentHandle, ExecutorError, LaunchSpec
+from autorl_tui.engine.executors.base import AgentHandle, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.grading_api import ApiError, GradingServer
 from autorl_tui.engine.grading_client import GradingOutcome, run_grader
 from autorl_tui.engine.instrument.filetail import FileTail
@@ -208,12 +208,18 @@ class RunSupervisor:
 
     # ------------------------------------------------------------------ grading
     def _grading_request(self, model_path: Path, split: str) -> dict:
+        options = {**self.card.scorer_options, **self.spec.get("scorer_options", {})}
+        if self.card.scorer == "judge":
+            options.setdefault("cache_path", str(self.engine.home.cache / "judge.sqlite"))
+        # Graders get only the environment they need: the judge's key variable (named in the card).
+        pass_env = list(options.get("pass_env", [])) + ["AUTORL_JUDGE_URL"]
+        if options.get("api_key_env"):
+            pass_env.append(options["api_key_env"])
         return {"task": self.card.to_dict(), "split": split, "split_path": self.split_paths[split],
                 "model_path": str(model_path), "protocol": self.card.protocol.to_dict(), "scorer": self.card.scorer,
-                "scorer_options": {**self.card.scorer_options, **self.spec.get("scorer_options", {})},
-                "backend": self.spec.get("backend", "transformers"), "device": "cuda" if self.gpus else "cpu",
-                "threads": self.engine.grader_threads, "seed": self.card.protocol.seed, "limit": None,
-                "pass_env": self.card.scorer_options.get("pass_env", [])}
+                "scorer_options": options, "backend": self.spec.get("backend", "transformers"),
+                "device": "cuda" if self.gpus else "cpu", "threads": self.engine.grader_threads,
+                "seed": self.card.protocol.seed, "limit": None, "pass_env": pass_env}
 
     async def _grade(self, model_path: Path, split: str, work_dir: Path) -> GradingOutcome:
         async with self.engine.grading_slots:
@@ -297,20 +303,28 @@ class RunSupervisor:
                                 gpus=self.gpus, passthrough=passthrough,
                                 python_bin_dir=str(Path(sys.executable).parent))
         limits = self.spec.get("options", {}).get("limits") or {}
-        return LaunchSpec(run_id=self.run_id, attempt=self.attempt, command=self._command(), workspace=self.workspace.root,
+        # Containers see the workspace, read-only model and data, and the agent's own program folder.
+        mounts = [Mount(self.workspace.model_dir, f"models/{self.workspace.model_name}"),
+                  Mount(self.workspace.data, "data"), Mount(self.agent.agent_dir, str(self.agent.agent_dir))]
+        return LaunchSpec(mounts=mounts, run_id=self.run_id, attempt=self.attempt, command=self._command(), workspace=self.workspace.root,
                           env=env, log_dir=self._log_dir(), deadline=self.deadline, gpus=list(self.gpus),
                           network=self.agent.network, cpus=limits.get("cpus"), memory_bytes=limits.get("memory_bytes"),
                           image=self.spec.get("options", {}).get("image") or self.agent.image,
                           labels={"autorl.run_id": self.run_id, "autorl.home": str(self.engine.home.root),
                                   "autorl.attempt": str(self.attempt)},
-                          grading_socket=self._log_dir() / "grading.sock",
+                          grading_socket=self._log_dir() / "api" / "grading.sock",
                           private_paths=self.engine.private_paths(), workspaces_dir=self.engine.home.workspaces)
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         # Containers without a network reach the API through a Unix socket in the harness's log dir.
-        sock = self._log_dir() / "grading.sock" if self.spec.get("executor") == "docker" else None
+        sock = self._log_dir() / "api" / "grading.sock" if self.spec.get("executor") == "docker" else None
+        if sock is not None:
+            sock.parent.mkdir(parents=True, exist_ok=True)
+            os.chmod(sock.parent, 0o755)
         self.server = GradingServer(self, token=token, unix_socket=sock)
         await self.server.start(port=port or 0)
+        if sock is not None:
+            os.chmod(sock, 0o666)   # the container's user is not the harness's
 
     async def _run_agent(self) -> None:
         self._check_cancel()
@@ -356,7 +370,7 @@ class RunSupervisor:
         sampler = ProcessTreeSampler()
         self.parser = self.engine.make_parser(self.agent.output_format)
         wait_task = asyncio.create_task(handle.wait())
-        next_rev = next_res = next_offsets = 0.0
+        next_rev = next_res = 0.0
         try:
             while True:
                 done = wait_task.done()
@@ -375,10 +389,10 @@ class RunSupervisor:
                 if now >= next_res and not final:
                     next_res = now + self.RESOURCE_INTERVAL_S
                     self._sample_resources(sampler)
-                if now >= next_offsets or final:
-                    next_offsets = now + 2.0
-                    self._update_attempt(offsets={"stdout": out_tail.offset, "stderr": err_tail.offset,
-                                                  "metrics": metrics.offsets()})
+                # Offsets commit with the rows read up to them (same transaction): resumable, no duplicates.
+                self.store.stage_update("attempts", {"run_id": self.run_id, "number": self.attempt},
+                                        {"offsets": {"stdout": out_tail.offset, "stderr": err_tail.offset,
+                                                     "metrics": metrics.offsets()}})
                 if final:
                     break
                 if self._cancel_reason and handle.is_alive():

@@ -17,8 +17,6 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
-import sqlite_utils
-
 from autorl_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 JSON_COLUMNS = {
@@ -69,13 +67,21 @@ class Store:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=OFF")
-        self.db = sqlite_utils.Database(self._conn)
         self._lock = threading.RLock()
         self._events: list[tuple] = []
         self._metrics: list[tuple] = []
         self._resources: list[tuple] = []
+        self._staged: dict[tuple, dict] = {}
         self.flush_rows = flush_rows
         self.migrate()
+
+    @property
+    def db(self):
+        """A sqlite-utils view of the same connection, for ad-hoc introspection (tables, counts).
+        Imported lazily: sqlite-utils pulls in pandas when present, which costs a second at start."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self._conn)
 
     # ---------------------------------------------------------------- schema
     def schema_version(self) -> int:
@@ -120,8 +126,16 @@ class Store:
         with self._lock:
             self._resources.append((run_id, ts or time.time(), cpu_percent, rss_bytes, n_procs, _dumps(gpus)))
 
+    def stage_update(self, table: str, where: dict, fields: dict) -> None:
+        """An update committed in the same transaction as the rows buffered so far: e.g. a tail's
+        byte offset lands together with the events read up to it, so a crash can never leave
+        events recorded beyond the recorded offset (which would duplicate them on resume)."""
+        with self._lock:
+            key = (table, tuple(sorted(where.items())))
+            self._staged.setdefault(key, {}).update(fields)
+
     def pending(self) -> int:
-        return len(self._events) + len(self._metrics) + len(self._resources)
+        return len(self._events) + len(self._metrics) + len(self._resources) + len(self._staged)
 
     def flush(self) -> int:
         """Commit buffered rows in one transaction. Returns how many rows were written."""
@@ -129,8 +143,8 @@ class Store:
             n = self.pending()
             if not n:
                 return 0
-            events, metrics, resources = self._events, self._metrics, self._resources
-            self._events, self._metrics, self._resources = [], [], []
+            events, metrics, resources, staged = self._events, self._metrics, self._resources, self._staged
+            self._events, self._metrics, self._resources, self._staged = [], [], [], {}
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if events:
@@ -145,10 +159,14 @@ class Store:
                     self._conn.executemany(
                         "INSERT INTO resources (run_id, ts, cpu_percent, rss_bytes, n_procs, gpus) "
                         "VALUES (?, ?, ?, ?, ?, ?)", resources)
+                for (table, where), fields in staged.items():
+                    self._conn.execute(*_update_sql(table, dict(where), fields))
                 self._conn.execute("COMMIT")
             except Exception:
                 self._conn.execute("ROLLBACK")
                 self._events[:0], self._metrics[:0], self._resources[:0] = events, metrics, resources
+                for key, fields in staged.items():
+                    self._staged.setdefault(key, {}).update(fields)
                 raise
             return n
 
@@ -164,23 +182,15 @@ class Store:
             return row.get("id", cur.lastrowid) if table in ("runs", "plans") else cur.lastrowid
 
     def update(self, table: str, key: Any, fields: dict, key_column: str = "id") -> None:
-        if not fields:
-            return
-        with self._lock:
-            self.flush()
-            encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
-            sets = ", ".join(f"{k} = ?" for k in encoded)
-            self._conn.execute(f"UPDATE {table} SET {sets} WHERE {key_column} = ?", (*encoded.values(), key))
+        self.update_where(table, {key_column: key}, fields)
 
     def update_where(self, table: str, where: dict, fields: dict) -> None:
+        """Update and commit now (after flushing buffered rows)."""
         if not fields:
             return
         with self._lock:
             self.flush()
-            encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
-            sets = ", ".join(f"{k} = ?" for k in encoded)
-            cond = " AND ".join(f"{k} = ?" for k in where)
-            self._conn.execute(f"UPDATE {table} SET {sets} WHERE {cond}", (*encoded.values(), *where.values()))
+            self._conn.execute(*_update_sql(table, where, fields))
 
     def insert_many(self, table: str, rows: Iterable[dict]) -> int:
         rows = list(rows)
@@ -238,6 +248,13 @@ class Store:
                 self.flush()
             finally:
                 self._conn.close()
+
+
+def _update_sql(table: str, where: dict, fields: dict) -> tuple[str, tuple]:
+    encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
+    sets = ", ".join(f"{k} = ?" for k in encoded)
+    cond = " AND ".join(f"{k} = ?" for k in where)
+    return f"UPDATE {table} SET {sets} WHERE {cond}", (*encoded.values(), *where.values())
 
 
 def _split_sql(script: str) -> list[str]:

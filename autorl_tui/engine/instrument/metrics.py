@@ -74,8 +74,9 @@ class MetricsCollector:
         self.bad_lines = 0
 
     def offsets(self) -> dict:
-        return {"metrics_jsonl": self.jsonl.offset, "trainer_state": self._trainer_states,
-                "tensorboard": self._tb_seen}
+        # copies: the caller stages them for a later commit while the next poll may run
+        return {"metrics_jsonl": self.jsonl.offset, "trainer_state": dict(self._trainer_states),
+                "tensorboard": dict(self._tb_seen)}
 
     def poll(self, final: bool = False) -> tuple[list[Point], list[str]]:
         points: list[Point] = []

@@ -7,6 +7,8 @@ import importlib
 
 SCORERS: dict[str, str] = {
     "exact_match": "autorl_tui.grading.scorers.exact_match:ExactMatchScorer",
+    "unit_tests": "autorl_tui.grading.scorers.unit_tests:UnitTestsScorer",
+    "judge": "autorl_tui.grading.scorers.judge:JudgeScorer",
 }
 
 

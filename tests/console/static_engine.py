@@ -120,6 +120,21 @@ def fill_demo_store(store: Store) -> None:
     store.flush()
 
 
+FIXED_CATALOG = {
+    "tasks": [{"id": "arith", "name": "Arithmetic", "level": 1, "default_budget": "5m"},
+              {"id": "gsm8k", "name": "GSM8K", "level": 1, "default_budget": "2h"}],
+    "agents": [{"name": "baseline-copy", "description": "the control"}, {"name": "scripted", "description": ""}],
+    "models": ["tiny"], "executors": ["local", "docker"], "gpus": [],
+}
+
+
+class FixedCatalogServer(EngineServer):
+    """The catalog is whatever task cards and agent specs are installed; snapshots pin it."""
+
+    def cmd_catalog(self, conn) -> dict:
+        return FIXED_CATALOG
+
+
 class ServedEngine:
     """A StaticEngine behind the real EngineServer, on its own thread and event loop (the
     snapshot fixture runs the app with `App.run`, which owns the test thread's loop)."""
@@ -138,7 +153,7 @@ class ServedEngine:
         async def setup():
             self.engine = StaticEngine(self.home)
             fill_demo_store(self.engine.store)
-            self.server = EngineServer(self.engine, self.home.socket_path,
+            self.server = FixedCatalogServer(self.engine, self.home.socket_path,
                                        catalog=CatalogSources(home_root=self.home.root, concurrency=2))
             await self.server.start()
 

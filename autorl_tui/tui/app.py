@@ -66,7 +66,7 @@ class ConsoleApp(App):
     BINDINGS = bindings("app")
     COMMANDS = App.COMMANDS | {ActionsProvider}
     MAX_BATCH = 5000        # events applied per refresh tick (bounds the time input waits)
-    MAX_BACKLOG = 100_000   # beyond this, resynchronise from the store instead of catching up
+    MAX_BACKLOG = 25_000    # beyond this (seconds behind a flood), re-read the state instead of catching up
 
     def __init__(self, home: Home, client: EngineClient | None = None, *, refresh_hz: float = 4.0,
                  clock: Callable[[], float] = time.time, notify_events: bool = True):
@@ -136,12 +136,7 @@ class ConsoleApp(App):
         changes = self.model.apply(events)
         self.applied_batches += 1
         self.dropped_events += changes.dropped
-        for screen in list(self.screen_stack):
-            if hasattr(screen, "apply_changes"):
-                try:
-                    screen.apply_changes(changes)
-                except NoMatches:   # the screen is being torn down (quitting)
-                    pass
+        self._each_screen("apply_changes", changes)
         self._notify(changes)
         if changes.disconnected:
             self.connected = False
@@ -173,9 +168,15 @@ class ConsoleApp(App):
                 self.notify("re-attached to the engine", title="engine")
 
     def tick(self) -> None:
-        for screen in self.screen_stack:
-            if hasattr(screen, "tick"):
-                screen.tick()
+        self._each_screen("tick")
+
+    def _each_screen(self, method: str, *args) -> None:
+        for screen in list(self.screen_stack):
+            if hasattr(screen, method):
+                try:
+                    getattr(screen, method)(*args)
+                except NoMatches:   # the screen is being torn down (quitting)
+                    pass
 
     def _notify(self, changes: Changes) -> None:
         if not self.notify_events:
@@ -201,9 +202,7 @@ class ConsoleApp(App):
                         title="beats baseline")
 
     def refresh_status(self) -> None:
-        for screen in self.screen_stack:
-            if hasattr(screen, "refresh_status"):
-                screen.refresh_status()
+        self._each_screen("refresh_status")
 
     def status_line(self) -> str:
         runs = self.model.runs.values()

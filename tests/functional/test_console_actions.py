@@ -104,3 +104,21 @@ async def test_run_actions_pause_extend_cancel(served):
         await until(pilot, lambda: any("already cancelled" in str(n.message) for n in app._notifications),
                     what="the refusal")
         assert any("already cancelled" in str(n.message) for n in app._notifications)
+
+
+async def test_a_console_far_behind_drops_its_backlog_and_resyncs(served):
+    from autorl_tui.engine.events import RunEventAppended
+
+    app = FrozenConsole(served.home)
+    app.MAX_BACKLOG = 200
+    async with app.run_test(size=(130, 36)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
+
+        def flood():
+            for i in range(2000):
+                served.engine.bus.publish(RunEventAppended(RID, kind="stdout", message=f"flood {i}"))
+        served.loop.call_soon_threadsafe(flood)
+        await until(pilot, lambda: app.dropped_events > 0, what="the backlog to be dropped")
+        await until(pilot, lambda: app.client.backlog == 0, what="the console to catch up")
+        assert app.connected and len(app.model.runs) == 3      # state re-read, nothing lost from the table
+        assert app.client.received == 2000

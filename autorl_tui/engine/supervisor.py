@@ -122,6 +122,9 @@ class RunSupervisor:
         self.store.flush()
         self.engine.bus.publish(ev.RunStateChanged(self.run_id, state=state, previous=previous, reason=reason,
                                                    failure_source=failure_source))
+        extra = {k: v for k, v in fields.items() if k != "state"}
+        if extra:
+            self.engine.bus.publish(ev.RunUpdated(self.run_id, fields=extra))
 
     # ------------------------------------------------------------------ main flow
     def start(self) -> asyncio.Task:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs and starts the system parts the tests use for real: Docker Engine, Chromium, tmux.
+# Installs and starts the system parts the tests use for real: Docker Engine, Chromium, tmux, npm.
 # Idempotent; needs root (apt-get). Prints what it does.
 set -euo pipefail
 need=()
@@ -8,6 +8,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
+# The agent tests install the real agent CLIs (Claude Code, Codex, Gemini CLI, opencode) with npm.
+command -v npm >/dev/null 2>&1 || need+=(npm)
 # The code sandbox runs generated code with a system interpreter whose stdlib any uid can read.
 [ -x /usr/bin/python3 ] || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then

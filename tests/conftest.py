@@ -21,12 +21,6 @@ def home_dir(tmp_path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def shared_models_dir(tmp_path_factory) -> Path:
-    """Models built once per test session (the tiny model takes seconds to build)."""
-    return tmp_path_factory.mktemp("models")
-
-
-@pytest.fixture(scope="session")
 def tiny_model_dir() -> Path:
     """The built-in `tiny` model (seed 0), built once and cached between test sessions under
     .pytest_cache, keyed by the sources that determine its weights."""

@@ -34,6 +34,14 @@ def register_output_format(name: str) -> None:
     OUTPUT_FORMATS.add(name)
 
 
+def known_output_formats() -> set[str]:
+    # The parsers register their format names when imported; import them here (lazily, they are
+    # pure Python) so that a spec validates without the caller having imported the engine.
+    import autorl_tui.engine.instrument.parsers  # noqa: F401
+
+    return OUTPUT_FORMATS
+
+
 def builtin_agents_dir() -> Path:
     return Path(__file__).resolve().parents[1] / "builtin" / "agents"
 
@@ -78,7 +86,7 @@ def load_agent_spec(path: Path) -> AgentSpec:
     if not isinstance(env, list) or not all(isinstance(e, str) for e in env):
         raise UsageError(f"agent spec {path}: `env` must be a list of variable names, e.g. [OPENAI_API_KEY]")
     fmt = raw.get("output_format", "text")
-    if fmt not in OUTPUT_FORMATS:
+    if fmt not in known_output_formats():
         raise UsageError(f"agent spec {path}: output_format {fmt!r} unknown; known: {sorted(OUTPUT_FORMATS)}")
     network = raw.get("network", "none")
     if network not in NETWORK_POLICIES:

@@ -27,9 +27,52 @@ def engine_from_args(args, role: str = "batch"):
 
 def run_batch(args) -> int:
     from autorl_tui.catalog.plans import load_plan
+    from autorl_tui.engine.client import engine_is_running
+    from autorl_tui.home import Home
 
     plan = load_plan(args.batch)
+    if engine_is_running(Home.open(args.home).root):
+        return asyncio.run(_hand_over(args, plan))
     return asyncio.run(_run(args, plan))
+
+
+async def _hand_over(args, plan) -> int:
+    """An engine already owns the home (the console's background engine): give it the plan and
+    follow the plan's runs over the socket until they end. Ctrl-C stops following, not the runs."""
+    from autorl_tui.commands._display import PlainDisplay, print_summary_rows
+    from autorl_tui.engine.client import Disconnected, EngineClient, Lagged
+    from autorl_tui.engine.events import RunStateChanged
+    from autorl_tui.engine.supervisor import FINAL_STATES
+    from autorl_tui.home import Home
+
+    home = Home.open(args.home)
+    client = await EngineClient.connect(home.root)
+    display = PlainDisplay(None)
+    try:
+        await client.subscribe()
+        run_ids = await client.enqueue_plan(plan.source, str(args.batch))
+        display.note(f"plan {plan.name} handed to the running engine: {', '.join(run_ids)}")
+        states = {r["id"]: r["state"] for r in (await client.snapshot())["runs"] if r["id"] in run_ids}
+        try:
+            async for event in client.events():
+                if isinstance(event, Disconnected):
+                    raise InfraError("the engine went away while following the plan; its runs go on "
+                                     "(re-attach with `autorl-tui`)")
+                if isinstance(event, Lagged):
+                    states.update({r["id"]: r["state"] for r in (await client.snapshot())["runs"] if r["id"] in run_ids})
+                elif event.run_id in run_ids:
+                    display.render(event)
+                    if isinstance(event, RunStateChanged):
+                        states[event.run_id] = event.state
+                if all(states.get(r) in FINAL_STATES for r in run_ids):
+                    break
+        except asyncio.CancelledError:
+            raise
+        rows = [r for r in (await client.snapshot())["runs"] if r["id"] in run_ids]
+    finally:
+        await client.close()
+    print_summary_rows(home, rows)
+    return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)
 
 
 async def _run(args, plan) -> int:

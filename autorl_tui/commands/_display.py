@@ -125,16 +125,27 @@ def make_display(engine, plain: bool):
     return PlainDisplay(engine) if plain else RichDisplay(engine)
 
 
-def summary_rows(engine, rows: list[dict]) -> list[dict]:
+def summary_rows(engine, rows: list[dict], query=None) -> list[dict]:
+    query = query or engine.store.query
     out = []
     for r in rows:
-        subs = engine.store.query("SELECT seq, status, score FROM submissions WHERE run_id=? ORDER BY seq", (r["id"],))
+        subs = query("SELECT seq, status, score FROM submissions WHERE run_id=? ORDER BY seq", (r["id"],))
         wall = (r["ended_at"] - r["created_at"]) if r.get("ended_at") else None
         out.append({**r, "submissions": subs, "wall_s": wall})
     return out
 
 
-def print_summary(engine, rows: list[dict], stream=None) -> None:
+def print_summary_rows(home, rows: list[dict], stream=None) -> None:
+    """The summary from a read-only view of the store (when another process owns the engine)."""
+    from autorl_tui.store.db import open_readonly
+
+    conn = open_readonly(home.store_path)
+    query = lambda sql, params=(): [dict(r) for r in conn.execute(sql, params)]  # noqa: E731
+    fresh = [query("SELECT * FROM runs WHERE id=?", (r["id"],))[0] for r in rows]
+    print_summary(None, fresh, stream, query=query)
+
+
+def print_summary(engine, rows: list[dict], stream=None, query=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -143,7 +154,7 @@ def print_summary(engine, rows: list[dict], stream=None) -> None:
     for col in ("run", "state", "baseline dev", "submissions (dev)", "best dev", "baseline test", "test (selected)",
                 "improvement", "wall time", "end"):
         table.add_column(col, overflow="fold")
-    for r in summary_rows(engine, rows):
+    for r in summary_rows(engine, rows, query):
         subs = ", ".join(f"v{s['seq']}:{_f(s['score'])}" if s["status"] in ("scored", "duplicate")
                          else f"v{s['seq']}:{s['status']}" for s in r["submissions"]) or "-"
         imp = r.get("improvement")

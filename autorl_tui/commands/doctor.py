@@ -90,6 +90,6 @@ def run(args) -> int:
         for name, r in report["agents"].items():
             if isinstance(r, dict):
                 status = {True: "ready", False: "not ready", None: "?"}[r.get("ready")]
-                missing = ", ".join(r.get("missing", []))
+                missing = "; ".join(r.get("problems") or r.get("missing", []))
                 print(f"  {name:16} {status}{(' — missing: ' + missing) if missing else ''}")
     return 0

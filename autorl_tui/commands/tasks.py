@@ -70,7 +70,10 @@ def validate(args) -> int:
         path = target
     else:
         path = find_task(args.target, _search_path(args)).dir   # UsageError (exit 2) lists the known tasks
-    report = validate_card(path)
+    from autorl_tui.home import Home
+
+    # The home's cache: splits materialized here are reused by runs (and by the next validation).
+    report = validate_card(path, cache_root=Home.open(args.home).cache / "tasks")
     if report.ok:
         sizes = ", ".join(f"{k} {v}" for k, v in report.split_sizes.items())
         print(f"{report.card_path}: valid ({sizes})")

@@ -72,6 +72,7 @@ class Engine:
         self._loop_task: asyncio.Task | None = None
         self._flush_task: asyncio.Task | None = None
         self._idle = asyncio.Event()
+        self._baseline_locks: dict[tuple, asyncio.Lock] = {}
         self.started_at: float | None = None
 
     # ------------------------------------------------------------------ life cycle
@@ -145,6 +146,9 @@ class Engine:
                                       and _others_can_traverse(Path(sys.executable).resolve().parent)):
             return None
         return uid
+
+    def baseline_lock(self, key: tuple) -> asyncio.Lock:
+        return self._baseline_locks.setdefault(key, asyncio.Lock())
 
     def private_paths(self) -> list[Path]:
         """What a local agent must never read: the store, caches with held-out splits, snapshots,

@@ -28,6 +28,7 @@ from autorl_tui.engine.instrument.revisions import RevisionTracker
 from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, resolve_submission_path,
                                            snapshot_folder)
 from autorl_tui.engine.workspace import Workspace, agent_environment, build_workspace, write_run_meta
+from autorl_tui.exitcodes import UsageError
 from autorl_tui.grading import GRADER_VERSION
 
 if TYPE_CHECKING:
@@ -121,6 +122,9 @@ class RunSupervisor:
         self.store.flush()
         self.engine.bus.publish(ev.RunStateChanged(self.run_id, state=state, previous=previous, reason=reason,
                                                    failure_source=failure_source))
+        extra = {k: v for k, v in fields.items() if k != "state"}
+        if extra:
+            self.engine.bus.publish(ev.RunUpdated(self.run_id, fields=extra))
 
     # ------------------------------------------------------------------ main flow
     def start(self) -> asyncio.Task:
@@ -252,43 +256,61 @@ class RunSupervisor:
         scores = {}
         for split in ("dev", "test"):
             self._check_cancel()
-            cached = self.store.one(
-                "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? AND grader_version=? AND split=?",
-                (self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split))
-            if cached:
-                scores[split] = cached["score"]
-                self.log("harness", f"baseline on {split}: {cached['score']:.2f} (cached)",
-                         data={"split": split, "baseline_id": cached["id"], "cached": True})
-                continue
-            work = self.engine.home.run_dir(self.run_id) / "grading" / f"baseline-{split}"
-            outcome = await self._grade(self.model_path, split, work)
-            if not outcome.ok:
-                raise RunFailure("grader", f"baseline grading on {split} failed: {outcome.error}")
-            if outcome.grader_version and outcome.grader_version != GRADER_VERSION:
-                self.log("harness", f"grader reports version {outcome.grader_version}, engine expects {GRADER_VERSION}",
-                         level="warning")
-            baseline_id = self.store.insert("baselines", {
-                "task": self.card.id, "model": model_key, "protocol_hash": self.card.protocol_hash(),
-                "grader_version": GRADER_VERSION, "split": split, "score": outcome.score,
-                "metrics": {**outcome.metrics, "timings": outcome.timings}, "created_at": time.time()})
-            self._store_samples(outcome.samples, split, baseline_id=baseline_id)
-            scores[split] = outcome.score
-            self.log("harness", f"baseline on {split}: {outcome.score:.2f}", data={"split": split, "baseline_id": baseline_id})
+            # One computation per baseline key even when several runs of a task start together.
+            async with self.engine.baseline_lock((self.card.id, model_key, self.card.protocol_hash(), split)):
+                scores[split] = await self._baseline(split, model_key)
         self._baseline_dev = scores["dev"]
         self.update_run(baseline_dev_score=scores["dev"], baseline_score=scores["test"])
 
+    async def _baseline(self, split: str, model_key: str) -> float:
+        cached = self.store.one(
+            "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? AND grader_version=? AND split=?",
+            (self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split))
+        if cached:
+            self.log("harness", f"baseline on {split}: {cached['score']:.2f} (cached)",
+                     data={"split": split, "baseline_id": cached["id"], "cached": True})
+            return cached["score"]
+        work = self.engine.home.run_dir(self.run_id) / "grading" / f"baseline-{split}"
+        outcome = await self._grade(self.model_path, split, work)
+        if not outcome.ok:
+            raise RunFailure("grader", f"baseline grading on {split} failed: {outcome.error}")
+        if outcome.grader_version and outcome.grader_version != GRADER_VERSION:
+            self.log("harness", f"grader reports version {outcome.grader_version}, engine expects {GRADER_VERSION}",
+                     level="warning")
+        baseline_id = self.store.insert("baselines", {
+            "task": self.card.id, "model": model_key, "protocol_hash": self.card.protocol_hash(),
+            "grader_version": GRADER_VERSION, "split": split, "score": outcome.score,
+            "metrics": {**outcome.metrics, "timings": outcome.timings}, "created_at": time.time()})
+        self._store_samples(outcome.samples, split, baseline_id=baseline_id)
+        self.log("harness", f"baseline on {split}: {outcome.score:.2f}", data={"split": split, "baseline_id": baseline_id})
+        return outcome.score
+
     # ------------------------------------------------------------------ the agent
     def _command(self) -> str | list[str]:
+        # Placeholders are filled by name (other braces, e.g. TOML/JSON in a command, stay as they
+        # are) and shell-quoted in a string command: see catalog/agent_command.py.
+        from autorl_tui.catalog.agent_command import render_command
+
         values = {"agent_dir": str(self.agent.agent_dir), "python": sys.executable, "workspace": str(self.workspace.root),
                   "driver": self.spec.get("driver") or "", "driver_url": self.spec.get("options", {}).get("driver_url", ""),
                   "prompt_file": str(self.workspace.root / "prompt.md")}
-        cmd = self.agent.command
         try:
-            if isinstance(cmd, list):
-                return [str(part).format(**values) for part in cmd]
-            return str(cmd).format(**values)
-        except (KeyError, IndexError) as exc:
-            raise RunFailure("agent", f"agent spec {self.agent.source}: unknown placeholder {exc} in command") from None
+            return render_command(self.agent.command, values)
+        except UsageError as exc:
+            raise RunFailure("agent", f"agent spec {self.agent.source}: {exc}") from None
+
+    def _write_prompt(self) -> None:
+        """The prompt every LLM agent gets (one versioned template, docs/agents.md): written to the
+        workspace as prompt.md; its text is kept in the store (a blob) and its version on an event."""
+        from autorl_tui.catalog.prompts import build_agent_prompt
+
+        root = self.workspace.root
+        text, version = build_agent_prompt((root / "description.md").read_text(), (root / "instructions.md").read_text(),
+                                           float(self.run["budget_s"]), task_name=getattr(self.card, "name", None) or self.card.id,
+                                           workspace=str(root), deadline=self.deadline)
+        (root / "prompt.md").write_text(text)
+        digest = self.store.put_blob(text.encode())
+        self.log("harness", f"agent prompt {version}", data={"prompt_version": version, "prompt_blob": digest})
 
     def _log_dir(self) -> Path:
         return self.engine.home.run_dir(self.run_id) / f"attempt-{self.attempt}"
@@ -302,6 +324,13 @@ class RunSupervisor:
         env = agent_environment(self.workspace, task_id=self.card.id, grading_url=grading_url, deadline=self.deadline,
                                 gpus=self.gpus, passthrough=passthrough,
                                 python_bin_dir=str(Path(sys.executable).parent))
+        if self.spec.get("executor", "local") == "local":
+            # The agent stack's own executables (e.g. an npm global prefix) stay reachable.
+            from autorl_tui.catalog.readiness import executable_dirs
+
+            extra = [d for d in executable_dirs(self.agent) if d not in env["PATH"].split(":")]
+            if extra:
+                env["PATH"] = ":".join(extra + [env["PATH"]])
         limits = self.spec.get("options", {}).get("limits") or {}
         # Containers see the workspace, read-only model and data, and the agent's own program folder.
         mounts = [Mount(self.workspace.model_dir, f"models/{self.workspace.model_name}"),
@@ -338,6 +367,7 @@ class RunSupervisor:
         self.deadline = self.started_at + float(self.run["budget_s"])
         write_run_meta(self.workspace, card=self.card, budget_s=float(self.run["budget_s"]), start=self.started_at,
                        deadline=self.deadline)
+        self._write_prompt()
         spec = self._launch_spec(self.server.url)
         # Journal first: the attempt and the run's clock are on disk before the agent exists.
         self.store.insert("attempts", {"run_id": self.run_id, "number": self.attempt, "state": "starting",
@@ -394,6 +424,9 @@ class RunSupervisor:
                                         {"offsets": {"stdout": out_tail.offset, "stderr": err_tail.offset,
                                                      "metrics": metrics.offsets()}})
                 if final:
+                    if self.parser is not None:      # calls whose results never came (killed mid-command)
+                        for action in self.parser.finish():
+                            self._record_action(action)
                     break
                 if self._cancel_reason and handle.is_alive():
                     await handle.kill(self._cancel_reason)
@@ -428,12 +461,9 @@ class RunSupervisor:
         summary = getattr(action, "summary", None)
         message = summary() if callable(summary) else str(data.get("kind"))
         self.log("action", message, level="error" if data.get("kind") in ("error", "malformed") else "info", data=data)
-        usage = data.get("usage") if data.get("kind") == "usage" else None
-        if usage:
-            fields = {}
-            for col, key in (("tokens_in", "tokens_in"), ("tokens_out", "tokens_out"), ("cost_usd", "cost_usd")):
-                if usage.get(key) is not None:
-                    fields[col] = (self.run.get(col) or 0) + usage[key]
+        if data.get("kind") == "usage":      # usage actions are increments (engine/instrument/actions.py)
+            fields = {col: (self.run.get(col) or 0) + data[col] for col in ("tokens_in", "tokens_out", "cost_usd")
+                      if data.get(col) is not None}
             if fields:
                 self.update_run(**fields)
 

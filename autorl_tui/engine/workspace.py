@@ -58,7 +58,7 @@ class Workspace:
 
 
 def _place_tree(src: Path, dst: Path, link: bool) -> None:
-    """Copy (or hardlink) src into dst, read-only for everyone."""
+    """Copy (or hardlink) src into dst, owned by the harness."""
     if src.is_file():
         dst.parent.mkdir(parents=True, exist_ok=True)
         _place_file(src, dst, link)
@@ -69,19 +69,22 @@ def _place_tree(src: Path, dst: Path, link: bool) -> None:
         for name in filenames:
             _place_file(Path(dirpath) / name, dst / rel / name, link)
     for dirpath, _dirnames, _filenames in os.walk(dst):
-        os.chmod(dirpath, 0o555)
+        os.chmod(dirpath, 0o755)
 
 
 def _place_file(src: Path, dst: Path, link: bool) -> None:
+    # Read-only by ownership (root-owned when the agent runs as another user) and, in containers,
+    # by a read-only mount. The mode stays 0644 so that an agent's own *copy* (shutil.copytree)
+    # is writable for it.
     if link:
         try:
             os.link(src, dst)
-            os.chmod(dst, 0o444)
+            os.chmod(dst, 0o644)
             return
         except OSError:
             pass
     shutil.copyfile(src, dst)
-    os.chmod(dst, 0o444)
+    os.chmod(dst, 0o644)
 
 
 def render_instructions(card: TaskCard, model_name: str, budget_s: float, start: float, deadline: float,
@@ -115,8 +118,8 @@ def build_workspace(root: Path, *, card: TaskCard, model_name: str, model_path: 
         _place_tree(train_path, ws.data, link)
     else:
         _place_tree(train_path, ws.data / "train.jsonl", link)
-    os.chmod(ws.data, 0o555)
-    os.chmod(root / "models", 0o555)
+    os.chmod(ws.data, 0o755)
+    os.chmod(root / "models", 0o755)
     for extra in card.workspace_files:
         src = card.dir / extra
         if src.exists():

@@ -67,7 +67,11 @@ def _load_items(request: dict) -> list[dict]:
     if not split_path.exists():
         raise GradingError("data", f"split file {split_path} does not exist (materialize the task's splits first)")
     try:
-        items = read_items(split_path) if split_path.is_file() else []
+        if split_path.is_file():
+            items = read_items(split_path)
+        else:   # a folder split (interactive tasks) may index its items in items.jsonl
+            index = split_path / "items.jsonl"
+            items = read_items(index) if index.exists() else []
     except Exception as exc:  # noqa: BLE001 - any parse failure is a data problem
         raise GradingError("data", f"cannot read split {split_path}: {exc}") from exc
     limit = request.get("limit")

@@ -17,8 +17,6 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
-import sqlite_utils
-
 from autorl_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 JSON_COLUMNS = {
@@ -69,7 +67,6 @@ class Store:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=OFF")
-        self.db = sqlite_utils.Database(self._conn)
         self._lock = threading.RLock()
         self._events: list[tuple] = []
         self._metrics: list[tuple] = []
@@ -77,6 +74,14 @@ class Store:
         self._staged: dict[tuple, dict] = {}
         self.flush_rows = flush_rows
         self.migrate()
+
+    @property
+    def db(self):
+        """A sqlite-utils view of the same connection, for ad-hoc introspection (tables, counts).
+        Imported lazily: sqlite-utils pulls in pandas when present, which costs a second at start."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self._conn)
 
     # ---------------------------------------------------------------- schema
     def schema_version(self) -> int:
@@ -155,11 +160,7 @@ class Store:
                         "INSERT INTO resources (run_id, ts, cpu_percent, rss_bytes, n_procs, gpus) "
                         "VALUES (?, ?, ?, ?, ?, ?)", resources)
                 for (table, where), fields in staged.items():
-                    encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
-                    sets = ", ".join(f"{k} = ?" for k in encoded)
-                    cond = " AND ".join(f"{k} = ?" for k, _ in where)
-                    self._conn.execute(f"UPDATE {table} SET {sets} WHERE {cond}",
-                                       (*encoded.values(), *(v for _, v in where)))
+                    self._conn.execute(*_update_sql(table, dict(where), fields))
                 self._conn.execute("COMMIT")
             except Exception:
                 self._conn.execute("ROLLBACK")
@@ -181,23 +182,15 @@ class Store:
             return row.get("id", cur.lastrowid) if table in ("runs", "plans") else cur.lastrowid
 
     def update(self, table: str, key: Any, fields: dict, key_column: str = "id") -> None:
-        if not fields:
-            return
-        with self._lock:
-            self.flush()
-            encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
-            sets = ", ".join(f"{k} = ?" for k in encoded)
-            self._conn.execute(f"UPDATE {table} SET {sets} WHERE {key_column} = ?", (*encoded.values(), key))
+        self.update_where(table, {key_column: key}, fields)
 
     def update_where(self, table: str, where: dict, fields: dict) -> None:
+        """Update and commit now (after flushing buffered rows)."""
         if not fields:
             return
         with self._lock:
             self.flush()
-            encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
-            sets = ", ".join(f"{k} = ?" for k in encoded)
-            cond = " AND ".join(f"{k} = ?" for k in where)
-            self._conn.execute(f"UPDATE {table} SET {sets} WHERE {cond}", (*encoded.values(), *where.values()))
+            self._conn.execute(*_update_sql(table, where, fields))
 
     def insert_many(self, table: str, rows: Iterable[dict]) -> int:
         rows = list(rows)
@@ -255,6 +248,13 @@ class Store:
                 self.flush()
             finally:
                 self._conn.close()
+
+
+def _update_sql(table: str, where: dict, fields: dict) -> tuple[str, tuple]:
+    encoded = {k: (_dumps(v) if k in JSON_COLUMNS.get(table, ()) else v) for k, v in fields.items()}
+    sets = ", ".join(f"{k} = ?" for k in encoded)
+    cond = " AND ".join(f"{k} = ?" for k in where)
+    return f"UPDATE {table} SET {sets} WHERE {cond}", (*encoded.values(), *where.values())
 
 
 def _split_sql(script: str) -> list[str]:

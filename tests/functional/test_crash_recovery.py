@@ -2,6 +2,7 @@
 completes with every earlier event and submission intact."""
 
 import json
+import shutil
 import os
 import signal
 import sqlite3
@@ -35,12 +36,12 @@ def _wait_for(pred, timeout, what):
 
 
 @pytest.mark.parametrize("executor", ["local", pytest.param("docker", marks=pytest.mark.docker)])
-def test_engine_killed_mid_run_is_recovered(executor, shared_models_dir, tmp_path, docker_available):
+def test_engine_killed_mid_run_is_recovered(executor, tiny_model_dir, tmp_path, docker_available):
     if executor == "docker" and not docker_available:
         pytest.skip("DOCKER ENGINE NOT REACHABLE: the docker crash test did not run")
     home = make_reachable_home()
     home.mkdir(parents=True)
-    install_model(shared_models_dir, home)
+    install_model(tiny_model_dir, home)
     plan = write_plan(tmp_path / "plan.yaml", agents=["test-crash-probe"], budget="180s", executor=executor)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     cmd = [sys.executable, "-m", "autorl_tui", "--home", str(home), "--agents-dir", str(TEST_AGENTS),
@@ -75,3 +76,4 @@ def test_engine_killed_mid_run_is_recovered(executor, shared_models_dir, tmp_pat
     assert [s["status"] for s in subs] == ["scored", "scored"]
     assert run["test_score"] is not None
     assert any("re-adopted" in m for _, _, m in events_after)
+    shutil.rmtree(home.parent, ignore_errors=True)

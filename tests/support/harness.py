@@ -39,17 +39,12 @@ def cli(*args: str, home: Path | None = None, timeout: float = 600, env: dict | 
     return proc
 
 
-def install_model(shared_models: Path, home: Path, name: str = "tiny") -> None:
-    """Copy a model built once per session into a fresh home (building it per test would be slow)."""
-    src = shared_models / name
-    if not (src / "config.json").exists():
-        cli("models", "build", name, home=shared_models.parent / "builder-home", check=True)
-        built = shared_models.parent / "builder-home" / "models" / name
-        shutil.copytree(built, src)
+def install_model(model_dir: Path, home: Path, name: str = "tiny") -> None:
+    """Copy a model built once per session (the `tiny_model_dir` fixture) into a fresh home."""
     dst = home / "models" / name
     dst.parent.mkdir(parents=True, exist_ok=True)
     if not dst.exists():
-        shutil.copytree(src, dst)
+        shutil.copytree(model_dir, dst)
 
 
 def write_plan(path: Path, **fields) -> Path:

@@ -1,1 +1,2 @@
-"""Live instrumentation of a run: agent logs, training metrics, code revisions, resources."""
+"""Live instrumentation of a run: agent logs and their stream parsers (normalized actions),
+training metrics, code revisions, resources."""

@@ -9,6 +9,7 @@ SCORERS: dict[str, str] = {
     "exact_match": "autorl_tui.grading.scorers.exact_match:ExactMatchScorer",
     "unit_tests": "autorl_tui.grading.scorers.unit_tests:UnitTestsScorer",
     "judge": "autorl_tui.grading.scorers.judge:JudgeScorer",
+    "env_success": "autorl_tui.grading.scorers.env_success:EnvSuccessScorer",
 }
 
 

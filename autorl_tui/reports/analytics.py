@@ -1,0 +1,516 @@
+"""The analytics layer: DuckDB over the SQLite store, attached read-only.
+
+Reports and the console read runs through `Analytics`; every method returns plain lists of dicts
+(or dicts) so callers never see DuckDB. The SQL lives in `sql/views.sql` (views) and
+`sql/queries.sql` (named, parameterised queries).
+
+The store is written live by the engine in WAL mode. The SQLite scanner opens it read-only: a
+reader never takes a write lock, never checkpoints and never blocks the writer; each query sees a
+consistent snapshot of what was committed when it started.
+
+DuckDB cannot download extensions here, so the SQLite scanner is loaded from the file shipped by
+the `duckdb-extension-sqlite-scanner` package, with extension auto-install/auto-load off.
+
+One process, one SQLite library per file: the scanner bundles its own copy of SQLite, and two
+copies of SQLite opening the same database in one process break each other's POSIX locks and
+shared-memory mapping (sqlite.org/howtocorrupt.html §2.2; here it ended in SIGBUS while the
+engine's writer committed). So when this process already has the store open (an engine hosted
+in the same process, or any sqlite3 connection), `Analytics` reads a consistent snapshot copy
+made with Python's own SQLite backup API instead of the live file. Reports run as their own
+process (`autorl-tui report`) read the live file directly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+import time
+import zlib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from autorl_tui.exitcodes import InfraError, UsageError
+
+SQL_DIR = Path(__file__).resolve().parent / "sql"
+
+# Shell commands that start training (the phase heuristic counts them as "train").
+TRAIN_COMMAND_RE = (r"(accelerate launch|torchrun|deepspeed|trl (sft|dpo|grpo)"
+                    r"|python[0-9.]*( -u)? \S*(train|finetune|fine_tune|sft|dpo|grpo|ppo|rl)\S*\.py)")
+
+# Names under which TRL (and common hand-written loops) log the series the danger signals watch,
+# in order of preference.
+SERIES_ALIASES = {
+    "reward": ("reward", "train/reward", "rewards/mean", "objective/rlhf_reward", "env/reward_mean"),
+    "kl": ("kl", "train/kl", "objective/kl", "policy/approxkl_avg"),
+    "entropy": ("entropy", "train/entropy", "objective/entropy", "policy/entropy_avg"),
+    "length": ("completions/mean_length", "completion_length", "train/completion_length",
+               "completions/mean_terminated_length", "train/completions/mean_length"),
+}
+
+PHASES = ("explore", "write_code", "train", "evaluate", "idle")
+
+
+def sqlite_scanner_path() -> Path:
+    spec = importlib.util.find_spec("duckdb_extension_sqlite_scanner")
+    if spec is None or not spec.origin:
+        raise InfraError("the DuckDB SQLite scanner is not installed: "
+                         "pip install duckdb-extension-sqlite-scanner==" + duckdb.__version__)
+    path = Path(spec.origin).parent / "extensions" / f"v{duckdb.__version__}" / "sqlite_scanner.duckdb_extension"
+    if not path.exists():
+        raise InfraError(f"no SQLite scanner for DuckDB {duckdb.__version__} at {path}; install "
+                         f"duckdb-extension-sqlite-scanner=={duckdb.__version__}")
+    return path
+
+
+@lru_cache(maxsize=1)
+def named_queries() -> dict[str, str]:
+    text = (SQL_DIR / "queries.sql").read_text()
+    queries: dict[str, str] = {}
+    for block in re.split(r"^-- name: ", text, flags=re.M)[1:]:
+        name, _, body = block.partition("\n")
+        queries[name.strip()] = body.strip().rstrip(";")
+    return queries
+
+
+def _finite(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _decode_json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _open_in_this_process(path: Path) -> bool:
+    """True when a file descriptor of this process already points at the store (Linux /proc)."""
+    target = os.path.realpath(path)
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == target:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _snapshot(src: Path, dst: Path) -> None:
+    """A consistent copy of a live store through the same SQLite library as the writer's."""
+    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    try:
+        target = sqlite3.connect(str(dst))
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+    finally:
+        source.close()
+
+
+def _runs_view(conn) -> str:
+    """s.runs, plus the dev-baseline columns computed for stores that predate them (there the
+    only baseline is the dev one)."""
+    cols = {r[0] for r in conn.execute("SELECT column_name FROM duckdb_columns() "
+                                       "WHERE database_name = 's' AND table_name = 'runs'").fetchall()}
+    if not cols:
+        raise InfraError("the store has no runs table: is this an autorl-tui store?")
+    extra = []
+    if "baseline_dev_score" not in cols:
+        extra.append("r.baseline_score AS baseline_dev_score")
+    if "dev_improvement" not in cols:
+        extra.append("r.best_dev_score - r.baseline_score AS dev_improvement")
+    return "CREATE OR REPLACE TEMP VIEW runs_v AS SELECT r.*" + "".join(", " + e for e in extra) + " FROM s.runs r"
+
+
+def _id_list(ids) -> str:
+    # Lists go to DuckDB as one string split in SQL: binding a Python list would import pandas.
+    return "\x1f".join(str(i) for i in ids)
+
+
+class Analytics:
+    """Read-only analytics over one store. Safe to use while the engine writes the store."""
+
+    def __init__(self, store_path: str | Path, *, max_points: int = 400):
+        self.store_path = Path(store_path)
+        if not self.store_path.exists():
+            raise UsageError(f"no store at {self.store_path}: run something first, or pass the right --home")
+        self.max_points = max_points
+        self.snapshot: Path | None = None
+        self._tmpdir: tempfile.TemporaryDirectory | None = None
+        read_path = self.store_path
+        if _open_in_this_process(self.store_path):
+            self._tmpdir = tempfile.TemporaryDirectory(prefix="autorl-report-")
+            read_path = self.snapshot = Path(self._tmpdir.name) / "store-snapshot.db"
+            _snapshot(self.store_path, read_path)
+        self._lock = threading.RLock()
+        self._focused: dict[str, tuple] = {}
+        self._conn = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                                        "autoload_known_extensions": False,
+                                                        "threads": 1})
+        try:
+            self._conn.execute(f"LOAD '{sqlite_scanner_path()}'")
+            quoted = str(read_path).replace("'", "''")
+            self._conn.execute(f"ATTACH '{quoted}' AS s (TYPE sqlite, READ_ONLY)")
+            self._conn.execute(_runs_view(self._conn))
+            self._conn.execute((SQL_DIR / "views.sql").read_text())
+        except duckdb.Error as exc:
+            self._conn.close()
+            raise InfraError(f"cannot read store {self.store_path} with DuckDB: {exc}") from exc
+
+    def close(self) -> None:
+        self._conn.close()
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    def __enter__(self) -> "Analytics":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ plumbing
+    def query(self, query_name: str, /, **params: Any) -> list[dict]:
+        """Runs a named query from sql/queries.sql; returns rows as dicts."""
+        return self.sql(named_queries()[query_name], params)
+
+    def sql(self, sql: str, params: dict | None = None) -> list[dict]:
+        with self._lock:
+            cur = self._conn.execute(sql, params or {})
+            cols = [d[0] for d in cur.description]
+            return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    # ------------------------------------------------------------------ runs
+    def run(self, run_id: str) -> dict:
+        rows = self.query("runs_by_id", ids=_id_list([run_id]))
+        if not rows:
+            known = [r["run_id"] for r in self.query("run_list", limit=5)]
+            hint = f"; recent runs: {', '.join(known)}" if known else "; the store has no runs yet"
+            raise UsageError(f"no run {run_id!r} in {self.store_path}{hint}")
+        row = rows[0]
+        row["spec"] = _decode_json(row["spec"]) or {}
+        return row
+
+    def runs(self, ids: list[str] | None = None, plan: str | None = None) -> list[dict]:
+        if plan is not None:
+            rows = self.query("runs_by_plan", plan=plan)
+            if not rows:
+                raise UsageError(f"no runs of plan {plan!r} in {self.store_path}")
+        else:
+            rows = self.query("runs_by_id", ids=_id_list(ids or []))
+            missing = sorted(set(ids or []) - {r["run_id"] for r in rows})
+            if missing:
+                raise UsageError(f"no run(s) {', '.join(missing)} in {self.store_path}")
+        for row in rows:
+            row["spec"] = _decode_json(row["spec"]) or {}
+        return rows
+
+    def run_list(self, limit: int = 200) -> list[dict]:
+        return self.query("run_list", limit=limit)
+
+    def submissions(self, run_id: str) -> list[dict]:
+        rows = self.query("submissions", run_id=run_id)
+        for row in rows:
+            row["metrics"] = _decode_json(row["metrics"])
+        return rows
+
+    def attempts(self, run_id: str) -> list[dict]:
+        rows = self.query("attempts", run_id=run_id, t0=self._t0(run_id))
+        for row in rows:
+            row["gpus"] = _decode_json(row["gpus"])
+        return rows
+
+    def drops(self, run_id: str) -> list[dict]:
+        return self.query("drops", run_id=run_id)
+
+    # ------------------------------------------------------------------ metrics
+    def metric_series(self, run_id: str, max_points: int | None = None, t0: float | None = None) -> list[dict]:
+        """One entry per (name, source): bucketed points {x, step, t_s, mean, min, max, n, ...}."""
+        t0 = self._t0(run_id) if t0 is None else t0
+        self._focus("metrics", run_id)
+        rows = self.query("metric_series", run_id=run_id, max_points=max_points or self.max_points, t0=t0)
+        series: dict[tuple, dict] = {}
+        for r in rows:
+            s = series.setdefault((r["name"], r["source"]), {"name": r["name"], "source": r["source"],
+                                                             "n_points": 0, "n_nan": 0, "n_inf": 0, "points": []})
+            s["n_points"] += r["n_points"]
+            s["n_nan"] += r["n_nan"]
+            s["n_inf"] += r["n_inf"]
+            s["points"].append({"step": r["step_max"], "t_s": r["t_s"], "mean": _finite(r["mean"]),
+                                "min": _finite(r["min"]), "max": _finite(r["max"]), "n": r["n_points"],
+                                "n_bad": r["n_nan"] + r["n_inf"]})
+        for s in series.values():
+            s["downsampled"] = len(s["points"]) < s["n_points"]
+            s["x_axis"] = "step" if all(p["step"] is not None for p in s["points"]) else "t_s"
+        return list(series.values())
+
+    def metric_stats(self, run_id: str) -> list[dict]:
+        self._focus("metrics", run_id)
+        return self.query("metric_stats", run_id=run_id, t0=self._t0(run_id))
+
+    def danger_signals(self, run_id: str, stats: list[dict] | None = None) -> list[dict]:
+        """Every check with its verdict: status is flagged | ok | not_applicable."""
+        stats = self.metric_stats(run_id) if stats is None else stats
+        by_name = {}
+        for s in stats:
+            by_name.setdefault(s["name"], s)
+        checks = []
+
+        def pick(role):
+            for alias in SERIES_ALIASES[role]:
+                if alias in by_name:
+                    return by_name[alias]
+            for name, s in by_name.items():
+                if name.endswith("/" + role):
+                    return s
+            return None
+
+        # reward rising while dev score falls
+        reward = pick("reward")
+        check = {"signal": "reward_up_dev_down", "title": "Reward rising while dev score falls",
+                 "series": reward["name"] if reward else None, "status": "not_applicable", "evidence": []}
+        if reward:
+            self._focus("metrics", run_id)
+            rows = self.query("reward_between_submissions", run_id=run_id, name=reward["name"])
+            t0 = self._t0(run_id)
+            check["windows"] = [{"seq": r["seq"], "t_s": r["received_at"] - t0, "score": r["score"],
+                                 "reward_mean": _finite(r["reward_mean"]), "n_points": r["n_points"]} for r in rows]
+            check["status"] = "ok"
+            prev = None
+            for r in rows:
+                if r["reward_mean"] is None:
+                    continue
+                if prev is not None and r["reward_mean"] > prev["reward_mean"] and r["score"] < prev["score"] - 1.0:
+                    check["status"] = "flagged"
+                    check["evidence"].append({"from_seq": prev["seq"], "to_seq": r["seq"],
+                                              "reward_from": prev["reward_mean"], "reward_to": r["reward_mean"],
+                                              "score_from": prev["score"], "score_to": r["score"]})
+                prev = r
+            check["message"] = (f"{len(check['evidence'])} submission(s) where mean {reward['name']} rose "
+                                f"but the dev score fell by more than 1 point" if check["evidence"] else
+                                f"mean {reward['name']} and dev score never moved in opposite directions")
+        else:
+            check["message"] = "no reward series logged"
+        checks.append(check)
+
+        kl = pick("kl")
+        check = {"signal": "kl_spike", "title": "KL spike", "series": kl["name"] if kl else None,
+                 "status": "not_applicable", "evidence": []}
+        if kl and kl["n_points"] >= 5 and kl["median"] is not None:
+            spread = max(kl["mad"] or 0.0, 0.1 * abs(kl["median"]), 1e-6)
+            threshold = kl["median"] + 10 * spread
+            check["status"] = "flagged" if kl["max"] > threshold else "ok"
+            check["evidence"].append({"max": kl["max"], "step": kl["step_at_max"], "median": kl["median"],
+                                      "mad": kl["mad"], "threshold": threshold})
+            check["message"] = (f"{kl['name']} reached {kl['max']:.4g} at step {kl['step_at_max']} "
+                                f"(median {kl['median']:.4g}; spike threshold median + 10×MAD = {threshold:.4g})")
+        else:
+            check["message"] = "no KL series with at least 5 points"
+        checks.append(check)
+
+        for role, signal, title, test, explain in (
+                ("entropy", "entropy_collapse", "Entropy collapse",
+                 lambda h, t: h > 0 and t < 0.2 * h, "fell below 20% of its starting level"),
+                ("length", "length_blowup", "Completion length blow-up",
+                 lambda h, t: h > 0 and t > 2 * h, "more than doubled")):
+            s = pick(role)
+            check = {"signal": signal, "title": title, "series": s["name"] if s else None,
+                     "status": "not_applicable", "evidence": []}
+            if s and s["n_points"] >= 10 and s["head_mean"] is not None and s["tail_mean"] is not None:
+                flagged = test(s["head_mean"], s["tail_mean"])
+                check["status"] = "flagged" if flagged else "ok"
+                check["evidence"].append({"head_mean": s["head_mean"], "tail_mean": s["tail_mean"]})
+                check["message"] = (f"{s['name']}: mean of first tenth {s['head_mean']:.4g} → last tenth "
+                                    f"{s['tail_mean']:.4g}" + (f" ({explain})" if flagged else ""))
+            else:
+                check["message"] = f"no {role} series with at least 10 points"
+            checks.append(check)
+
+        bad = [s for s in stats if s["n_nan"] or s["n_inf"]]
+        checks.append({"signal": "non_finite", "title": "NaN / inf values", "series": None,
+                       "status": "flagged" if bad else ("ok" if stats else "not_applicable"),
+                       "evidence": [{"series": s["name"], "n_nan": s["n_nan"], "n_inf": s["n_inf"],
+                                     "first_step": s["first_bad_step"]} for s in bad],
+                       "message": (", ".join(f"{s['name']}: {s['n_nan']} NaN, {s['n_inf']} inf" for s in bad)
+                                   if bad else ("every logged value is finite" if stats else "no metrics logged"))})
+        return checks
+
+    # ------------------------------------------------------------------ phases
+    def phases(self, run_id: str, *, max_buckets: int = 1000, idle_gap_s: float = 120.0) -> dict:
+        """Splits the agent's time into explore / write_code / train / evaluate / idle.
+
+        Heuristic (documented in docs/reports.md): the agent's time, from its start to its end
+        (the last attempt's end; else the run's end) is cut into at most `max_buckets` equal buckets (at least 1 s wide). A bucket is
+          evaluate    if a submission was being graded (received_at..graded_at) during it;
+          train       else if training metrics were logged or a training command was started;
+          write_code  else if the agent edited a file (file_edit action, or a code/ revision whose
+                      content differs from the one before);
+          explore     else if the agent did anything else (shell commands, messages, tool results);
+        otherwise it continues the last agent phase (stdout/stderr lines keep a phase alive; the
+        agent's start opens an explore phase) as long as the last activity was less than
+        `idle_gap_s` ago, and is idle after that.
+        """
+        run = self.run(run_id)
+        t0 = run["started_at"]
+        if t0 is None:
+            return {"bucket_s": None, "idle_gap_s": idle_gap_s, "totals_s": {p: 0.0 for p in PHASES},
+                    "segments": [], "span_s": 0.0}
+        agent = self.query("agent_end", run_id=run_id)[0]
+        t1 = (agent["ended_at"] if agent["ended_at"] is not None and not agent["running"] else None) \
+            or run["ended_at"] or self._last_activity(run_id) or time.time()
+        if run["ended_at"] is not None:
+            t1 = min(t1, run["ended_at"])
+        span = max(0.0, t1 - t0)
+        width = max(1.0, span / max_buckets)
+        nb = max(1, math.ceil(span / width))
+        params = dict(run_id=run_id, t0=t0, t1=t1, width=width)
+        self._focus_events(run_id)
+        ev = {r["b"]: r for r in self.query("phase_event_signals", train_re=TRAIN_COMMAND_RE, **params)}
+        self._focus("metrics", run_id)
+        met = {r["b"]: r["n_metric"] for r in self.query("phase_metric_signals", **params)}
+        rev = {r["b"]: r["n_revision"] for r in self.query("phase_revision_signals", **params)}
+        grading = [False] * nb
+        for g in self.query("grading_intervals", run_id=run_id):
+            a = max(0, int((g["received_at"] - t0) // width))
+            b = min(nb - 1, int((g["graded_at"] - t0) // width))
+            for i in range(a, b + 1):
+                grading[i] = True
+        cats: list[str] = []
+        current = "explore"
+        last_activity = 0  # the agent's start counts as activity: it is reading its task
+        for b in range(nb):
+            e = ev.get(b)
+            kind = None
+            if met.get(b) or (e and e["n_train_cmd"]):
+                kind = "train"
+            elif (e and e["n_edit"]) or rev.get(b):
+                kind = "write_code"
+            elif e and e["n_action"]:
+                kind = "explore"
+            if kind:
+                current = kind
+            if kind or (e and e["n_output"]):
+                last_activity = b
+            if grading[b]:
+                cats.append("evaluate")
+            elif kind:
+                cats.append(kind)
+            elif last_activity is not None and (b - last_activity) * width < idle_gap_s:
+                cats.append(current)
+            else:
+                cats.append("idle")
+        totals = {p: 0.0 for p in PHASES}
+        segments: list[dict] = []
+        for b, cat in enumerate(cats):
+            start = b * width
+            dur = min(width, span - start)
+            totals[cat] += dur
+            if segments and segments[-1]["phase"] == cat:
+                segments[-1]["end_s"] = start + dur
+            else:
+                segments.append({"phase": cat, "start_s": start, "end_s": start + dur})
+        return {"bucket_s": width, "idle_gap_s": idle_gap_s, "span_s": span, "totals_s": totals,
+                "segments": segments}
+
+    # ------------------------------------------------------------------ samples
+    def failure_counts(self, submission_id: int) -> list[dict]:
+        return self.query("failure_counts", submission_id=submission_id)
+
+    def badcases(self, submission_id: int, per_kind: int = 5, chars: int = 600) -> list[dict]:
+        return self.query("badcase_examples", submission_id=submission_id, per_kind=per_kind, chars=chars)
+
+    def sample_results(self, submission_id: int) -> list[dict]:
+        return self.query("sample_results", submission_id=submission_id)
+
+    def baseline_for_run(self, run_id: str) -> dict | None:
+        rows = self.query("baseline_for_run", run_id=run_id)
+        return rows[0] if rows else None
+
+    def versus_baseline(self, submission_id: int, baseline_id: int) -> dict:
+        return self.query("versus_baseline", submission_id=submission_id, baseline_id=baseline_id)[0]
+
+    # ------------------------------------------------------------------ events
+    def _focus(self, table: str, run_id: str) -> None:
+        """Copies one run's events or metrics into a DuckDB temp table (one scan of the store
+        instead of one per query); redone when the run has new rows."""
+        newest = self.sql(f"SELECT max(id) AS id, count(*) AS n FROM s.{table} WHERE run_id = $id", {"id": run_id})[0]
+        key = (run_id, newest["id"], newest["n"])
+        with self._lock:
+            if self._focused.get(table) != key:
+                self.query(f"focus_{table}", run_id=run_id)
+                self._focused[table] = key
+
+    def _focus_events(self, run_id: str) -> None:
+        self._focus("events", run_id)
+
+    def event_counts(self, run_id: str) -> list[dict]:
+        self._focus_events(run_id)
+        return self.query("event_counts", run_id=run_id, t0=self._t0(run_id))
+
+    def action_log(self, run_id: str, head: int = 100, tail: int = 50, chars: int = 300) -> list[dict]:
+        """Events by category, capped to the first `head` and last `tail` of each category."""
+        self._focus_events(run_id)
+        return self.query("event_log_capped", run_id=run_id, t0=self._t0(run_id), head=head, tail=tail,
+                          chars=chars)
+
+    # ------------------------------------------------------------------ code
+    def revisions(self, run_id: str) -> list[dict]:
+        rows = self.query("revisions", run_id=run_id, t0=self._t0(run_id))
+        for row in rows:
+            row["manifest"] = _decode_json(row["manifest"]) or {}
+            row["skipped"] = _decode_json(row["skipped"]) or []
+        return rows
+
+    def blob(self, sha256: str) -> bytes | None:
+        return self.blobs([sha256]).get(sha256)
+
+    def blobs(self, digests: list[str]) -> dict[str, bytes]:
+        """Contents of many blobs in one query: {sha256: bytes} (missing ones are left out)."""
+        out = {}
+        for row in self.query("blobs", shas=_id_list(sorted(set(digests)))):
+            content = bytes(row["content"])
+            out[row["sha256"]] = zlib.decompress(content) if row["encoding"] == "zlib" else content
+        return out
+
+    # ------------------------------------------------------------------ cost
+    def cost(self, run_id: str) -> dict:
+        run = self.run(run_id)
+        res = self.query("resource_cost", run_id=run_id, max_gap=60.0)[0]
+        gpu = self.query("gpu_allocated", run_id=run_id, now=time.time())[0]
+        grading = self.query("grading_time", run_id=run_id)[0]
+        return {"wall_s": run["wall_s"], "budget_s": run["budget_s"],
+                "budget_used": (run["wall_s"] / run["budget_s"]) if run["wall_s"] is not None and run["budget_s"] else None,
+                "cpu_hours": res["cpu_hours"], "mean_cpu_percent": res["mean_cpu_percent"],
+                "peak_rss_bytes": res["peak_rss_bytes"], "resource_samples": res["n_samples"],
+                "gpu_busy_hours": res["gpu_busy_hours"], "gpu_allocated_hours": gpu["gpu_allocated_hours"],
+                "attempts": gpu["n_attempts"], "inference_s": grading["inference_s"],
+                "grading_s": grading["grading_s"], "tokens_in": run["tokens_in"], "tokens_out": run["tokens_out"],
+                "cost_usd": run["cost_usd"]}
+
+    # ------------------------------------------------------------------ helpers
+    def _t0(self, run_id: str) -> float:
+        rows = self.sql("SELECT coalesce(started_at, created_at) AS t0 FROM s.runs WHERE id = $id", {"id": run_id})
+        return rows[0]["t0"] if rows else 0.0
+
+    def _last_activity(self, run_id: str) -> float | None:
+        rows = self.sql("SELECT max(ts) AS ts FROM s.events WHERE run_id = $id", {"id": run_id})
+        return rows[0]["ts"] if rows else None

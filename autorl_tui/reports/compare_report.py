@@ -1,0 +1,193 @@
+"""The comparison report: agents × tasks across seeds, per level, per driver LLM, a radar across
+tasks, pass@1 vs pass@k, and release gates. Built from `run_summary` rows only, so every number is
+a plain aggregate of store columns (runs.improvement, runs.test_score, submissions.metrics)."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import time
+
+from autorl_tui import __version__
+from autorl_tui.exitcodes import UsageError
+from autorl_tui.reports import svg
+from autorl_tui.reports.analytics import Analytics, _decode_json
+from autorl_tui.reports.render import render
+from autorl_tui.reports.run_report import clean
+
+SCHEMA_ID = "autorl-tui/compare-report"
+SCHEMA_VERSION = 1
+PASS_AT = re.compile(r"^pass@(\d+)$")
+
+
+def describe(values: list[float]) -> dict:
+    """mean, sample std, standard error, min, max and spread (max − min) of a cell's values."""
+    n = len(values)
+    if not n:
+        return {"n": 0, "mean": None, "std": None, "stderr": None, "min": None, "max": None, "spread": None}
+    std = statistics.stdev(values) if n > 1 else None
+    return {"n": n, "mean": statistics.fmean(values), "std": std,
+            "stderr": std / math.sqrt(n) if std is not None else None,
+            "min": min(values), "max": max(values), "spread": max(values) - min(values)}
+
+
+def noise_of(d: dict) -> float | None:
+    """Seed noise of a cell: the larger of 2 × standard error and the max–min spread over seeds."""
+    if d["n"] < 2:
+        return None
+    return max(2 * d["stderr"], d["spread"])
+
+
+def final_score(run: dict) -> float | None:
+    return run["test_score"] if run["test_score"] is not None else run["best_dev_score"]
+
+
+def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str | None = None,
+                         primary_task: str | None = None) -> dict:
+    if not ids and not plan:
+        raise UsageError("compare needs RUN_ID... or --plan NAME")
+    runs = a.runs(plan=plan) if plan else a.runs(ids=ids)
+    agents = sorted({r["agent"] for r in runs})
+    tasks = sorted({r["task"] for r in runs})
+    if primary_task and primary_task not in tasks:
+        raise UsageError(f"--primary-task {primary_task!r} is not among the compared tasks: {', '.join(tasks)}")
+    best_metrics = {r["run_id"]: r["metrics"] for r in a.query("best_submission_metrics",
+                                                                 ids="\x1f".join(x["run_id"] for x in runs))}
+
+    def cell(group: list[dict]) -> dict:
+        valid = [r for r in group if r["improvement"] is not None]
+        d = describe([r["improvement"] for r in valid])
+        scores = [final_score(r) for r in group if final_score(r) is not None]
+        return {**d, "n_runs": len(group), "n_missing": len(group) - len(valid),
+                "run_ids": [r["run_id"] for r in group], "seeds": sorted({r["seed"] for r in group}),
+                "mean_score": statistics.fmean(scores) if scores else None,
+                "mean_baseline": _mean([r["baseline_score"] for r in group]),
+                "states": _count(r["state"] for r in group)}
+
+    matrix = []
+    for agent in agents:
+        for task in tasks:
+            group = [r for r in runs if r["agent"] == agent and r["task"] == task]
+            if group:
+                matrix.append({"agent": agent, "task": task, "level": group[0]["level"], **cell(group)})
+
+    levels = sorted({r["level"] for r in runs if r["level"] is not None})
+    by_level = []
+    for agent in agents:
+        for level in levels:
+            group = [r for r in runs if r["agent"] == agent and r["level"] == level]
+            if group:
+                by_level.append({"agent": agent, "level": level, "tasks": sorted({r["task"] for r in group}),
+                                 **cell(group)})
+
+    drivers = sorted({r["driver"] or "(none)" for r in runs})
+    by_driver = []
+    if len(drivers) > 1:
+        for agent in agents:
+            for driver in drivers:
+                for task in tasks:
+                    group = [r for r in runs if r["agent"] == agent and (r["driver"] or "(none)") == driver
+                             and r["task"] == task]
+                    if group:
+                        by_driver.append({"agent": agent, "driver": driver, "task": task, **cell(group)})
+
+    radar = {"axes": tasks, "scale": "mean final score (held-out test, else best dev), 0-100, higher is better",
+             "series": [{"agent": agent,
+                         "values": [_clamp(next((c["mean_score"] for c in matrix
+                                                 if c["agent"] == agent and c["task"] == t), None)) for t in tasks]}
+                        for agent in agents]}
+
+    pass_at_k = []
+    for c in matrix:
+        ks: dict[int, list[float]] = {}
+        for rid in c["run_ids"]:
+            m = _decode_json(best_metrics.get(rid))
+            for key, value in m.items() if isinstance(m, dict) else ():
+                match = PASS_AT.match(str(key))
+                if match and isinstance(value, (int, float)):
+                    ks.setdefault(int(match.group(1)), []).append(float(value))
+        if ks:
+            pass_at_k.append({"agent": c["agent"], "task": c["task"],
+                              "values": [{"k": k, "mean": statistics.fmean(v), "n": len(v)} for k, v in sorted(ks.items())]})
+
+    gates = _gates(matrix, agents, tasks, primary_task)
+    report = {
+        "schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, "generator": f"autorl-tui {__version__}",
+        "generated_at": time.time(), "store": str(a.store_path),
+        "selection": {"plan": plan, "run_ids": [r["run_id"] for r in runs], "primary_task": primary_task},
+        "agents": agents, "tasks": tasks, "levels": levels, "drivers": drivers,
+        "runs": [{k: r[k] for k in ("run_id", "task", "level", "agent", "driver", "model", "seed", "state",
+                                    "baseline_score", "baseline_dev_score", "best_dev_score", "test_score",
+                                    "improvement", "n_submissions", "n_dropped", "wall_s")} for r in runs],
+        "matrix": matrix, "by_level": by_level, "by_driver": by_driver, "radar": radar,
+        "pass_at_k": pass_at_k, "gates": gates,
+    }
+    return clean(report)
+
+
+def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task: str | None) -> list[dict]:
+    """Release gates per agent. Per cell: noise = max(2 × stderr, max−min over seeds) (needs ≥ 2
+    seeds); `up` when the mean improvement exceeds the noise, `regressed` when it is below −noise.
+    An agent passes when its primary task (or, without --primary-task, at least one task) is up
+    beyond noise and no other task regressed beyond noise."""
+    out = []
+    for agent in agents:
+        cells = {c["task"]: c for c in matrix if c["agent"] == agent}
+        rows = []
+        for task in tasks:
+            c = cells.get(task)
+            if c is None:
+                continue
+            noise = noise_of(c)
+            if noise is None or c["mean"] is None:
+                verdict = "insufficient"
+                why = f"{c['n']} valid run(s); noise needs at least 2 seeds"
+            elif c["mean"] > noise:
+                verdict, why = "up", f"mean {c['mean']:+.2f} > noise {noise:.2f}"
+            elif c["mean"] < -noise:
+                verdict, why = "regressed", f"mean {c['mean']:+.2f} < −noise {noise:.2f}"
+            else:
+                verdict, why = "flat", f"|mean {c['mean']:+.2f}| within noise {noise:.2f}"
+            rows.append({"task": task, "mean": c["mean"], "noise": noise, "n": c["n"], "verdict": verdict,
+                         "reason": why})
+        primary_rows = [r for r in rows if r["task"] == primary_task] if primary_task else rows
+        others = [r for r in rows if r["task"] != primary_task] if primary_task else rows
+        primary_ok = any(r["verdict"] == "up" for r in primary_rows)
+        regressions = [r["task"] for r in others if r["verdict"] == "regressed"]
+        insufficient = [r["task"] for r in rows if r["verdict"] == "insufficient"]
+        gate_primary = {"name": "primary metric up beyond seed noise",
+                        "passed": primary_ok,
+                        "detail": (f"{primary_task}: " if primary_task else "any task: ")
+                        + ("; ".join(f"{r['task']} {r['verdict']}" for r in primary_rows) or "no runs")}
+        gate_regress = {"name": "no regression beyond noise on the other tasks",
+                        "passed": not regressions,
+                        "detail": ("regressed: " + ", ".join(regressions)) if regressions else
+                        ("no other tasks" if not others else "none regressed")
+                        + (f" (insufficient seeds: {', '.join(insufficient)})" if insufficient else "")}
+        out.append({"agent": agent, "cells": rows, "gates": [gate_primary, gate_regress],
+                    "passed": gate_primary["passed"] and gate_regress["passed"]})
+    return out
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def _clamp(v):
+    return None if v is None else max(0.0, min(100.0, v))
+
+
+def _count(values) -> dict:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def render_compare_html(report: dict) -> str:
+    radar_svg = svg.radar(report["radar"]["axes"],
+                          [{"label": s["agent"], "values": s["values"]} for s in report["radar"]["series"]])
+    cells = {(c["agent"], c["task"]): c for c in report["matrix"]}
+    return render("compare.html.j2", {"r": report, "radar_svg": radar_svg, "cells": cells})

@@ -1,0 +1,106 @@
+"""Jinja rendering for reports, and where the templates are found.
+
+Templates live in the repository's top-level `templates/` folder. An installed copy looks, in
+order: $AUTORL_TEMPLATES, the source checkout's `templates/` (editable installs), then
+`<sys.prefix>/share/autorl-tui/templates`; the first folder holding the template wins.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+
+from autorl_tui.exitcodes import InfraError
+from autorl_tui.reports import svg
+
+
+def template_dirs() -> list[Path]:
+    dirs = []
+    env = os.environ.get("AUTORL_TEMPLATES")
+    if env:
+        dirs.extend(Path(p) for p in env.split(os.pathsep) if p)
+    dirs.append(Path(__file__).resolve().parents[2] / "templates")
+    dirs.append(Path(sys.prefix) / "share" / "autorl-tui" / "templates")
+    return [d for d in dirs if d.is_dir()]
+
+
+def environment() -> jinja2.Environment:
+    dirs = template_dirs()
+    if not dirs:
+        raise InfraError("report templates not found: set AUTORL_TEMPLATES to the repository's templates/ folder")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=_num, dur=_dur, pct=_pct, ts=_ts, bytes=_bytes, signed=_signed)
+    env.globals["phase_colors"] = svg.PHASE_COLORS
+    return env
+
+
+def render(template: str, context: dict) -> str:
+    return environment().get_template(template).render(**context)
+
+
+def write_outputs(report: dict, html: str | None, html_path: str | None, json_path: str | None) -> list[Path]:
+    written = []
+    if json_path:
+        p = Path(json_path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(report, indent=1, allow_nan=False, default=str) + "\n")
+        written.append(p)
+    if html_path and html is not None:
+        p = Path(html_path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(html)
+        written.append(p)
+    return written
+
+
+def _num(v, digits=1, empty="—"):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return empty
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return f"{v:,.{digits}f}"
+
+
+def _signed(v, digits=1):
+    if v is None:
+        return "—"
+    return f"{v:+.{digits}f}"
+
+
+def _pct(v, digits=0):
+    return "—" if v is None else f"{100 * v:.{digits}f}%"
+
+
+def _dur(v):
+    if v is None:
+        return "—"
+    v = float(v)
+    if v < 60:
+        return f"{v:.0f} s"
+    if v < 3600:
+        return f"{int(v // 60)} m {int(v % 60):02d} s"
+    return f"{int(v // 3600)} h {int(v % 3600 // 60):02d} m"
+
+
+def _ts(v):
+    if v is None:
+        return "—"
+    return datetime.fromtimestamp(v, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _bytes(v):
+    if v is None:
+        return "—"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(v) < 1024 or unit == "TB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return str(v)

@@ -1,0 +1,209 @@
+"""The run report (a "rollout card"): one JSON document built from the analytics layer, and the
+HTML rendered from it (plus inline SVG charts that are not part of the JSON)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from autorl_tui import __version__
+from autorl_tui.grading.types import FAILURE_KINDS
+from autorl_tui.reports import svg
+from autorl_tui.reports.analytics import PHASES, Analytics
+from autorl_tui.reports.diffs import diff_manifests
+from autorl_tui.reports.render import render
+
+SCHEMA_ID = "autorl-tui/run-report"
+SCHEMA_VERSION = 1
+
+# How much of a long run goes into the report (the rest is counted, never silently dropped).
+LIMITS = {"metric_points": 300, "log_head": 60, "log_tail": 30, "log_chars": 300, "badcases_per_kind": 5,
+          "badcase_chars": 600, "diff_lines_per_file": 200, "diff_lines_per_submission": 600,
+          "charts": 12}
+
+RUN_FIELDS = ("run_id", "plan_name", "task", "level", "agent", "model", "driver", "seed", "budget_s", "executor",
+              "gpus_requested", "state", "failure_source", "end_reason", "created_at", "started_at", "deadline",
+              "ended_at", "current_attempt")
+
+
+def clean(value: Any) -> Any:
+    """JSON-safe: non-finite floats become None, tuples become lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return None
+    return value
+
+
+def protocol_of(spec: dict) -> dict:
+    task = spec.get("task") or {}
+    proto = spec.get("protocol") or task.get("protocol") or {}
+    splits = list(((task.get("data") or {}).get("splits") or {}).keys()) or spec.get("splits") or []
+    return {"temperature": proto.get("temperature"), "top_p": proto.get("top_p"), "n": proto.get("n"),
+            "max_tokens": proto.get("max_tokens"), "max_steps": proto.get("max_steps"),
+            "k": proto.get("k"), "splits": splits, "scorer": task.get("scorer"),
+            "primary_metric": task.get("primary_metric")}
+
+
+def build_run_report(a: Analytics, run_id: str) -> dict:
+    run = a.run(run_id)
+    spec = run["spec"] if isinstance(run["spec"], dict) else {}
+    subs = a.submissions(run_id)
+    best = next((s for s in subs if s["submission_id"] == run["best_submission_id"]), None)
+    phases = a.phases(run_id)
+    stats = a.metric_stats(run_id)
+    checks = a.danger_signals(run_id, stats)
+    series = a.metric_series(run_id, LIMITS["metric_points"], t0=run["started_at"] or run["created_at"])
+    report = {
+        "schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, "generator": f"autorl-tui {__version__}",
+        "generated_at": time.time(), "store": str(a.store_path),
+        "run": {k: run[k] for k in RUN_FIELDS},
+        "protocol": protocol_of(spec),
+        "attempts": a.attempts(run_id),
+        "model_path": (spec.get("model") or {}).get("path") if isinstance(spec.get("model"), dict) else spec.get("model_path"),
+        "outcome": {
+            "baseline_dev_score": run["baseline_dev_score"], "baseline_score": run["baseline_score"],
+            "best_dev_score": run["best_dev_score"],
+            "test_score": run["test_score"], "improvement": run["improvement"],
+            "dev_improvement": run["dev_improvement"], "best_submission_id": run["best_submission_id"],
+            "best_submission_seq": best["seq"] if best else None, "state": run["state"],
+            "end_reason": run["end_reason"], "failure_source": run["failure_source"],
+        },
+        "timeline": {
+            "n_submissions": run["n_submissions"], "n_scored": run["n_scored"], "n_dropped": run["n_dropped"],
+            "time_to_first_valid_s": run["time_to_first_valid_s"], "time_to_best_s": run["time_to_best_s"],
+            "wall_s": run["wall_s"],
+            "budget_used": (run["wall_s"] / run["budget_s"]) if run["wall_s"] is not None and run["budget_s"] else None,
+            "submissions": [{k: s[k] for k in ("submission_id", "seq", "status", "score", "improvement", "test_score",
+                                                "t_s", "latency_s", "inference_s", "grading_s", "best_so_far",
+                                                "is_best", "error", "revision_id", "path", "metrics")}
+                            for s in subs],
+        },
+        "phases": phases,
+        "metrics": {"series": series, "stats": stats, "checks": checks,
+                    "n_series": len(series), "max_points_per_series": LIMITS["metric_points"]},
+        "revisions": _revisions(a, run_id, subs),
+        "events": _events(a, run_id),
+        "samples": _samples(a, run_id, best or next((s for s in reversed(subs) if s["status"] == "scored"), None)),
+        "drops": a.drops(run_id),
+        "cost": a.cost(run_id),
+        "limits": LIMITS,
+    }
+    for d in report["drops"]:
+        d.pop("run_id", None)
+    return clean(report)
+
+
+def _revisions(a: Analytics, run_id: str, subs: list[dict]) -> dict:
+    revs = a.revisions(run_id)
+    by_id = {r["id"]: r for r in revs}
+    wanted = {by_id[s["revision_id"]]["id"] for s in subs if s["revision_id"] in by_id}
+    if revs:
+        wanted.add(revs[0]["id"])
+    cache = a.blobs([sha for rid in wanted for sha in by_id[rid]["manifest"].values()])
+    fetch = cache.get
+
+    out = []
+    prev = revs[0] if revs else None
+    prev_label = f"revision {prev['seq']} (first snapshot)" if prev else None
+    for s in subs:
+        rev = by_id.get(s["revision_id"])
+        if rev is None:
+            out.append({"submission_seq": s["seq"], "status": s["status"], "revision_seq": None,
+                        "base": None, "files": [], "lines_added": 0, "lines_removed": 0, "truncated": False,
+                        "n_files": None, "skipped": []})
+            continue
+        d = diff_manifests(prev["manifest"] if prev and prev is not rev else {}, rev["manifest"], fetch,
+                           max_lines_per_file=LIMITS["diff_lines_per_file"],
+                           max_lines_total=LIMITS["diff_lines_per_submission"])
+        out.append({"submission_seq": s["seq"], "status": s["status"], "revision_seq": rev["seq"],
+                    "base": prev_label if prev is not rev else None, "n_files": rev["n_files"],
+                    "total_bytes": rev["total_bytes"], "skipped": rev["skipped"], **d})
+        prev, prev_label = rev, f"submission #{s['seq']} (revision {rev['seq']})"
+    return {"n_revisions": len(revs), "n_change": sum(1 for r in revs if r["reason"] == "change"),
+            "by_submission": out}
+
+
+def _events(a: Analytics, run_id: str) -> dict:
+    counts = a.event_counts(run_id)
+    rows = a.action_log(run_id, head=LIMITS["log_head"], tail=LIMITS["log_tail"], chars=LIMITS["log_chars"])
+    sections: dict[str, dict] = {c["category"]: {"category": c["category"], "n": c["n"], "entries": []} for c in counts}
+    for r in rows:
+        sec = sections[r["category"]]
+        if sec["entries"] and r["rn"] - sec["entries"][-1]["rn"] > 1:
+            sec["entries"].append({"gap": r["rn"] - sec["entries"][-1]["rn"] - 1, "rn": r["rn"] - 1})
+        sec["entries"].append({k: r[k] for k in ("id", "t_s", "level", "message", "message_len", "detail", "rn")})
+    order = sorted(sections.values(), key=lambda s: (not s["category"].startswith("action:"), s["category"]))
+    for s in order:
+        s["shown"] = sum(1 for e in s["entries"] if "gap" not in e)
+        s["omitted"] = s["n"] - s["shown"]
+    total = sum(c["n"] for c in counts)
+    return {"total": total, "shown": sum(s["shown"] for s in order), "sections": order}
+
+
+def _samples(a: Analytics, run_id: str, sub: dict | None) -> dict:
+    if sub is None:
+        return {"submission_id": None, "submission_seq": None, "n": 0, "counts": [], "badcases": [],
+                "versus_baseline": None, "baseline_id": None}
+    counts = a.failure_counts(sub["submission_id"])
+    examples = a.badcases(sub["submission_id"], LIMITS["badcases_per_kind"], LIMITS["badcase_chars"])
+    groups = []
+    order = list(FAILURE_KINDS) + sorted({c["kind"] for c in counts} - set(FAILURE_KINDS) - {"correct"})
+    for kind in order:
+        n = next((c["n"] for c in counts if c["kind"] == kind), 0)
+        if n:
+            groups.append({"kind": kind, "n": n, "examples": [e for e in examples if e["failure_kind"] == kind]})
+    base = a.baseline_for_run(run_id)
+    vs = a.versus_baseline(sub["submission_id"], base["id"]) if base else None
+    return {"submission_id": sub["submission_id"], "submission_seq": sub["seq"],
+            "n": sum(c["n"] for c in counts), "counts": counts, "badcases": groups,
+            "baseline_id": base["id"] if base else None, "versus_baseline": vs}
+
+
+# ---------------------------------------------------------------------------- HTML
+def charts_for(report: dict) -> dict:
+    t = report["timeline"]
+    charts = {"timeline": svg.score_timeline(t["submissions"], baseline=report["outcome"]["baseline_dev_score"],
+                                             budget_s=report["run"]["budget_s"]),
+              "phases": svg.phase_band(report["phases"]["segments"], report["phases"]["span_s"] or 0),
+              "metrics": []}
+    flagged = {c["series"]: c for c in report["metrics"]["checks"] if c["status"] == "flagged" and c["series"]}
+    bad_series = {e["series"] for c in report["metrics"]["checks"] if c["signal"] == "non_finite" for e in c["evidence"]}
+    ordered = sorted(report["metrics"]["series"],
+                     key=lambda s: (s["name"] not in flagged and s["name"] not in bad_series, s["name"]))
+    for s in ordered[:LIMITS["charts"]]:
+        xkey = s["x_axis"]
+        pts = [(p[xkey], p["mean"]) for p in s["points"]]
+        band = [(p[xkey], p["min"], p["max"]) for p in s["points"]] if s["downsampled"] else []
+        markers = []
+        check = flagged.get(s["name"])
+        if check and check["signal"] == "kl_spike":
+            ev = check["evidence"][0]
+            markers.append({"x": ev["step"], "label": "KL spike"})
+        for p in s["points"]:
+            if p["n_bad"]:
+                markers.append({"x": p[xkey], "label": "NaN/inf", "color": "#b91c1c"})
+                break
+        charts["metrics"].append({
+            "name": s["name"], "source": s["source"], "n_points": s["n_points"], "downsampled": s["downsampled"],
+            "flag": check["title"] if check else ("NaN / inf values" if s["name"] in bad_series else None),
+            "svg": svg.line_chart([{"label": s["name"], "points": pts, "band": band}],
+                                  x_label="step" if xkey == "step" else "seconds since start", markers=markers,
+                                  title=s["name"])})
+    charts["metrics_omitted"] = max(0, len(ordered) - LIMITS["charts"])
+    reward = next((c for c in report["metrics"]["checks"] if c["signal"] == "reward_up_dev_down" and c.get("windows")), None)
+    charts["reward_vs_dev"] = svg.dual_chart(
+        {"label": "dev score", "color": "#2563eb", "points": [(w["t_s"], w["score"]) for w in reward["windows"]]},
+        {"label": f"mean {reward['series']} since previous submission", "axis": reward["series"], "color": "#ea580c",
+         "points": [(w["t_s"], w["reward_mean"]) for w in reward["windows"]]},
+        x_label="time since agent start", title="dev score vs training reward") if reward else ""
+    return charts
+
+
+def render_run_html(report: dict) -> str:
+    return render("run.html.j2", {"r": report, "charts": charts_for(report), "phases": PHASES})

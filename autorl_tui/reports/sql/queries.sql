@@ -1,0 +1,213 @@
+-- Parameterised per-run queries over the views in views.sql and the attached store `s`.
+-- Each block starts with `-- name: <name>`; parameters are DuckDB named parameters ($run_id ...).
+
+-- name: runs_by_id
+SELECT * FROM run_summary WHERE list_contains(string_split($ids, chr(31)), run_id) ORDER BY task, agent, seed, run_id;
+
+-- name: runs_by_plan
+SELECT * FROM run_summary WHERE plan_name = $plan ORDER BY task, agent, seed, run_id;
+
+-- name: run_list
+SELECT run_id, plan_name, task, level, agent, model, driver, seed, state, baseline_score, baseline_dev_score, best_dev_score,
+       test_score, improvement, n_submissions, n_dropped, started_at, ended_at
+FROM run_summary ORDER BY created_at DESC, run_id DESC LIMIT $limit;
+
+-- name: submissions
+SELECT * EXCLUDE (metrics), metrics FROM submission_timeline WHERE run_id = $run_id ORDER BY seq;
+
+-- name: drops
+SELECT * FROM drops WHERE run_id = $run_id ORDER BY seq;
+
+-- name: best_submission_metrics
+SELECT r.run_id, x.metrics
+FROM run_summary r JOIN s.submissions x ON x.id = r.best_submission_id
+WHERE list_contains(string_split($ids, chr(31)), r.run_id);
+
+-- Training metric series, downsampled to at most $max_points buckets per (name, source): each
+-- bucket holds an equal share of the series' points in time order and reports mean/min/max over
+-- the finite values, plus how many points were NaN (stored as NULL) or infinite.
+-- name: metric_series
+WITH m AS (SELECT * FROM run_metric_rows WHERE run_id = $run_id)
+SELECT name, source,
+       CAST(CASE WHEN n <= $max_points THEN i ELSE floor(i * $max_points / n) END AS BIGINT) AS bucket,
+       count(*) AS n_points, min(step) AS step_min, max(step) AS step_max, min(ts) - $t0 AS t_s,
+       avg(value) FILTER (WHERE isfinite(value)) AS mean,
+       min(value) FILTER (WHERE isfinite(value)) AS min,
+       max(value) FILTER (WHERE isfinite(value)) AS max,
+       count(*) FILTER (WHERE value IS NULL) AS n_nan,
+       count(*) FILTER (WHERE value IS NOT NULL AND NOT isfinite(value)) AS n_inf
+FROM m GROUP BY ALL ORDER BY name, source, bucket;
+
+-- Whole-series statistics the danger signals are computed from (raw points, not buckets).
+-- head/tail = mean of the first/last tenth of the finite points in time order.
+-- name: metric_stats
+WITH m AS (
+    SELECT * FROM run_metric_rows WHERE run_id = $run_id
+), med AS (
+    SELECT name, source, median(value) FILTER (WHERE isfinite(value)) AS median
+    FROM m GROUP BY name, source
+)
+SELECT m.name, m.source, any_value(m.n) AS n_points, any_value(med.median) AS median,
+       median(abs(m.value - med.median)) FILTER (WHERE isfinite(m.value)) AS mad,
+       max(m.value) FILTER (WHERE isfinite(m.value)) AS max,
+       min(m.value) FILTER (WHERE isfinite(m.value)) AS min,
+       arg_max(m.step, m.value) FILTER (WHERE isfinite(m.value)) AS step_at_max,
+       avg(m.value) FILTER (WHERE isfinite(m.value) AND m.i < greatest(1, m.n // 10)) AS head_mean,
+       avg(m.value) FILTER (WHERE isfinite(m.value) AND m.i >= m.n - greatest(1, m.n // 10)) AS tail_mean,
+       arg_min(m.value, m.i) AS first_value, arg_max(m.value, m.i) AS last_value,
+       count(*) FILTER (WHERE m.value IS NULL) AS n_nan,
+       count(*) FILTER (WHERE m.value IS NOT NULL AND NOT isfinite(m.value)) AS n_inf,
+       arg_min(m.step, m.i) FILTER (WHERE m.value IS NULL OR NOT isfinite(m.value)) AS first_bad_step,
+       min(m.ts) - $t0 AS first_t_s, max(m.ts) - $t0 AS last_t_s,
+       any_value(m.phase) AS phase
+FROM m JOIN med USING (name, source)
+GROUP BY m.name, m.source ORDER BY m.name, m.source;
+
+-- Mean of a reward series over the time since the previous scored submission, per scored
+-- submission: the evidence for "reward rising while the dev score falls".
+-- name: reward_between_submissions
+WITH subs AS (
+    SELECT seq, received_at, score, lag(received_at) OVER (ORDER BY seq) AS prev_at
+    FROM s.submissions WHERE run_id = $run_id AND status = 'scored'
+), rw AS (
+    SELECT ts, value FROM run_metric_rows WHERE run_id = $run_id AND name = $name AND isfinite(value)
+)
+SELECT subs.seq, subs.score, subs.received_at, avg(rw.value) AS reward_mean, count(rw.value) AS n_points
+FROM subs LEFT JOIN rw ON rw.ts <= subs.received_at AND (subs.prev_at IS NULL OR rw.ts > subs.prev_at)
+GROUP BY ALL ORDER BY subs.seq;
+
+-- run_event_log is event_log for one run, materialised by Analytics._focus_events (one scan of
+-- the store's events instead of one per query).
+
+-- Activity per time bucket for the phase heuristic (see analytics.phases).
+-- name: phase_event_signals
+SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b,
+       count(*) FILTER (WHERE category IN ('action:file_edit', 'action:edit', 'action:write', 'action:create')) AS n_edit,
+       count(*) FILTER (WHERE category IN ('action:shell', 'action:tool_call')
+                        AND regexp_matches(lower(coalesce(detail, message)), $train_re)) AS n_train_cmd,
+       count(*) FILTER (WHERE category LIKE 'action:%' AND category NOT IN ('action:usage', 'action:malformed')) AS n_action,
+       count(*) FILTER (WHERE kind IN ('stdout', 'stderr')) AS n_output
+FROM run_event_log WHERE run_id = $run_id AND ts >= $t0 AND ts < $t1 GROUP BY b;
+
+-- name: phase_metric_signals
+SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b, count(*) AS n_metric
+FROM run_metric_rows WHERE run_id = $run_id AND ts >= $t0 AND ts < $t1 GROUP BY b;
+
+-- A code/ snapshot counts as writing code only when its content differs from the snapshot before
+-- (the watcher also snapshots unchanged or empty folders).
+-- name: phase_revision_signals
+WITH r AS (
+    SELECT ts, reason, n_files, manifest, lag(manifest) OVER (ORDER BY seq) AS previous
+    FROM s.revisions WHERE run_id = $run_id
+)
+SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b, count(*) AS n_revision
+FROM r WHERE reason = 'change' AND n_files > 0 AND manifest IS DISTINCT FROM previous
+  AND ts >= $t0 AND ts < $t1 GROUP BY b;
+
+-- When the agent stopped: the last attempt's end (after it the harness grades the held-out split).
+-- name: agent_end
+SELECT max(ended_at) AS ended_at, count(*) FILTER (WHERE ended_at IS NULL AND started_at IS NOT NULL) AS running
+FROM s.attempts WHERE run_id = $run_id;
+
+-- name: grading_intervals
+SELECT seq, received_at, coalesce(graded_at, received_at) AS graded_at
+FROM s.submissions WHERE run_id = $run_id ORDER BY seq;
+
+-- name: failure_counts
+SELECT CASE WHEN coalesce(correct, 0) = 1 THEN 'correct' ELSE coalesce(failure_kind, 'unclassified') END AS kind,
+       count(*) AS n
+FROM s.samples WHERE submission_id = $submission_id GROUP BY kind ORDER BY n DESC, kind;
+
+-- name: badcase_examples
+SELECT * FROM (
+    SELECT sample_id, coalesce(failure_kind, 'unclassified') AS failure_kind,
+           left(prompt, $chars) AS prompt, length(prompt) AS prompt_len,
+           left(output, $chars) AS output, length(output) AS output_len,
+           left(extracted, $chars) AS extracted, left(expected, $chars) AS expected, tokens,
+           left(error, $chars) AS error,
+           row_number() OVER (PARTITION BY coalesce(failure_kind, 'unclassified') ORDER BY sample_id, id) AS rn
+    FROM s.samples WHERE submission_id = $submission_id AND coalesce(correct, 0) = 0
+) WHERE rn <= $per_kind ORDER BY failure_kind, rn;
+
+-- name: baseline_for_run
+SELECT b.id, b.score, b.split, b.protocol_hash, b.grader_version, b.created_at
+FROM s.baselines b JOIN s.runs r ON r.task = b.task AND r.model = b.model
+WHERE r.id = $run_id AND b.split = 'dev' ORDER BY b.created_at DESC LIMIT 1;
+
+-- Per-sample change against the baseline's samples (matched by sample id).
+-- name: versus_baseline
+SELECT count(*) AS n_common,
+       count(*) FILTER (WHERE coalesce(b.correct, 0) = 0 AND coalesce(x.correct, 0) = 1) AS fixed,
+       count(*) FILTER (WHERE coalesce(b.correct, 0) = 1 AND coalesce(x.correct, 0) = 0) AS broken
+FROM s.samples x JOIN s.samples b ON b.sample_id = x.sample_id AND b.baseline_id = $baseline_id AND b.split = x.split
+WHERE x.submission_id = $submission_id;
+
+-- name: sample_results
+SELECT sample_id, split, correct, score, tokens, failure_kind, error
+FROM s.samples WHERE submission_id = $submission_id ORDER BY sample_id, id;
+
+-- One run's training metrics (grading-sourced series excluded: those are the harness's own
+-- scores, shown from submissions) with each point's index i in its series and the series size n.
+-- name: focus_metrics
+CREATE OR REPLACE TEMP TABLE run_metric_rows AS
+SELECT run_id, id, name, source, step, ts, value, phase,
+       row_number() OVER (PARTITION BY name, source ORDER BY ts, id) - 1 AS i,
+       count(*) OVER (PARTITION BY name, source) AS n
+FROM s.metrics WHERE run_id = $run_id AND source <> 'grading';
+
+-- name: focus_events
+CREATE OR REPLACE TEMP TABLE run_event_log AS SELECT * FROM event_log WHERE run_id = $run_id;
+
+-- name: event_counts
+SELECT category, count(*) AS n, min(ts) - $t0 AS first_t_s, max(ts) - $t0 AS last_t_s
+FROM run_event_log WHERE run_id = $run_id GROUP BY category ORDER BY category;
+
+-- The action log, capped: the first $head and last $tail events of each category.
+-- name: event_log_capped
+SELECT * FROM (
+    SELECT id, ts - $t0 AS t_s, category, level, left(message, $chars) AS message,
+           length(message) AS message_len, left(detail, $chars) AS detail,
+           row_number() OVER (PARTITION BY category ORDER BY id) AS rn,
+           count(*) OVER (PARTITION BY category) AS n
+    FROM run_event_log WHERE run_id = $run_id
+) WHERE rn <= $head OR rn > n - $tail ORDER BY category, id;
+
+-- name: revisions
+SELECT id, seq, ts - $t0 AS t_s, reason, manifest, n_files, total_bytes, skipped
+FROM s.revisions WHERE run_id = $run_id ORDER BY seq;
+
+-- name: blobs
+SELECT sha256, encoding, content, size FROM s.blobs WHERE list_contains(string_split($shas, chr(31)), sha256);
+
+-- CPU-hours integrate cpu_percent over the time to the next sample (capped at $max_gap s so a
+-- stalled sampler does not inflate them); GPU busy-hours do the same with the sum of GPU utils.
+-- name: resource_cost
+WITH r AS (
+    SELECT ts, cpu_percent, rss_bytes, gpus,
+           least(coalesce(lead(ts) OVER (ORDER BY ts, id) - ts, 0), $max_gap) AS dt
+    FROM s.resources WHERE run_id = $run_id
+)
+SELECT count(*) AS n_samples,
+       sum(coalesce(cpu_percent, 0) / 100 * dt) / 3600 AS cpu_hours,
+       avg(cpu_percent) AS mean_cpu_percent,
+       max(rss_bytes) AS peak_rss_bytes,
+       sum(CASE WHEN gpus IS NULL OR NOT json_valid(gpus) THEN 0
+                ELSE coalesce(list_sum(CAST(json_extract(gpus, '$[*].util') AS DOUBLE[])), 0) / 100 * dt END) / 3600
+           AS gpu_busy_hours
+FROM r;
+
+-- name: gpu_allocated
+SELECT coalesce(sum((coalesce(ended_at, $now) - started_at)
+                    * CASE WHEN json_valid(gpus) THEN coalesce(json_array_length(gpus), 0) ELSE 0 END), 0) / 3600
+           AS gpu_allocated_hours,
+       count(*) AS n_attempts
+FROM s.attempts WHERE run_id = $run_id AND started_at IS NOT NULL;
+
+-- name: grading_time
+SELECT coalesce(sum(inference_s), 0) AS inference_s, coalesce(sum(grading_s), 0) AS grading_s
+FROM s.submissions WHERE run_id = $run_id;
+
+-- name: attempts
+SELECT number, state, executor, started_at - $t0 AS start_s, ended_at - started_at AS duration_s,
+       exit_code, error, gpus
+FROM s.attempts WHERE run_id = $run_id ORDER BY number;

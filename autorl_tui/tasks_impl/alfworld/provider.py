@@ -1,0 +1,152 @@
+"""Data provider for the `alfworld` task card: `materialize(card, split, out_dir) -> Path`.
+
+A materialized split is a folder:
+
+    <split>/items.jsonl        one line per game: id, gamefile (relative), task_type, goal, ...
+    <split>/games/<type>/<id>/ game.tw-pddl, traj_data.json, expert.json (planner walkthrough)
+
+and, for `train` only (the split copied into the agent's workspace):
+
+    sft_chat.jsonl, sft_prompt_completion.jsonl, expert_trajectories.jsonl   expert data
+    few_shot/<task_type>.txt                                               our ReAct examples
+    alfworld_api/                                                          the episode runner
+    README.md
+
+Games are generated (see games.py) unless the official games are present ($ALFWORLD_DATA/json_2.1.1,
+see official.py) and the card's `params.source` is `auto` or `official`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from autorl_tui.tasks_impl.alfworld import games as G
+from autorl_tui.tasks_impl.alfworld.official import copy_official_game, official_games, official_root
+
+_log = logging.getLogger(__name__)
+PACKAGE_DIR = Path(__file__).resolve().parent
+API_FILES = ("env.py", "prompts.py", "api.py")
+
+
+class AlfworldDataError(RuntimeError):
+    pass
+
+
+def _split_spec(card, split: str) -> dict:
+    spec = dict(card.data["splits"][split])
+    spec.setdefault("seed", {"train": 1, "dev": 2, "test": 3}.get(split, 0))
+    spec.setdefault("n_per_type", 4)
+    spec.setdefault("rooms", "unseen" if split == "test" else "seen")
+    return spec
+
+
+def _task_types(card) -> tuple[str, ...]:
+    types = tuple((card.data.get("params") or {}).get("task_types") or G.TASK_TYPES)
+    unknown = [t for t in types if t not in G.TASK_TYPES]
+    if unknown:
+        raise AlfworldDataError(f"unknown ALFWorld task type(s) {unknown}; known: {', '.join(G.TASK_TYPES)}")
+    return types
+
+
+def available(card) -> str | None:
+    """None when the card's games can be had here (generated ones always can), else why not."""
+    source = (card.data.get("params") or {}).get("source", "auto")
+    if source == "official" and official_root() is None:
+        return ("the card asks for the official ALFWorld games: set ALFWORLD_DATA to the folder holding "
+                "json_2.1.1/ (made by `alfworld-download`), or set data.params.source: generated")
+    return None
+
+
+def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
+    out_dir = Path(out_dir)
+    final = out_dir / split
+    if (final / "items.jsonl").exists():
+        return final
+    params = dict(card.data.get("params") or {})
+    source = params.get("source", "auto")
+    if source not in ("auto", "generated", "official"):
+        raise AlfworldDataError(f"task {card.id}: data.params.source must be auto, generated or official, got {source!r}")
+    root = official_root() if source != "generated" else None
+    if source == "official" and root is None:
+        raise AlfworldDataError(
+            f"task {card.id} asks for the official ALFWorld games but none were found: set ALFWORLD_DATA to the "
+            "folder holding json_2.1.1/ (made by `alfworld-download`), or set data.params.source: generated")
+    work = out_dir / f".{split}.partial"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    spec = _split_spec(card, split)
+    types = _task_types(card)
+    if root is not None:
+        items = _official_items(root, split, spec, types, work, log)
+    else:
+        exclude = set()
+        if split != "train" and spec["rooms"] == "seen" and "train" in card.data["splits"]:
+            train = _split_spec(card, "train")
+            exclude = G.planned_signatures(seed=train["seed"], rooms_kind=train["rooms"],
+                                           max_receptacles=int(params.get("max_receptacles", 12)),
+                                           n_candidates=2 * int(train["n_per_type"]) + 10, task_types=types)
+        items = G.build_games(work, seed=int(spec["seed"]), n_per_type=int(spec["n_per_type"]),
+                              rooms_kind=spec["rooms"], max_receptacles=int(params.get("max_receptacles", 12)),
+                              task_types=types, exclude=exclude, log=log)
+        for item in items:
+            item["source"] = "generated"
+    with open(work / "items.jsonl", "w") as fh:
+        for item in items:
+            fh.write(json.dumps(item) + "\n")
+    if split == "train":
+        add_workspace_extras(card, work, items)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(work, final)
+    return final
+
+
+def _official_items(root: Path, split: str, spec: dict, types, work: Path, log) -> list[dict]:
+    items = []
+    for game_dir in official_games(root, split, types, spec.get("official_n_per_type")):
+        traj = json.loads((game_dir / "traj_data.json").read_text())
+        gid = f"{game_dir.parent.name}/{game_dir.name}"
+        dest = work / "games" / traj["task_type"] / game_dir.parent.name / game_dir.name
+        gamefile = copy_official_game(game_dir, dest)
+        item = {"id": gid, "gamefile": os.path.relpath(gamefile, work), "task_type": traj["task_type"],
+                "floorplan": traj.get("scene", {}).get("floor_plan"), "source": "official"}
+        if split == "train":   # expert data for the workspace: the planner's walkthrough
+            expert = G.validate_game(gamefile)
+            if not expert.won:
+                log(f"skip {gid}: the planner's walkthrough does not win")
+                shutil.rmtree(dest)
+                continue
+            (dest / "expert.json").write_text(json.dumps({"intro": expert.intro, "steps": expert.steps, "won": True}))
+            item["expert_actions"] = expert.actions
+        items.append(item)
+    return items
+
+
+def add_workspace_extras(card, split_dir: Path, items: list[dict]) -> None:
+    """What the agent gets beside the train games: expert SFT data, few-shot examples, the API."""
+    from autorl_tui.tasks_impl.alfworld.experts import write_sft_files
+    from autorl_tui.tasks_impl.alfworld.prompts import FEW_SHOT
+    opts = dict(card.scorer_options or {})
+    counts = write_sft_files(split_dir, items, split_dir, few_shot=bool(opts.get("few_shot", False)),
+                             history_len=int(opts.get("history_len", 5)))
+    shots = split_dir / "few_shot"
+    shots.mkdir(exist_ok=True)
+    for task_type, text in FEW_SHOT.items():
+        (shots / f"{task_type}.txt").write_text(text + "\n")
+    api = split_dir / "alfworld_api"
+    api.mkdir(exist_ok=True)
+    for name in API_FILES:
+        shutil.copy2(PACKAGE_DIR / name, api / name)
+    (api / "__init__.py").write_text(
+        '"""ALFWorld episode runner (the grader\'s own code). See api.py."""\n'
+        "from .api import EpisodeResult, list_games, run_episodes  # noqa: F401\n"
+        "from .env import AlfworldGame, Observation, ensure_alfworld_data  # noqa: F401\n"
+        "from .prompts import FEW_SHOT, build_messages, match_action, messages_to_text, parse_reply  # noqa: F401\n")
+    (split_dir / "README.md").write_text(
+        f"# ALFWorld train split\n\n{len(items)} games in games/ (index: items.jsonl); "
+        f"{counts['sft_examples']} expert steps as SFT data (sft_chat.jsonl, sft_prompt_completion.jsonl); "
+        "raw expert trajectories in expert_trajectories.jsonl; ReAct examples in few_shot/; "
+        "the episode runner in alfworld_api/ (see the task description).\n")

@@ -1,0 +1,112 @@
+"""What the console knows: run rows and resource samples, kept current by applying engine events
+in batches. Pure data (no widgets), so the batching logic is testable on its own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from autorl_tui.engine.client import Disconnected, Lagged
+from autorl_tui.engine.events import (MetricPoint, QueueChanged, ResourceSample, RunEventAppended,
+                                      RunStateChanged, RunUpdated, SubmissionUpdated)
+from autorl_tui.tui.formatting import FINISHED_STATES
+from autorl_tui.tui.widgets.log_view import LogLine
+
+
+@dataclass
+class Changes:
+    """The effect of one batch of events."""
+    runs: set[str] = field(default_factory=set)              # rows whose fields changed
+    unknown_runs: set[str] = field(default_factory=set)      # events for runs not in our snapshot
+    states: list[RunStateChanged] = field(default_factory=list)
+    beat_baseline: list[str] = field(default_factory=list)
+    log: dict[str, list[LogLine]] = field(default_factory=dict)
+    metrics: dict[str, list[MetricPoint]] = field(default_factory=dict)
+    submissions: dict[str, list[dict]] = field(default_factory=dict)
+    resources: dict[str, ResourceSample] = field(default_factory=dict)
+    queue: bool = False
+    resync: bool = False
+    dropped: int = 0                                         # events the engine dropped for us
+    disconnected: str | None = None
+    n_events: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.n_events or self.resync or self.disconnected)
+
+
+def beats_baseline(run: dict) -> bool:
+    base, best = run.get("baseline_dev_score"), run.get("best_dev_score")
+    return base is not None and best is not None and best > base
+
+
+class ConsoleModel:
+    def __init__(self):
+        self.runs: dict[str, dict] = {}
+        self.queue_paused = False
+        self.gpus: dict = {"devices": [], "holders": {}, "cpu_slots": None}
+        self.gpu_stats: dict[str, dict] = {}
+        self.resources: dict[str, ResourceSample] = {}
+        self.engine: dict = {}
+        self._announced_beat: set[str] = set()
+
+    def load_snapshot(self, snap: dict) -> None:
+        self.runs = {r["id"]: r for r in snap.get("runs", [])}
+        self.queue_paused = bool(snap.get("queue_paused"))
+        self.gpus = snap.get("gpus") or self.gpus
+        self.engine = snap.get("engine") or {}
+        self._announced_beat = {rid for rid, r in self.runs.items() if beats_baseline(r)}
+
+    def apply(self, events: list) -> Changes:
+        ch = Changes()
+        for ev in events:
+            ch.n_events += 1
+            if isinstance(ev, Lagged):
+                ch.resync = True
+                ch.dropped += ev.dropped
+                continue
+            if isinstance(ev, Disconnected):
+                ch.disconnected = ev.reason
+                continue
+            rid = ev.run_id
+            run = self.runs.get(rid) if rid else None
+            if isinstance(ev, RunEventAppended):
+                ch.log.setdefault(rid, []).append(LogLine(ev.ts, ev.kind, ev.level, ev.message,
+                                                                  getattr(ev, "recv_seq", 0)))
+            elif isinstance(ev, MetricPoint):
+                ch.metrics.setdefault(rid, []).append(ev)
+            elif isinstance(ev, ResourceSample):
+                ch.resources[rid] = ev
+                self.resources[rid] = ev
+                for gpu in ev.gpus or []:
+                    self.gpu_stats[str(gpu.get("index"))] = {**gpu, "run_id": rid}
+            elif isinstance(ev, QueueChanged):
+                self.queue_paused = ev.paused
+                ch.queue = True
+            elif isinstance(ev, RunStateChanged):
+                ch.states.append(ev)
+                if run is None:
+                    ch.unknown_runs.add(rid)
+                    continue
+                run["state"] = ev.state
+                if ev.failure_source is not None:
+                    run["failure_source"] = ev.failure_source
+                if ev.reason is not None and ev.state in FINISHED_STATES:
+                    run["end_reason"] = ev.reason
+                if ev.state == "running" and not run.get("started_at"):
+                    run["started_at"] = ev.ts
+                if ev.state in FINISHED_STATES and not run.get("ended_at"):
+                    run["ended_at"] = ev.ts
+                ch.runs.add(rid)
+            elif isinstance(ev, RunUpdated):
+                if run is None:
+                    ch.unknown_runs.add(rid)
+                    continue
+                run.update(ev.fields)
+                ch.runs.add(rid)
+            elif isinstance(ev, SubmissionUpdated):
+                ch.submissions.setdefault(rid, []).append(ev.submission)
+        for rid in ch.runs:
+            run = self.runs[rid]
+            if rid not in self._announced_beat and beats_baseline(run):
+                self._announced_beat.add(rid)
+                ch.beat_baseline.append(rid)
+        return ch

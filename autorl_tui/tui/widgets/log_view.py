@@ -1,0 +1,193 @@
+"""A virtualized, bounded log view (Textual Line API).
+
+Lines live in a ring (`collections.deque` with `maxlen`): memory stays bounded however many lines
+an agent writes, and only the lines in view are rendered (`render_line`). The view follows the
+tail until the operator scrolls up or presses `f`; it keeps its place when old lines fall out of
+the ring. Search highlights matches and jumps between them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from autorl_tui.tui.formatting import fmt_offset
+
+KIND_STYLE = {
+    "stdout": Style(), "stderr": Style(color="bright_red"), "harness": Style(color="cyan"),
+    "action": Style(color="magenta"), "grading": Style(color="green"), "submission": Style(color="green", bold=True),
+    "state": Style(color="yellow"), "error": Style(color="red", bold=True),
+}
+LEVEL_STYLE = {"error": Style(color="red", bold=True), "warning": Style(color="yellow")}
+DIM = Style(dim=True)
+MATCH = Style(reverse=True, bold=True)
+MAX_WIDTH = 2000
+_CONTROL = {i: " " for i in range(32)}
+_CONTROL[ord("\t")] = "    "
+
+
+@dataclass(slots=True)
+class LogLine:
+    ts: float
+    kind: str
+    level: str
+    message: str
+    seq: int = 0      # the client's receive number (0 for lines read from the store)
+
+
+def clean(message: str) -> str:
+    """One display line: no control characters (they would break the terminal layout)."""
+    if "\n" in message:
+        message = message.rstrip("\n").replace("\r\n", "\n").replace("\n", " ⏎ ")
+    return message.translate(_CONTROL)
+
+
+class LogView(ScrollView, can_focus=True):
+    DEFAULT_CSS = """
+    LogView { background: $surface; }
+    """
+    BINDINGS = [("end", "follow_tail", "Tail")]
+
+    follow: reactive[bool] = reactive(True)
+
+    def __init__(self, capacity: int = 20_000, origin: float | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.capacity = capacity
+        self.lines: deque[LogLine] = deque(maxlen=capacity)
+        self.total = 0            # lines ever appended (the ring holds the last `capacity`)
+        self.origin = origin      # timestamps are shown as offsets from this (the run's start)
+        self._max_width = 0
+        self._moving = False      # our own scrolling must not switch following off
+        self.search_term: str | None = None
+        self.match_index: int | None = None   # ring index of the current match
+
+    # ------------------------------------------------------------------ data
+    def set_origin(self, origin: float | None) -> None:
+        if origin != self.origin:
+            self.origin = origin
+            self.refresh()
+
+    def clear(self) -> None:
+        self.lines.clear()
+        self.total = 0
+        self._max_width = 0
+        self.virtual_size = Size(0, 0)
+        self.refresh()
+
+    def append_lines(self, new: list[LogLine]) -> None:
+        if not new:
+            return
+        before = len(self.lines)
+        self.lines.extend(new)
+        self.total += len(new)
+        dropped = before + len(new) - len(self.lines)
+        width = max((len(line.message) for line in new[-2000:]), default=0) + 12
+        self._max_width = min(MAX_WIDTH, max(self._max_width, width))
+        self.virtual_size = Size(self._max_width, len(self.lines))
+        if self.match_index is not None:
+            self.match_index -= dropped
+            if self.match_index < 0:
+                self.match_index = None
+        self._moving = True
+        try:
+            if self.follow:
+                self._scroll_tail()
+            elif dropped:
+                self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
+        finally:
+            self._moving = False
+        self.refresh()
+
+    # ------------------------------------------------------------------ following and scrolling
+    def _scroll_tail(self) -> None:
+        self._moving = True
+        try:
+            # force: before the first layout the scrollbars (and so scrolling) are not enabled yet
+            self.scroll_to(y=max(0, len(self.lines) - self.scrollable_content_region.height), animate=False,
+                           immediate=True, force=True)
+        finally:
+            self._moving = False
+
+    def watch_follow(self, follow: bool) -> None:
+        if follow:
+            self._scroll_tail()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if not self._moving and new < old and self.follow:
+            self.follow = False          # the operator scrolled up: stop following
+
+    def on_resize(self) -> None:
+        if self.follow:
+            self.watch_follow(True)
+
+    def action_follow_tail(self) -> None:
+        self.follow = True
+
+    # ------------------------------------------------------------------ search
+    def search(self, term: str | None, backwards: bool = False) -> bool:
+        """Jump to the next line containing `term` (case-insensitive). Returns False if none."""
+        if term is not None:
+            if term != self.search_term:
+                self.match_index = None
+            self.search_term = term or None
+        if not self.search_term or not self.lines:
+            self.refresh()
+            return False
+        needle = self.search_term.lower()
+        n = len(self.lines)
+        if self.match_index is None:
+            start = n - 1 if backwards else max(0, int(self.scroll_y))
+            if backwards:
+                start = min(n - 1, int(self.scroll_y) + self.scrollable_content_region.height - 1)
+        else:
+            start = self.match_index + (-1 if backwards else 1)
+        order = range(start, -1, -1) if backwards else range(start, n)
+        for i in order:
+            if needle in self.lines[i].message.lower():
+                self.match_index = i
+                self.follow = False
+                self._moving = True
+                try:
+                    self.scroll_to(y=max(0, i - self.scrollable_content_region.height // 2), animate=False,
+                                   immediate=True)
+                finally:
+                    self._moving = False
+                self.refresh()
+                return True
+        self.refresh()
+        return False
+
+    # ------------------------------------------------------------------ rendering
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if index >= len(self.lines):
+            return Strip.blank(width, base)
+        line = self.lines[index]
+        message = clean(line.message)
+        style = base + LEVEL_STYLE.get(line.level, KIND_STYLE.get(line.kind, Style()))
+        stamp = fmt_offset(line.ts - self.origin) if self.origin else ""
+        segments = [Segment(f"{stamp:>9} ", base + DIM), Segment(f"{line.kind[:6]:<6} ", base + DIM)]
+        term = self.search_term
+        if term and term.lower() in message.lower():
+            low, needle, pos = message.lower(), term.lower(), 0
+            match_style = style + MATCH if index == self.match_index else style + Style(underline=True, bold=True)
+            while (hit := low.find(needle, pos)) >= 0:
+                segments.append(Segment(message[pos:hit], style))
+                segments.append(Segment(message[hit:hit + len(term)], match_style))
+                pos = hit + len(term)
+            segments.append(Segment(message[pos:], style))
+        else:
+            segments.append(Segment(message, style))
+        strip = Strip(segments).crop_extend(scroll_x, scroll_x + width, base)
+        return strip

@@ -1,0 +1,124 @@
+"""Console actions driven by the keyboard against the store-backed engine (fixed data, real socket,
+real server): filter and sort, the command palette, pause, budget extension, cancel with
+confirmation, export through the real `autorl-tui export` subprocess, notifications."""
+
+import json
+import time
+
+import pytest
+
+from autorl_tui.home import Home
+from autorl_tui.tui.screens.new_plan import NewPlanScreen
+from autorl_tui.tui.screens.prompts import ConfirmScreen, InputScreen
+from autorl_tui.tui.screens.run import RunScreen
+from tests.console.frozen import FrozenConsole
+from tests.console.static_engine import ServedEngine
+
+RID = "r0002-arith-scripted-s0"
+
+
+@pytest.fixture
+def served(tmp_path):
+    home = Home.open(str(tmp_path / "h"))
+    with ServedEngine(home) as served:
+        yield served
+
+
+async def until(pilot, condition, timeout=30.0, what="a condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def row_ids(app):
+    table = app.screen.query_one("#runs")
+    return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+
+
+async def test_runs_filter_sort_palette_and_export(served):
+    app = FrozenConsole(served.home)
+    app.notify_events = True
+    async with app.run_test(size=(130, 36)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
+        assert row_ids(app)[0] == RID                         # active first
+        await pilot.press("slash", *"state:done")
+        await pilot.pause(0.2)
+        assert row_ids(app) == ["r0001-arith-baseline-copy-s0"]
+        await pilot.press("escape")
+        assert len(row_ids(app)) == 3
+        await pilot.press("s")                                # sort by state
+        assert row_ids(app)[0] == "r0001-arith-baseline-copy-s0"   # done < queued < running
+        await pilot.press("S")
+        assert row_ids(app)[0] == RID
+        # the command palette offers the registry's actions
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        await pilot.press(*"new plan")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, NewPlanScreen), what="the palette to open New plan")
+        await pilot.press("escape")
+        # export the selected run through `autorl-tui export`
+        table = app.screen.query_one("#runs")
+        table.move_cursor(row=row_ids(app).index(RID))
+        await pilot.press("e")
+        out = served.home.reports / f"{RID}.json"
+        await until(pilot, lambda: any("written:" in str(n.message) for n in app._notifications), timeout=60,
+                    what="the export to finish")
+        report = json.loads(out.read_text())           # `autorl-tui report` (or `export`) wrote it
+        assert RID in json.dumps(report)
+
+
+async def test_run_actions_pause_extend_cancel(served):
+    app = FrozenConsole(served.home)
+    app.notify_events = True
+    async with app.run_test(size=(130, 36)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.loaded, what="the run")
+        await pilot.press("p")
+        await until(pilot, lambda: app.model.runs[RID]["state"] == "paused", what="pause")
+        await pilot.press("p")
+        await until(pilot, lambda: app.model.runs[RID]["state"] == "running", what="resume")
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, InputScreen), what="the budget prompt")
+        await pilot.press("ctrl+u", *"5m", "enter")
+        await until(pilot, lambda: served.engine.store.get("runs", RID)["budget_s"] == 900.0, what="the extension")
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await pilot.press("n")                                # the confirmation says no: nothing happens
+        await until(pilot, lambda: isinstance(app.screen, RunScreen), what="the dialog to close")
+        await pilot.pause(0.3)
+        assert app.model.runs[RID]["state"] == "running"
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: app.model.runs[RID]["state"] == "cancelled", what="the cancellation")
+        await pilot.pause(0.3)
+        assert "cancelled" in str(app.screen.query_one("#run-header").render())
+        assert served.engine.store.get("runs", RID)["state"] == "cancelled"
+        await pilot.press("c")                                # already finished: refused with a message
+        await until(pilot, lambda: any("already cancelled" in str(n.message) for n in app._notifications),
+                    what="the refusal")
+        assert any("already cancelled" in str(n.message) for n in app._notifications)
+
+
+async def test_a_console_far_behind_drops_its_backlog_and_resyncs(served):
+    from autorl_tui.engine.events import RunEventAppended
+
+    app = FrozenConsole(served.home)
+    app.MAX_BACKLOG = 200
+    async with app.run_test(size=(130, 36)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
+
+        def flood():
+            for i in range(2000):
+                served.engine.bus.publish(RunEventAppended(RID, kind="stdout", message=f"flood {i}"))
+        served.loop.call_soon_threadsafe(flood)
+        await until(pilot, lambda: app.dropped_events > 0, what="the backlog to be dropped")
+        await until(pilot, lambda: app.client.backlog == 0, what="the console to catch up")
+        assert app.connected and len(app.model.runs) == 3      # state re-read, nothing lost from the table
+        assert app.client.received == 2000

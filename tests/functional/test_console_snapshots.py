@@ -1,0 +1,85 @@
+"""Snapshots of every console screen over fixed data: a store filled through the real Store API
+(tests/console/static_engine.py), served by the real EngineServer over a real Unix socket, read
+by the real console through EngineClient. Times are pinned (clock, machine size, pid, home)."""
+
+import pytest
+
+from autorl_tui.home import Home
+from tests.console.frozen import FrozenConsole
+from tests.console.static_engine import ServedEngine
+
+SIZE = (130, 36)
+
+
+@pytest.fixture
+def served(tmp_path):
+    home = Home.open(str(tmp_path / "h"))
+    with ServedEngine(home) as served:
+        yield served
+
+
+async def _loaded(pilot):
+    app = pilot.app
+    for _ in range(100):
+        if app.connected and app.model.runs:
+            break
+        await pilot.pause(0.05)
+    await pilot.pause(0.3)
+
+
+async def _run_loaded(pilot):
+    await _loaded(pilot)
+    await pilot.press("enter")
+    for _ in range(100):
+        if getattr(pilot.app.screen, "loaded", False):
+            break
+        await pilot.pause(0.05)
+    await pilot.pause(0.3)
+
+
+def test_runs_screen(served, snap_compare):
+    assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=_loaded)
+
+
+def test_run_screen_log(served, snap_compare):
+    assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=_run_loaded)
+
+
+def test_run_screen_metrics(served, snap_compare):
+    assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=_run_loaded, press=["2"])
+
+
+def test_run_screen_submissions(served, snap_compare):
+    assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=_run_loaded, press=["3"])
+
+
+def test_run_screen_revision_diff(served, snap_compare):
+    async def before(pilot):
+        await _run_loaded(pilot)
+        await pilot.press("4", "down")
+        await pilot.pause(0.5)
+    assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
+
+
+def test_new_plan_screen(served, snap_compare):
+    async def before(pilot):
+        await _loaded(pilot)
+        await pilot.press("n")
+        await pilot.pause(0.5)
+    assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
+
+
+def test_gpus_screen(served, snap_compare):
+    async def before(pilot):
+        await _loaded(pilot)
+        await pilot.press("g")
+        await pilot.pause(0.3)
+    assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
+
+
+def test_help_screen(served, snap_compare):
+    async def before(pilot):
+        await _loaded(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+    assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)

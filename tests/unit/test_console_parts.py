@@ -1,0 +1,150 @@
+"""The console's parts on their own: log ring, braille charts, event batching, plan form, the
+action registry (every binding reaches a real action; help lists them all)."""
+
+import inspect
+
+import pytest
+from textual.app import App
+
+from autorl_tui.catalog.plans import parse_plan
+from autorl_tui.engine.client import Disconnected, Lagged
+from autorl_tui.engine.events import (MetricPoint, QueueChanged, RunEventAppended, RunStateChanged,
+                                      RunUpdated)
+from autorl_tui.exitcodes import UsageError
+from autorl_tui.tui.actions import ACTIONS, bindings
+from autorl_tui.tui.app import ConsoleApp
+from autorl_tui.tui.model import ConsoleModel
+from autorl_tui.tui.screens.gpus import GpusScreen
+from autorl_tui.tui.screens.help import help_table
+from autorl_tui.tui.screens.new_plan import NewPlanScreen, plan_yaml
+from autorl_tui.tui.screens.run import RunScreen
+from autorl_tui.tui.screens.runs import RunsScreen, matches
+from autorl_tui.tui.widgets.chart import braille_lines
+from autorl_tui.tui.widgets.log_view import LogLine, LogView, clean
+
+
+class LogApp(App):
+    def compose(self):
+        yield LogView(capacity=100)
+
+
+def lines(n, prefix="line"):
+    return [LogLine(float(i), "stdout", "info", f"{prefix} {i}") for i in range(n)]
+
+
+async def test_log_view_ring_is_bounded_and_follows_the_tail():
+    app = LogApp()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one(LogView)
+        for _ in range(30):
+            view.append_lines(lines(100))
+        await pilot.pause()
+        assert len(view.lines) == 100 and view.total == 3000
+        assert view.lines[0].message == "line 0" and view.lines[-1].message == "line 99"
+        assert view.scroll_y == view.max_scroll_y > 0          # following the tail
+        assert "line 99" in "".join(s.text for s in view.render_line(view.scrollable_content_region.height - 1))
+
+
+async def test_log_view_pausing_keeps_the_viewed_lines_in_place():
+    app = LogApp()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one(LogView)
+        view.append_lines(lines(60, "old"))
+        await pilot.pause()
+        view.scroll_to(y=10, animate=False, immediate=True)   # the operator scrolls up
+        await pilot.pause()
+        assert view.follow is False
+        top = view.lines[int(view.scroll_y)].message
+        view.append_lines(lines(50, "new"))                   # 10 old lines fall out of the ring
+        await pilot.pause()
+        assert view.lines[int(view.scroll_y)].message == top
+        view.follow = True
+        await pilot.pause()
+        assert view.scroll_y == view.max_scroll_y
+
+
+async def test_log_view_search_jumps_between_matches():
+    app = LogApp()
+    async with app.run_test(size=(80, 10)) as pilot:
+        view = app.query_one(LogView)
+        view.append_lines([LogLine(0, "stdout", "info", "noise") for _ in range(40)])
+        view.append_lines([LogLine(0, "stderr", "error", "Traceback: boom")])
+        view.append_lines([LogLine(0, "stdout", "info", "noise") for _ in range(40)])
+        view.append_lines([LogLine(0, "stderr", "error", "second BOOM")])
+        await pilot.pause()
+        view.scroll_to(y=0, animate=False, immediate=True)
+        assert view.search("boom") and view.match_index == 40
+        assert view.follow is False
+        assert view.search(None) and view.match_index == 81
+        assert not view.search(None)                 # no further match
+        assert view.search(None, backwards=True) and view.match_index == 40
+        assert not view.search("absent")
+
+
+def test_clean_removes_control_characters():
+    assert clean("a\tb\x1b[31mc\r\nd\n") == "a    b [31mc ⏎ d"
+
+
+def test_braille_plots_a_rising_line_bottom_left_to_top_right():
+    rows = braille_lines([(0, 0.0), (1, 1.0)], width=4, height=2)
+    assert len(rows) == 2 and all(len(r) == 4 for r in rows)
+    assert rows[1][0] != "⠀" and rows[0][-1] != "⠀"       # starts low left, ends high right
+    assert rows[0][0] == "⠀" and rows[1][-1] == "⠀"
+    assert braille_lines([], 3, 1) == ["⠀⠀⠀"]
+    assert len(braille_lines([(0, float("nan")), (1, 2.0)], 5, 3)) == 3   # NaN skipped, no crash
+
+
+def test_model_applies_a_batch_and_reports_what_changed():
+    model = ConsoleModel()
+    model.load_snapshot({"runs": [{"id": "r1", "state": "queued", "baseline_score": 50.0,
+                                   "baseline_dev_score": 20.0, "best_dev_score": None}]})
+    ch = model.apply([
+        RunStateChanged("r1", state="running", previous="queued", ts=100.0),
+        RunEventAppended("r1", kind="stdout", message="hello"),
+        MetricPoint("r1", name="loss", value=0.5, step=1, source="metrics_jsonl"),
+        RunUpdated("r1", fields={"best_dev_score": 30.0, "improvement": 10.0}),
+        RunUpdated("r9", fields={"x": 1}),
+        QueueChanged(None, paused=True),
+    ])
+    assert model.runs["r1"]["state"] == "running" and model.runs["r1"]["started_at"] == 100.0
+    assert ch.runs == {"r1"} and ch.unknown_runs == {"r9"} and ch.queue and model.queue_paused
+    assert [ln.message for ln in ch.log["r1"]] == ["hello"] and ch.metrics["r1"][0].name == "loss"
+    assert ch.beat_baseline == ["r1"]
+    again = model.apply([RunUpdated("r1", fields={"best_dev_score": 35.0})])
+    assert again.beat_baseline == []                     # announced once
+    marks = model.apply([Lagged(5), Disconnected("bye")])
+    assert marks.resync and marks.disconnected == "bye"
+
+
+def test_filter_terms_and_fields():
+    run = {"id": "r0001-arith-x-s0", "task": "arith", "agent": "scripted", "state": "failed", "model": "tiny"}
+    assert matches(run, "arith") and matches(run, "state:fail agent:script") and not matches(run, "state:done")
+
+
+def test_plan_form_yaml_parses_into_the_matrix():
+    text = plan_yaml("p", ["arith", "gsm"], ["a"], ["tiny"], "0, 1,2", "90s", "local", "0", "3")
+    plan = parse_plan(text)
+    assert len(plan.runs) == 6 and plan.runs[0].budget_s == 90 and plan.runs[0].priority == 3
+    with pytest.raises(UsageError, match="seeds must be integers"):
+        parse_plan(plan_yaml("p", ["arith"], ["a"], [], "x", "10m", "local", "0", "0"))
+
+
+SCREENS = {"app": ConsoleApp, "runs": RunsScreen, "run": RunScreen, "new_plan": NewPlanScreen, "gpus": GpusScreen}
+
+
+def test_every_registered_action_has_a_handler_and_is_in_help():
+    for action in ACTIONS:
+        name = action.name.split("(")[0]
+        owner = SCREENS[action.scope]
+        assert callable(getattr(owner, f"action_{name}", None)), f"{action.scope}: no action_{name}"
+    help_text = str([str(c) for col in help_table().columns for c in col._cells])
+    for action in ACTIONS:
+        assert action.description in help_text
+    assert [b.action for b in bindings("runs")] == [a.name for a in ACTIONS if a.scope == "runs"]
+    assert RunsScreen.BINDINGS == bindings("runs")
+
+
+def test_screens_take_their_bindings_from_the_registry():
+    for scope, owner in SCREENS.items():
+        assert [b.key for b in owner.BINDINGS] == [a.key for a in ACTIONS if a.scope == scope]
+    assert inspect.isclass(RunScreen)

@@ -1,0 +1,53 @@
+"""The hand-written SVG charts: valid XML, axes with sensible ticks, gaps for missing values."""
+
+import xml.etree.ElementTree as ET
+
+from autorl_tui.reports import svg
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def parse(text):
+    return ET.fromstring(text)
+
+
+def test_nice_ticks_cover_the_range_with_round_steps():
+    ticks = svg.nice_ticks(0.013, 0.987)
+    assert ticks[0] <= 0.013 and ticks[-1] >= 0.987
+    steps = {round(b - a, 9) for a, b in zip(ticks, ticks[1:])}
+    assert steps == {0.2}
+    assert svg.nice_ticks(5, 5)[0] <= 5  # a flat series still gets an axis
+
+
+def test_line_chart_breaks_at_missing_values_and_escapes_labels():
+    root = parse(svg.line_chart([{"label": "a<b", "points": [(0, 1.0), (1, None), (2, 3.0), (3, 2.0)]}],
+                                title="x & y", markers=[{"x": 2, "label": "spike"}]))
+    paths = [p.get("d") for p in root.iter(f"{NS}path") if p.get("stroke") == svg.PALETTE[0]]
+    assert len(paths) == 1 and paths[0].count("M") == 2  # two pieces: before and after the gap
+    texts = [t.text for t in root.iter(f"{NS}text")]
+    assert "spike" in texts
+    assert root.find(f"{NS}title").text == "x & y"
+
+
+def test_line_chart_without_finite_values_says_so():
+    root = parse(svg.line_chart([{"label": "nan", "points": [(0, None)]}]))
+    assert "no finite values" in "".join(t.text or "" for t in root.iter(f"{NS}text"))
+
+
+def test_score_timeline_marks_drops_and_the_selected_submission():
+    subs = [{"seq": 1, "status": "scored", "score": 30.0, "t_s": 60.0, "is_best": False},
+            {"seq": 2, "status": "rejected", "score": None, "t_s": 120.0, "is_best": False},
+            {"seq": 3, "status": "scored", "score": 40.0, "t_s": 200.0, "is_best": True}]
+    root = parse(svg.score_timeline(subs, baseline=25.0, budget_s=300))
+    titles = [t.text for t in root.iter(f"{NS}title")]
+    assert "#2 rejected" in titles and "#3 scored 40.0" in titles
+    rings = [c for c in root.iter(f"{NS}circle") if c.get("fill") == "none"]
+    assert len(rings) == 1
+
+
+def test_radar_needs_three_axes_and_keeps_values_inside():
+    assert svg.radar(["a", "b"], [{"label": "x", "values": [1, 2]}]) == ""
+    root = parse(svg.radar(["a", "b", "c"], [{"label": "x", "values": [100, 0, None]}]))
+    size = float(root.get("width"))
+    for c in root.iter(f"{NS}circle"):
+        assert 0 <= float(c.get("cx")) <= size

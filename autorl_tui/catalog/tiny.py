@@ -60,7 +60,7 @@ def _train_only_problems(rng: random.Random, n: int) -> list[dict]:
 
 def _generic_sentence(rng: random.Random) -> str:
     (name, pronoun), item = rng.choice(arith.NAMES), rng.choice(arith.ITEMS)
-    a, b = rng.randint(1, 20), rng.randint(1, 20)
+    a, b = rng.randint(1, 10), rng.randint(1, 10)
     other = rng.choice(arith.NAMES)[0]
     parts = [f"{name} likes {item}.", f"{pronoun} keeps {a} {item} in a box.",
              f"{name} counts {a} {item} and {b} {rng.choice(arith.ITEMS)}.",

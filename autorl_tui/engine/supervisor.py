@@ -322,6 +322,7 @@ class RunSupervisor:
         if self.spec.get("options", {}).get("driver_url"):
             passthrough.setdefault("DRIVER_URL", self.spec["options"]["driver_url"])
         env = agent_environment(self.workspace, task_id=self.card.id, grading_url=grading_url, deadline=self.deadline,
+                                seed=int(self.run["seed"]),
                                 gpus=self.gpus, passthrough=passthrough,
                                 python_bin_dir=str(Path(sys.executable).parent))
         if self.spec.get("executor", "local") == "local":
@@ -365,7 +366,7 @@ class RunSupervisor:
         await self._start_server()
         self.started_at = time.time()
         self.deadline = self.started_at + float(self.run["budget_s"])
-        write_run_meta(self.workspace, card=self.card, budget_s=float(self.run["budget_s"]), start=self.started_at,
+        write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]), budget_s=float(self.run["budget_s"]), start=self.started_at,
                        deadline=self.deadline)
         self._write_prompt()
         spec = self._launch_spec(self.server.url)
@@ -686,7 +687,7 @@ class RunSupervisor:
         self.log("submission", f"submission {seq} scored {outcome.score:.2f} on dev"
                                + (f" ({improvement:+.2f} vs baseline)" if improvement is not None else ""),
                  data={"submission_id": sub_id, "score": outcome.score, "improvement": improvement})
-        write_run_meta(self.workspace, card=self.card, budget_s=float(self.run["budget_s"]), start=self.started_at,
+        write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]), budget_s=float(self.run["budget_s"]), start=self.started_at,
                        deadline=self.deadline, last_submit_time=time.time())
         return row
 
@@ -729,6 +730,6 @@ class RunSupervisor:
         self.deadline += seconds
         await self.handle.extend_deadline(self.deadline)
         self.update_run(deadline=self.deadline, budget_s=float(self.run["budget_s"]) + seconds)
-        write_run_meta(self.workspace, card=self.card, budget_s=float(self.run["budget_s"]), start=self.started_at,
+        write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]), budget_s=float(self.run["budget_s"]), start=self.started_at,
                        deadline=self.deadline)
         self.log("harness", f"budget extended by {seconds:.0f}s", data={"deadline": self.deadline})

@@ -138,8 +138,8 @@ def data_files(ws: Workspace) -> list[str]:
 
 
 def write_run_meta(ws: Workspace, *, card: TaskCard, budget_s: float, start: float, deadline: float,
-                   last_submit_time: float | None = None) -> None:
-    meta = {"task": card.id, "start_time": start, "timeout_s": budget_s, "deadline": deadline,
+                   seed: int = 0, last_submit_time: float | None = None) -> None:
+    meta = {"task": card.id, "seed": seed, "start_time": start, "timeout_s": budget_s, "deadline": deadline,
             "last_submit_time": last_submit_time, "written_at": time.time()}
     _write_readonly(ws.run_meta, json.dumps(meta, indent=2) + "\n")
     _write_readonly(ws.root / "instructions.md",
@@ -153,7 +153,7 @@ def _write_readonly(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def agent_environment(ws: Workspace, *, task_id: str, grading_url: str, deadline: float,
+def agent_environment(ws: Workspace, *, task_id: str, grading_url: str, deadline: float, seed: int,
                       gpus: list[str], passthrough: dict[str, str], python_bin_dir: str) -> dict[str, str]:
     """The agent's complete environment: the contract variables and the spec's names, nothing else."""
     env = {
@@ -170,6 +170,7 @@ def agent_environment(ws: Workspace, *, task_id: str, grading_url: str, deadline
         "METRICS_FILE": str(ws.metrics_file),
         "CUDA_VISIBLE_DEVICES": ",".join(gpus),
         "RUN_DEADLINE": str(deadline),
+        "RUN_SEED": str(seed),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",

@@ -42,7 +42,7 @@ TEMPLATES: list[tuple[str, str, bool]] = [
 PLUS_WORDS = ("more", "buys", "found", "puts", "altogether", "total")
 SPLIT_BUCKETS = {"dev": range(0, 10), "test": range(10, 20), "private": range(20, 25)}
 HELD_OUT_BUCKETS = 25
-DEFAULT_PARAMS = {"max_n": 20}
+DEFAULT_PARAMS = {"max_n": 10}
 
 
 def keyword_op(question: str) -> str:
@@ -61,7 +61,7 @@ def bucket(question: str) -> int:
     return int(hashlib.sha256(question.encode()).hexdigest()[:8], 16) % 100
 
 
-def make_problem(rng: random.Random, max_n: int = 20) -> dict[str, Any]:
+def make_problem(rng: random.Random, max_n: int = 10) -> dict[str, Any]:
     tmpl_index = rng.randrange(len(TEMPLATES))
     tmpl, op, hard = TEMPLATES[tmpl_index]
     (n, p), (m, _) = rng.sample(NAMES, 2)

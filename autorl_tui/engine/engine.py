@@ -73,6 +73,7 @@ class Engine:
         self._flush_task: asyncio.Task | None = None
         self._idle = asyncio.Event()
         self._baseline_locks: dict[tuple, asyncio.Lock] = {}
+        self._stopping = False
         self.started_at: float | None = None
 
     # ------------------------------------------------------------------ life cycle
@@ -99,9 +100,12 @@ class Engine:
             tasks = [s._task for s in self.supervisors.values() if s._task]
             if tasks:
                 await asyncio.wait(tasks, timeout=30)
+        self._stopping = True
         for t in (self._loop_task, self._flush_task):
             if t:
                 t.cancel()
+        # Wait for them to end before the store closes (wait_for can swallow a cancellation).
+        await asyncio.gather(*(t for t in (self._loop_task, self._flush_task) if t), return_exceptions=True)
         sup_tasks = [s._task for s in self.supervisors.values() if s._task and not s._task.done()]
         for t in sup_tasks:
             t.cancel()
@@ -113,7 +117,7 @@ class Engine:
         self.lock.release()
 
     async def _flush_loop(self) -> None:
-        while True:
+        while not self._stopping:
             await asyncio.sleep(self.FLUSH_INTERVAL_S)
             try:
                 self.store.flush()
@@ -275,7 +279,7 @@ class Engine:
                            free_slots=max(0, self.concurrency - len(self.supervisors)))
 
     async def _schedule_loop(self) -> None:
-        while True:
+        while not self._stopping:
             for run_id, gpus in self._plan_starts():
                 row = self.store.get("runs", run_id)
                 if row is None or row["state"] != "queued":

@@ -74,6 +74,9 @@ class Engine:
         self._idle = asyncio.Event()
         self._baseline_locks: dict[tuple, asyncio.Lock] = {}
         self._stopping = False
+        from autorl_tui.engine.scheduling import RetryPolicy
+
+        self.retry_policy = RetryPolicy()
         self.started_at: float | None = None
 
     # ------------------------------------------------------------------ life cycle
@@ -250,7 +253,7 @@ class Engine:
         return row
 
     def _queued(self) -> list[dict]:
-        return self.store.query("SELECT id, priority, queue_pos, gpus_requested, created_at, budget_s FROM runs "
+        return self.store.query("SELECT id, priority, queue_pos, gpus_requested, created_at, budget_s, not_before FROM runs "
                                 "WHERE state='queued' ORDER BY priority DESC, queue_pos ASC, created_at ASC")
 
     def busy_gpus(self) -> set[str]:
@@ -264,7 +267,8 @@ class Engine:
         if not queued:
             return []
         queue = [QueuedRun(run_id=r["id"], gpus=r["gpus_requested"] or 0, priority=r["priority"],
-                           queue_pos=r["queue_pos"], enqueued_at=r["created_at"], budget_s=r["budget_s"])
+                           queue_pos=r["queue_pos"], enqueued_at=r["created_at"], budget_s=r["budget_s"],
+                           not_before=r["not_before"] or 0.0)
                  for r in queued]
         active = [ActiveRun(run_id=s.run_id, gpus=tuple(s.gpus), expected_end=s.deadline)
                   for s in self.supervisors.values()]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
 from autorl_tui.engine import events as ev
-from autorl_tui.engine.executors.base import AgentHandle, ExecutorError, LaunchSpec, Mount
+from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.grading_api import ApiError, GradingServer
 from autorl_tui.engine.grading_client import GradingOutcome, run_grader
 from autorl_tui.engine.instrument.filetail import FileTail
@@ -50,6 +50,11 @@ class RunCancelled(Exception):
 
 class RunLost(Exception):
     pass
+
+
+class InfraRetry(Exception):
+    """An infrastructure failure of this attempt: retried as a new attempt after a backoff, while
+    the retry policy allows (agent failures are never retried)."""
 
 
 def model_fingerprint(path: Path) -> str:
@@ -147,6 +152,9 @@ class RunSupervisor:
         except RunLost as exc:
             await self._stop_server(wait_inflight=False)
             self.transition("lost", reason=str(exc), failure_source="infra")
+        except InfraRetry as exc:
+            await self._wind_down()
+            self._retry_or_fail(str(exc))
         except RunCancelled:
             await self._wind_down()
             self.transition("cancelled", reason=self._cancel_reason or "cancelled", failure_source="user")
@@ -165,6 +173,19 @@ class RunSupervisor:
         finally:
             self.store.flush()
             self.engine.supervisor_finished(self)
+
+    def _retry_or_fail(self, message: str) -> None:
+        from autorl_tui.engine.scheduling import next_retry_delay, should_retry
+
+        policy = self.engine.retry_policy
+        if should_retry("infra", self.attempt, policy):
+            delay = next_retry_delay(self.attempt, policy)
+            self.log("harness", f"attempt {self.attempt} failed ({message}); retrying as attempt {self.attempt + 1} "
+                                f"in {delay:.0f}s", level="warning")
+            self.transition("queued", reason=f"infrastructure failure, retry in {delay:.0f}s",
+                            not_before=time.time() + delay)
+        else:
+            self.transition("failed", reason=f"{message} (after {self.attempt} attempt(s))", failure_source="infra")
 
     def _check_cancel(self) -> None:
         if self._cancel_reason:
@@ -380,9 +401,12 @@ class RunSupervisor:
                             f"{self.run['budget_s']:.0f}s", data={"command": spec.command, "gpus": self.gpus})
         try:
             self.handle = await executor.start(spec)
+        except AgentStartError as exc:
+            self._update_attempt(state="failed", error=str(exc), ended_at=time.time())
+            raise RunFailure("agent", str(exc)) from None
         except ExecutorError as exc:
             self._update_attempt(state="failed", error=str(exc), ended_at=time.time())
-            raise RunFailure("infra", f"could not start the agent: {exc}") from None
+            raise InfraRetry(f"could not start the agent: {exc}") from None
         self._update_attempt(state="running", **self.handle.ident())
         await self._watch_agent(offsets={})
 

@@ -184,4 +184,10 @@ MIGRATIONS: list[str] = [
     """,
 ]
 
+MIGRATIONS.append(
+    # 2: infrastructure retries wait out a backoff before their next attempt
+    """
+    ALTER TABLE runs ADD COLUMN not_before REAL
+    """)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -100,3 +100,8 @@ class Executor(abc.ABC):
 
 class ExecutorError(Exception):
     """The executor could not start or control the agent (an infrastructure failure)."""
+
+
+class AgentStartError(ExecutorError):
+    """The agent's own command could not be started (not found, not executable): the agent's
+    fault, never retried."""

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from autorl_tui.engine.executors.base import AgentHandle, Executor, ExecutorError, LaunchSpec
+from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, Executor, ExecutorError, LaunchSpec
 
 SHIM_MODULE = "autorl_tui.engine.executors.local_shim"
 
@@ -147,7 +147,7 @@ class LocalExecutor(Executor):
             raise ExecutorError("the local shim did not start the agent within 20 s")
         info = handle.exit_info()
         if info and info.get("reason") == "start_failed":
-            raise ExecutorError(f"could not start the agent command: {info.get('error')}")
+            raise AgentStartError(f"could not start the agent command: {info.get('error')}")
         return handle
 
     async def adopt(self, attempt: dict, spec: LaunchSpec) -> AgentHandle | None:

@@ -455,6 +455,8 @@ class RunSupervisor:
                     break
                 if self._cancel_reason and handle.is_alive():
                     await handle.kill(self._cancel_reason)
+                elif self._kill_reason and self._kill_reason != "deadline" and handle.is_alive():
+                    await handle.kill(self._kill_reason)
                 elif self.deadline and now >= self.deadline and handle.is_alive():
                     self._kill_reason = "deadline"
                     self.log("harness", "deadline reached: killing the agent's process tree", level="warning")
@@ -466,8 +468,8 @@ class RunSupervisor:
         code = wait_task.result()
         info = getattr(handle, "exit_info", lambda: None)() or {}
         reason = info.get("reason") or self._kill_reason or "exited"
-        if self._kill_reason == "deadline":
-            reason = "deadline"
+        if self._kill_reason:     # the harness's own reason wins over how the executor saw it
+            reason = self._kill_reason
         self._update_attempt(state="exited" if reason == "exited" else "killed", exit_code=code, ended_at=time.time())
         self.agent_exit = (code, reason)
         self.log("harness", f"agent ended: {reason} (exit code {code})", data={"exit_code": code, "reason": reason})
@@ -491,6 +493,20 @@ class RunSupervisor:
                       if data.get(col) is not None}
             if fields:
                 self.update_run(**fields)
+                self._check_usage_budgets()
+
+    def _check_usage_budgets(self) -> None:
+        """A plan's token and cost budgets end the agent like the wall-clock one does."""
+        options = self.spec.get("options", {})
+        tokens = (self.run.get("tokens_in") or 0) + (self.run.get("tokens_out") or 0)
+        reason = None
+        if options.get("token_budget") and tokens > float(options["token_budget"]):
+            reason = f"token budget exhausted ({tokens:,} > {int(options['token_budget']):,} tokens)"
+        elif options.get("cost_budget") and (self.run.get("cost_usd") or 0) > float(options["cost_budget"]):
+            reason = f"cost budget exhausted (${self.run['cost_usd']:.4f} > ${float(options['cost_budget']):.4f})"
+        if reason and self._kill_reason is None:
+            self._kill_reason = reason
+            self.log("harness", f"{reason}: killing the agent's process tree", level="warning")
 
     def _pump_metrics(self, points) -> None:
         for p in points:
@@ -590,7 +606,7 @@ class RunSupervisor:
         code, reason = getattr(self, "agent_exit", (None, "exited"))
         if best is None:
             why = {"deadline": "the budget ran out", "exited": f"the agent exited (code {code})"}.get(reason, reason)
-            source = "budget" if reason == "deadline" else "agent"
+            source = "budget" if reason == "deadline" or "budget exhausted" in reason else "agent"
             raise RunFailure(source, f"no valid submission: {why} without one")
         test_score = best.get("test_score")
         if test_score is None:

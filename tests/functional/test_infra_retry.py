@@ -73,3 +73,18 @@ def test_agent_whose_command_cannot_start_is_not_retried(tiny_model_dir, tmp_pat
     assert row["state"] == "failed" and row["failure_source"] == "agent"
     assert n_attempts == 1
     shutil.rmtree(home.parent, ignore_errors=True)
+
+
+def test_token_budget_ends_the_agent(tiny_model_dir):
+    home = make_reachable_home()
+    home.mkdir(parents=True)
+    install_model(tiny_model_dir, home)
+    plan = ("name: tokens\ntasks: [arith-small]\nagents: [test-token-burner]\nmodels: [tiny]\nseeds: [0]\n"
+            "budget: 120s\ntoken_budget: 1000\n")
+    row, attempts, events = asyncio.run(_run(home, plan, RetryPolicy()))
+    assert row["tokens_in"] + row["tokens_out"] > 1000
+    assert row["state"] == "failed" and row["failure_source"] == "budget"
+    assert "token budget exhausted" in row["end_reason"]
+    assert row["ended_at"] - row["started_at"] < 60          # well before the wall-clock budget
+    assert attempts[0]["state"] == "killed"
+    shutil.rmtree(home.parent, ignore_errors=True)

@@ -14,6 +14,17 @@ import pytest
 from autorl_tui.grading.sandbox import Sandbox, SandboxLimits
 
 REPO = Path(__file__).resolve().parents[2]
+# The sandbox covers these with private tmpfs mounts, so files there are invisible, not denied.
+_PRIVATE_IN_SANDBOX = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+def _harness_dir() -> Path:
+    """A folder the sandbox sees (not under its private mounts) but must not write or read into:
+    the repo, unless the clone itself lies under /tmp (as CI's may); then /run."""
+    for candidate in (REPO, Path("/run")):
+        if not any(str(candidate) == p or str(candidate).startswith(p + "/") for p in _PRIVATE_IN_SANDBOX):
+            return candidate
+    raise RuntimeError("no visible harness folder")
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and the uid switch need root")
 
 
@@ -113,17 +124,17 @@ def test_writing_outside_the_temp_dir_is_contained(sandbox):
     name = f"autorl-escape-{uuid.uuid4().hex}"
     program = (f"open('/tmp/{name}', 'w').write('x')          # lands in the sandbox's private /tmp\n"
                f"open('/var/tmp/{name}', 'w').write('x')\n"
-               f"open({str(REPO / name)!r}, 'w').write('x')   # the harness's files: permission denied\n")
+               f"open({str(_harness_dir() / name)!r}, 'w').write('x')   # the harness's files: permission denied\n")
     out = sandbox.run(program)
     assert not out.passed and out.reason == "runtime_error" and out.error_type == "PermissionError", out
     assert not Path(f"/tmp/{name}").exists() and not Path(f"/var/tmp/{name}").exists()
-    assert not (REPO / name).exists()
+    assert not (_harness_dir() / name).exists()
     assert sandbox.run("import os\nprint(os.getcwd())").stdout.strip() == "/tmp/sandbox"
 
 
 @root_only
 def test_reading_a_held_out_file_is_denied(sandbox):
-    folder = Path(tempfile.mkdtemp(prefix=".sandbox-heldout-", dir=REPO))   # outside /tmp: visible, not readable
+    folder = Path(tempfile.mkdtemp(prefix=".sandbox-heldout-", dir=_harness_dir()))   # visible, not readable
     try:
         os.chmod(folder, 0o755)
         secret = folder / "test.jsonl"

@@ -1,5 +1,5 @@
-"""Base models: the built-in `tiny` model (built locally, cached in the home) or a local
-Hugging Face-format folder given by path or placed in the home's `models/` folder."""
+"""Base models: the built-in ones (`tiny`, `tiny-alfworld`; built locally, cached in the home) or a
+local Hugging Face-format folder given by path or placed in the home's `models/` folder."""
 
 from __future__ import annotations
 
@@ -7,7 +7,23 @@ from pathlib import Path
 
 from autorl_tui.exitcodes import UsageError
 
-BUILTIN_MODELS = ("tiny",)
+BUILTIN_MODELS = ("tiny", "tiny-alfworld")
+
+
+def build_builtin(name: str, out_dir: Path, seed: int = 0, force: bool = False) -> Path:
+    """Build a built-in model into out_dir (deterministic, no downloads; a no-op when it is there)."""
+    if name == "tiny":
+        from autorl_tui.catalog.tiny import build_tiny_model
+
+        return build_tiny_model(out_dir, seed=seed, force=force)
+    if name == "tiny-alfworld":
+        from autorl_tui.catalog.tiny_alfworld import AlfworldMissing, build_tiny_alfworld_model
+
+        try:
+            return build_tiny_alfworld_model(out_dir, seed=seed, force=force)
+        except AlfworldMissing as exc:
+            raise UsageError(str(exc)) from exc
+    raise UsageError(f"{name!r} is not a built-in model; built-in: {', '.join(BUILTIN_MODELS)}")
 
 
 def is_hf_model_dir(path: Path) -> bool:
@@ -17,7 +33,7 @@ def is_hf_model_dir(path: Path) -> bool:
 
 
 def resolve_model(name: str, models_root: Path, build: bool = True) -> Path:
-    """Path of the model's HF folder. Builds `tiny` on demand (deterministic, no downloads)."""
+    """Path of the model's HF folder. Builds a built-in model on demand (deterministic, no downloads)."""
     candidate = Path(name).expanduser()
     if candidate.is_absolute() or name.startswith("."):
         if is_hf_model_dir(candidate):
@@ -30,9 +46,6 @@ def resolve_model(name: str, models_root: Path, build: bool = True) -> Path:
     if name in BUILTIN_MODELS:
         if not build:
             raise UsageError(f"model {name} is not built yet: run `autorl-tui models build {name}`")
-        from autorl_tui.catalog.tiny import build_tiny_model
-
-        build_tiny_model(local)
-        return local
+        return build_builtin(name, local)
     raise UsageError(f"unknown model {name!r}: give a path to a local Hugging Face model folder, put one in "
                      f"{models_root}/{name}, or use a built-in model ({', '.join(BUILTIN_MODELS)})")

@@ -215,9 +215,11 @@ def _build_lock(folder: Path):
         os.close(fd)
 
 
-def build_tiny_model(out_dir: Path | str, seed: int = 0, force: bool = False,
-                     pretrain_steps: int = PRETRAIN_STEPS, pretrain_docs: int = PRETRAIN_DOCS) -> Path:
-    """Build `tiny` into `out_dir` unless it is already there (or `force`). Returns `out_dir`."""
+def build_atomically(out_dir: Path | str, build_into, force: bool = False) -> Path:
+    """Build a model folder with `build_into(tmp_folder)` unless it is already there (or `force`).
+
+    Built in a temporary folder beside the target and renamed into place, under a file lock, so a
+    reader never sees half a model and concurrent builders build it once."""
     out = Path(out_dir).expanduser().absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
     with _build_lock(out):
@@ -225,7 +227,7 @@ def build_tiny_model(out_dir: Path | str, seed: int = 0, force: bool = False,
             return out
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
         try:
-            _build_into(tmp, seed, pretrain_steps, pretrain_docs)
+            build_into(tmp)
             os.chmod(tmp, 0o755)
             if out.exists():
                 trash = out.parent / f".{out.name}.old-{os.getpid()}"
@@ -238,6 +240,12 @@ def build_tiny_model(out_dir: Path | str, seed: int = 0, force: bool = False,
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def build_tiny_model(out_dir: Path | str, seed: int = 0, force: bool = False,
+                     pretrain_steps: int = PRETRAIN_STEPS, pretrain_docs: int = PRETRAIN_DOCS) -> Path:
+    """Build `tiny` into `out_dir` unless it is already there (or `force`). Returns `out_dir`."""
+    return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed, pretrain_steps, pretrain_docs), force)
 
 
 def source_key() -> str:

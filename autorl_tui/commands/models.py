@@ -1,4 +1,4 @@
-"""`autorl-tui models build tiny [--force] [--seed N]` and `autorl-tui models list [--json]`."""
+"""`autorl-tui models build tiny|tiny-alfworld [--force] [--seed N]` and `autorl-tui models list [--json]`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("models", help="build and list base models")
     sub = parser.add_subparsers(dest="models_command", metavar="ACTION")
     build = sub.add_parser("build", help="build a built-in model into the home (no downloads)")
-    build.add_argument("name", help="built-in model name (tiny)")
+    build.add_argument("name", help="built-in model name (tiny, tiny-alfworld)")
     build.add_argument("--force", action="store_true", help="rebuild even if it is already built")
     build.add_argument("--seed", type=int, default=0, help="seed of the build (default 0)")
     build.set_defaults(func=cmd_build)
@@ -23,18 +23,18 @@ def register(subparsers) -> None:
 
 
 def cmd_build(args) -> int:
-    from autorl_tui.catalog.models import BUILTIN_MODELS
+    from autorl_tui.catalog.models import BUILTIN_MODELS, build_builtin
     from autorl_tui.home import Home
 
     if args.name not in BUILTIN_MODELS:
         raise UsageError(f"{args.name!r} is not a built-in model; built-in: {', '.join(BUILTIN_MODELS)}. "
                          f"Other models are used from a local Hugging Face folder (give its path)")
-    from autorl_tui.catalog.tiny import build_tiny_model, weights_hash
+    from autorl_tui.catalog.tiny import weights_hash
 
     home = Home.open(getattr(args, "home", None))
     target = home.models / args.name
     t0 = time.time()
-    path = build_tiny_model(target, seed=args.seed, force=args.force)
+    path = build_builtin(args.name, target, seed=args.seed, force=args.force)
     print(f"{args.name}: {path} (weights sha256 {weights_hash(path)[:16]}, {time.time() - t0:.1f}s)")
     return 0
 

@@ -287,3 +287,126 @@ def test_workspace_gets_the_train_split_and_nothing_held_out(three_splits, tmp_p
     for split in ("dev", "test"):
         for item in items_of(paths[split]):
             assert item["id"] not in names
+
+
+def test_tiny_alfworld_reads_every_game_word_and_fits_a_turn(three_splits, all_types_train):
+    """The built-in `tiny-alfworld` tokenizer is made from the engine's text, not from any split:
+    every word of every split's games (held-out rooms too) is in it, and a whole turn fits its context."""
+    from autorl_tui.catalog.tiny_alfworld import MAX_POSITIONS, build_tokenizer
+
+    tok = build_tokenizer()
+    unk = tok.unk_token_id
+    _, splits = three_splits
+    texts = []
+    for split_dir in [*splits.values(), all_types_train[1]]:
+        for item in items_of(split_dir):
+            expert = json.loads((split_dir / item["gamefile"]).with_name("expert.json").read_text())
+            texts.append(expert["intro"])
+            texts += [s["feedback"] + "\n" + ", ".join(s["admissible"]) for s in expert["steps"]]
+    assert len(texts) > 20
+    for text in texts:
+        assert unk not in tok(text, add_special_tokens=False)["input_ids"], text
+    rows = [json.loads(x) for x in (all_types_train[1] / "sft_prompt_completion.jsonl").read_text().splitlines()]
+    lengths = [len(tok(tok.apply_chat_template(r["prompt"] + r["completion"], tokenize=False),
+                       add_special_tokens=False)["input_ids"]) for r in rows]
+    assert max(lengths) + 48 <= MAX_POSITIONS, max(lengths)
+    assert tok.decode(tok("take apple 1 from countertop 2")["input_ids"]) == "take apple 1 from countertop 2"
+
+
+def test_tiny_alfworld_build_is_deterministic_and_plays_as_a_policy(all_types_train, tmp_path):
+    from autorl_tui.catalog.tiny import weights_hash
+    from autorl_tui.catalog.tiny_alfworld import build_tiny_alfworld_model
+    from autorl_tui.grading.inference import TransformersPolicy
+
+    a = build_tiny_alfworld_model(tmp_path / "a")
+    b = build_tiny_alfworld_model(tmp_path / "b")
+    c = build_tiny_alfworld_model(tmp_path / "c", seed=1)
+    assert weights_hash(a) == weights_hash(b) != weights_hash(c)
+    card, train = all_types_train
+    policy = TransformersPolicy(a, prompt_format="chat", batch_size=8)
+    res = evaluate(card, train, policy, max_steps=2)
+    assert res.metrics["episodes"] == len(items_of(train)) and res.metrics["errors"] == 0
+    assert res.score == 0.0          # untrained: the floor
+
+
+def test_reference_collect_writes_sweeping_trajectories_that_win(all_types_train, alfworld_data, tmp_path):
+    """The reference agent's online collection (run as in a workspace: DATA_PATH = the train split)
+    writes SFT examples in the grader's prompt format; replaying each episode wins in the engine;
+    its searches visit receptacles in the order the room lists them."""
+    from autorl_tui.tasks_impl.alfworld.env import AlfworldGame
+    from autorl_tui.tasks_impl.alfworld.prompts import build_messages
+
+    _, train = all_types_train
+    script = REPO / "autorl_tui" / "builtin" / "agents" / "reference" / "pipeline" / "alfworld_collect.py"
+    out = tmp_path / "collected.jsonl"
+    env = {"PATH": os.environ.get("PATH", ""), "ALFWORLD_DATA": str(alfworld_data), "HOME": str(tmp_path),
+           "DATA_PATH": str(train)}
+    proc = subprocess.run([sys.executable, str(script), "--out", str(out)], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert summary["examples"] == len(rows) > 0 and summary["episodes"] >= len(items_of(train)) - 1
+    episodes: dict = {}
+    for row in rows:          # an episode is a run of rows whose history starts empty
+        if "earlier step" not in row["prompt"][1]["content"] and "\n> " not in row["prompt"][1]["content"]:
+            episodes.setdefault(row["game_id"], []).append([])
+        episodes[row["game_id"]][-1].append(row)
+    items = {i["id"]: i for i in items_of(train)}
+    searched = 0
+    for game_id, plays in episodes.items():
+        item = items[game_id]
+        for play in plays:
+            game = AlfworldGame(str(train / item["gamefile"]))
+            try:
+                obs = game.reset()
+                intro, history = obs.text, []
+                room = [p.strip().removeprefix("and ").removeprefix("a ").removeprefix("an ")
+                        for p in intro.split("you see ", 1)[1].split(".")[0].split(",")]
+                visits = [room.index(row["completion"][0]["content"][6:]) for row in play
+                          if row["completion"][0]["content"].startswith("go to ")]
+                first_take = next(i for i, row in enumerate(play) if row["completion"][0]["content"].startswith("take "))
+                sweep = visits[:sum(r["completion"][0]["content"].startswith("go to ") for r in play[:first_take])]
+                assert sweep == sorted(sweep) and sweep[0] == 0, (game_id, sweep)
+                for row in play:
+                    assert row["prompt"] == build_messages(intro, history, obs.admissible, task_type=item["task_type"])
+                    action = row["completion"][0]["content"]
+                    obs = game.step(action)
+                    history.append((action, obs.text))
+                assert obs.won, (game_id, history)
+            finally:
+                game.close()
+            searched += len(play) > len(item["expert_actions"])
+    assert searched > 0
+
+
+def test_reference_sft_renames_objects_consistently(all_types_train):
+    """A renamed copy keeps the example coherent: the object the answer names is, after renaming,
+    still the goal's object and still an available command; receptacles keep their names."""
+    import importlib.util
+
+    _, train = all_types_train
+    path = REPO / "autorl_tui" / "builtin" / "agents" / "reference" / "pipeline" / "alfworld_sft.py"
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("alfworld_sft_under_test", path)
+        sft = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sft)
+    finally:
+        sys.path.remove(str(path.parent))
+    data = train / "sft_prompt_completion.jsonl"
+    plain = sft.load_examples([str(data)], seed=0)
+    rows = sft.load_examples([str(data)], seed=0, rename=1)
+    assert len(rows) == 2 * len(plain)
+    originals = {json.dumps(r["completion"]) + r["prompt"][-1]["content"] for r in plain}
+    renamed = [r for r in rows if json.dumps(r["completion"]) + r["prompt"][-1]["content"] not in originals]
+    assert len(renamed) >= len(plain) * 0.9       # the rest mention no takeable object at all
+    takes = [r for r in renamed if r["completion"][0]["content"].startswith("take ")]
+    assert takes
+    for r in takes:
+        user, answer = r["prompt"][-1]["content"], r["completion"][0]["content"]
+        obj = answer.split()[1]
+        goal = user.split("Your task is to:")[1].split("\n")[0]
+        assert obj in goal.split() or obj + "." in goal.split(), (goal, answer)
+        assert answer in user.split("Available commands: ")[1]
+        assert r["prompt"][0] == plain[0]["prompt"][0]     # the system message is untouched

@@ -8,7 +8,8 @@ from autorl_tui.catalog.tiny import weights_hash
 def test_models_list_on_a_fresh_home(home_dir, capsys):
     assert main(["--home", str(home_dir), "models", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows == [{"name": "tiny", "builtin": True, "ready": False, "path": None, "bytes": 0}]
+    assert rows == [{"name": name, "builtin": True, "ready": False, "path": None, "bytes": 0}
+                    for name in ("tiny", "tiny-alfworld")]
     assert main(["--home", str(home_dir), "models", "list"]) == 0
     assert "models build tiny" in capsys.readouterr().out
 
@@ -18,8 +19,18 @@ def test_models_build_reuses_a_built_model_and_lists_it(home_dir, tiny_model_dir
     assert main(["--home", str(home_dir), "models", "build", "tiny"]) == 0
     assert weights_hash(tiny_model_dir)[:16] in capsys.readouterr().out
     assert main(["--home", str(home_dir), "models", "list", "--json"]) == 0
-    (row,) = json.loads(capsys.readouterr().out)
-    assert row["ready"] and row["bytes"] > 1_000_000
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["tiny"]["ready"] and rows["tiny"]["bytes"] > 1_000_000
+    assert not rows["tiny-alfworld"]["ready"]
+
+
+def test_models_build_tiny_alfworld(home_dir, capsys):
+    assert main(["--home", str(home_dir), "models", "build", "tiny-alfworld"]) == 0
+    out = capsys.readouterr().out
+    path = home_dir / "models" / "tiny-alfworld"
+    assert weights_hash(path)[:16] in out
+    info = json.loads((path / "autorl_tui_build.json").read_text())
+    assert info["name"] == "tiny-alfworld" and info["max_positions"] == 1024 and 1_000_000 < info["params"] < 4_000_000
 
 
 def test_models_build_unknown_name_is_a_usage_error(home_dir, capsys):

@@ -7,6 +7,12 @@ It uses only the workspace contract (docs/ARCHITECTURE.md): env vars, `data/trai
 2. SFT (TRL SFTTrainer) on the train split's demonstrations -> `output/v1`, submitted.
 3. GRPO (TRL GRPOTrainer, exact-match reward, group sampling) from the best model so far ->
    `output/v2`, submitted; more GRPO rounds while they still help and the budget allows.
+
+On ALFWorld (the data folder holds `alfworld_api/` and the expert SFT files) the pipeline is
+instead: play a sweeping expert on the train games in the real engine (alfworld_collect.py: it
+searches receptacles in room order, then follows the planner), then SFT on those trajectories,
+with object names renamed in extra copies (alfworld_sft.py) -> `output/v1`. The shipped expert
+files (the planner, which knows where objects are) are used only if collection yields nothing.
 Every stage gets a wall-clock stop time well before the deadline and is killed if it overruns.
 
 Options: `REFERENCE_AGENT_OPTIONS="sft_steps=400,grpo_steps=60,lora=16"` or the same as
@@ -35,6 +41,8 @@ DEFAULTS = {
     "grpo_steps": 60, "grpo_lr": 5e-5, "grpo_beta": 0.04, "grpo_prompts": 8, "grpo_gens": 8,
     "grpo_rounds": 3, "more_grpo_steps": 30, "min_gain": 1.0, "lora": 0, "threads": 2,
     "submit_reserve_s": 25.0, "sft_share": 0.6,
+    "alf_collect_share": 0.2, "alf_sft_steps": 600, "alf_sft_lr": 2e-3, "alf_sft_batch": 16,
+    "alf_rename": 3, "alf_submit_reserve_s": 300.0,
 }
 
 
@@ -105,6 +113,7 @@ class Workspace:
         self.logs = self.root / "logs"
         self.model = Path(os.environ.get("MODEL_PATH") or next((self.root / "models").iterdir()))
         data = Path(os.environ.get("DATA_PATH") or self.root / "data")
+        self.data = data
         self.train = data / "train.jsonl" if data.is_dir() else data
         self.meta = self._read_meta()
         self.api = GradingClient(os.environ["GRADING_SERVER_URL"]) if os.environ.get("GRADING_SERVER_URL") else None
@@ -208,6 +217,38 @@ def submit(ws: Workspace, name: str, deadline: float) -> float | None:
     return float(res["score"])
 
 
+def is_alfworld(ws: Workspace) -> bool:
+    return (ws.data / "alfworld_api").is_dir() and (ws.data / "sft_prompt_completion.jsonl").exists()
+
+
+def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
+    """Collect sweeping-expert trajectories online, then SFT on them -> v1."""
+    reserve = opts["alf_submit_reserve_s"]      # grading plays every dev game: minutes on a CPU
+    remaining = deadline - time.time() - reserve
+    if remaining < 60:
+        log(f"not enough budget to train anything ({remaining:.0f}s after the submission reserve); stopping")
+        return None
+    collected = ws.logs / "alfworld_search.jsonl"
+    collect_stop = time.time() + opts["alf_collect_share"] * remaining
+    got = run_stage(ws, "alfworld_collect.py", ["--data", str(ws.data), "--out", str(collected),
+                                                "--stop_at", str(collect_stop)],
+                    kill_at=collect_stop + 60, threads=threads)
+    if got and got.get("examples"):
+        files = [str(collected)]
+    else:
+        log("collection gave nothing; training on the shipped planner trajectories instead")
+        files = [str(ws.data / "sft_prompt_completion.jsonl")]
+    sft = run_stage(ws, "alfworld_sft.py", ["--model", str(ws.model), "--out", str(ws.output / "v1"), "--data", *files,
+                                            "--steps", str(int(opts["alf_sft_steps"])), "--lr", str(opts["alf_sft_lr"]),
+                                            "--batch", str(int(opts["alf_sft_batch"])),
+                                            "--rename", str(int(opts["alf_rename"])), "--seed", str(seed),
+                                            "--stop_at", str(deadline - reserve)],
+                    kill_at=deadline - reserve / 2, threads=threads)
+    if sft is None:
+        return None
+    return {"v1": submit(ws, "v1", deadline)}
+
+
 def main(argv: list[str]) -> int:
     t_start = time.time()
     opts = parse_options(argv)
@@ -221,6 +262,12 @@ def main(argv: list[str]) -> int:
         f"{deadline - time.time():.0f}s of budget left")
     ws.output.mkdir(parents=True, exist_ok=True)
     write_code(ws)
+    if is_alfworld(ws):
+        scores = alfworld_main(ws, opts, deadline, seed, threads)
+        if scores is None:
+            return 1
+        log("done: " + json.dumps({"scores": scores, "wall_s": round(time.time() - t_start, 1)}))
+        return 0
     scores: dict[str, float | None] = {}
 
     # 1. SFT on demonstrations: most of the gain on what the teacher gets right.

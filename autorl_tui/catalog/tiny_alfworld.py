@@ -1,0 +1,117 @@
+"""The built-in `tiny-alfworld` base model: `tiny`'s sibling sized for ALFWorld prompts.
+
+`tiny` (catalog/tiny.py) has a 512-token BPE vocabulary learned from arithmetic text and 256
+positions; an ALFWorld turn (rules, room, the last steps, the available commands) is 300-450
+words, about 1,500 of its tokens, so it cannot even read one. This model can:
+
+- Tokenizer: word level, lower-cased, one token per word, number and punctuation mark. The
+  vocabulary is the text of the ALFWorld engine itself, read from the installed `alfworld`
+  package (the `alfred.twl2` grammar that writes every observation, the `alfred.pddl` domain, the
+  goal templates, the object and receptacle classes), numbers 0-99 and the prompt's fixed text (prompts.py). Nothing
+  of any game split goes in, so the held-out rooms cannot leak through it. An ALFWorld turn is
+  about 400 tokens. ChatML chat template, eos `<|im_end|>`, left padding, like `tiny`.
+- Model: a Llama-style config of about 1.8 M parameters (hidden 192, 4 layers), 1024 positions,
+  fp32, randomly initialized and not pretrained: its ALFWorld baseline is the floor (0%), and
+  everything it learns comes from the run's own post-training.
+
+Deterministic and atomic like `tiny`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+from autorl_tui.catalog.tiny import BUILD_INFO, CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically
+
+NAME = "tiny-alfworld"
+VERSION = "1"
+MAX_POSITIONS = 1024
+HIDDEN, LAYERS, HEADS, KV_HEADS = 192, 4, 6, 3
+UNK = "<unk>"
+WORD_RE = re.compile(r"\w+|[^\w\s]")
+
+
+class AlfworldMissing(RuntimeError):
+    pass
+
+
+def _alfworld_sources() -> list[str]:
+    try:
+        import alfworld
+        from alfworld.gen import constants as C
+    except ImportError as exc:
+        raise AlfworldMissing(
+            "building tiny-alfworld needs the alfworld package (its vocabulary is the engine's text): "
+            "install the project's `tasks` extra, e.g. `pip install -e '.[tasks]'`") from exc
+    data = Path(alfworld.__file__).resolve().parent / "data"
+    texts = [(data / name).read_text() for name in ("alfred.twl2", "alfred.pddl")]
+    texts += [" ".join(C.OBJECTS), " ".join(C.RECEPTACLES), " ".join(getattr(C, "OBJECTS_PLURAL", []))]
+    import alfworld.gen.goal_library as goals
+
+    texts += [t for g in goals.gdict.values() for t in g["templates"]]
+    return texts
+
+
+def _prompt_sources() -> list[str]:
+    from autorl_tui.tasks_impl.alfworld import prompts
+
+    texts = [prompts.SYSTEM_PROMPT, prompts.THOUGHT_FEEDBACK, prompts.INVALID_FEEDBACK, *prompts.FEW_SHOT.values(),
+             prompts.user_message("You are in the middle of a room. Looking quickly around you, you see nothing.",
+                                  [("look", "")] * 7, ["look"], history_len=5)]
+    return texts
+
+
+def vocabulary() -> list[str]:
+    """Sorted words of the engine's and the prompt's text (split like the tokenizer splits)."""
+    words: set[str] = set()
+    for text in _alfworld_sources() + _prompt_sources():
+        words.update(w.lower() for w in WORD_RE.findall(text))
+    words.update(str(i) for i in range(100))
+    return sorted(words)
+
+
+def build_tokenizer():
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + [UNK])}
+    for word in vocabulary():
+        vocab.setdefault(word, len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()     # \w+|[^\w\s]+, as WORD_RE
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|pad|>", bos_token=None, unk_token=UNK,
+        additional_special_tokens=["<|endoftext|>", "<|im_start|>"], model_max_length=MAX_POSITIONS,
+        padding_side="left", chat_template=CHAT_TEMPLATE)
+
+
+def _build_into(folder: Path, seed: int) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig
+
+    t0 = time.time()
+    tok = build_tokenizer()
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=HIDDEN, intermediate_size=3 * HIDDEN, num_hidden_layers=LAYERS,
+                      num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=MAX_POSITIONS,
+                      rope_theta=10000.0, tie_word_embeddings=True, initializer_range=0.02, bos_token_id=None,
+                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, dtype="float32")
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg)
+    model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                                               bos_token_id=None, do_sample=False, max_new_tokens=32)
+    model.save_pretrained(folder, safe_serialization=True)
+    tok.save_pretrained(folder)
+    info = {"name": NAME, "version": VERSION, "seed": seed, "params": sum(p.numel() for p in model.parameters()),
+            "vocab": len(tok), "max_positions": MAX_POSITIONS, "pretrained": False,
+            "build_s": round(time.time() - t0, 2), "torch": torch.__version__}
+    (folder / BUILD_INFO).write_text(json.dumps(info, indent=1))
+    return info
+
+
+def build_tiny_alfworld_model(out_dir: Path | str, seed: int = 0, force: bool = False) -> Path:
+    """Build `tiny-alfworld` into `out_dir` unless it is already there (or `force`). Returns `out_dir`."""
+    return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed), force)

@@ -1,0 +1,74 @@
+"""The reference agent on ALFWorld under the real engine (`--batch`), with the built-in
+`tiny-alfworld` model: the engine builds the model, materializes a small ALFWorld card, grades the
+untrained baseline in the real text engine, and the agent collects searching trajectories online,
+fine-tunes with TRL and submits; the submission is played on the dev games and the best one on
+the held-out games. Training is cut to a few steps (REFERENCE_AGENT_OPTIONS); this checks the
+pipeline end to end, not the size of the gain (see docs/alfworld.md for the measured one)."""
+
+import json
+import shutil
+import sqlite3
+
+import pytest
+import yaml
+
+from tests.support.harness import REPO, cli, make_reachable_home, write_plan
+
+pytestmark = pytest.mark.slow
+SHORT = "alf_sft_steps=6,alf_sft_batch=4,alf_submit_reserve_s=60,threads=1"
+
+
+@pytest.fixture
+def home():
+    h = make_reachable_home()
+    yield h
+    shutil.rmtree(h.parent, ignore_errors=True)
+
+
+def small_alfworld_tasks(root):
+    """The shipped card with one task type and a handful of games (same generator and protocol)."""
+    task = root / "alfworld-small"
+    shutil.copytree(REPO / "tasks" / "alfworld", task)
+    card = yaml.safe_load((task / "task.yaml").read_text())
+    card["id"] = "alfworld-small"
+    card["protocol"]["max_steps"] = 6
+    card["submission_cap"] = {"min_interval_s": 0}
+    card["data"]["params"].update(source="generated", task_types=["pick_and_place_simple"])
+    card["data"]["splits"] = {"train": {"seed": 1, "n_per_type": 2, "rooms": "seen"},
+                              "dev": {"seed": 2, "n_per_type": 1, "rooms": "seen"},
+                              "test": {"seed": 3, "n_per_type": 1, "rooms": "unseen"}}
+    (task / "task.yaml").write_text(yaml.safe_dump(card))
+    return root
+
+
+def test_reference_agent_trains_tiny_alfworld_under_the_engine(home, tmp_path):
+    tasks = small_alfworld_tasks(tmp_path / "tasks")
+    plan = write_plan(tmp_path / "plan.yaml", tasks=["alfworld-small"], agents=["reference"],
+                      models=["tiny-alfworld"], budget="300s")
+    proc = cli("--tasks-dir", str(tasks), "--plain", "--batch", str(plan), home=home, timeout=900,
+               env={"REFERENCE_AGENT_OPTIONS": SHORT, "ALFWORLD_DATA": str(tmp_path / "alfworld")})
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert (home / "models" / "tiny-alfworld" / "config.json").exists()
+    db = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    run = dict(db.execute("SELECT * FROM runs").fetchone())
+    assert run["state"] == "done", run
+    assert run["end_reason"] == "agent finished (exit code 0)", run["end_reason"]
+    subs = [dict(r) for r in db.execute("SELECT * FROM submissions WHERE run_id=? ORDER BY seq", (run["id"],))]
+    assert [s["status"] for s in subs] == ["scored"], subs
+    assert run["baseline_score"] == 0.0 and run["test_score"] is not None
+    manifest = json.loads(db.execute("SELECT manifest FROM revisions WHERE id=?",
+                                      (subs[0]["revision_id"],)).fetchone()[0])
+    assert {"alfworld_collect.py", "alfworld_sft.py"} <= {p.split("/")[-1] for p in manifest}
+    names = {r[0] for r in db.execute("SELECT DISTINCT name FROM metrics WHERE run_id=? AND source='metrics_jsonl'",
+                                      (run["id"],))}
+    assert {"loss", "mean_token_accuracy"} <= names, names
+    stdout = "\n".join(r[0] for r in db.execute("SELECT message FROM events WHERE run_id=? AND kind='stdout'",
+                                                  (run["id"],)))
+    collected = json.loads(next(line for line in stdout.splitlines() if '"stage": "collect"' in line))
+    assert collected["episodes"] >= 1 and collected["examples"] > 0, collected
+    sft = json.loads(next(line for line in stdout.splitlines() if '"stage": "sft"' in line))
+    assert sft["examples"] == 4 * collected["examples"] and sft["steps"] == 6, sft   # + 3 renamed copies
+    # every graded game's trajectory is stored with the submission's samples
+    samples = db.execute("SELECT data FROM samples WHERE submission_id=?", (subs[0]["id"],)).fetchall()
+    assert samples and all(json.loads(s[0])["trajectory"] for s in samples)

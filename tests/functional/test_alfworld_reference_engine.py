@@ -68,7 +68,7 @@ def test_reference_agent_trains_tiny_alfworld_under_the_engine(home, tmp_path):
     collected = json.loads(next(line for line in stdout.splitlines() if '"stage": "collect"' in line))
     assert collected["episodes"] >= 1 and collected["examples"] > 0, collected
     sft = json.loads(next(line for line in stdout.splitlines() if '"stage": "sft"' in line))
-    assert sft["examples"] == 4 * collected["examples"] and sft["steps"] == 6, sft   # + 3 renamed copies
+    assert sft["examples"] > 4 * collected["examples"] and sft["steps"] == 6, sft   # renamed copies, decisions x2
     # every graded game's trajectory is stored with the submission's samples
     samples = db.execute("SELECT data FROM samples WHERE submission_id=?", (subs[0]["id"],)).fetchall()
     assert samples and all(json.loads(s[0])["trajectory"] for s in samples)

@@ -41,8 +41,8 @@ DEFAULTS = {
     "grpo_steps": 60, "grpo_lr": 5e-5, "grpo_beta": 0.04, "grpo_prompts": 8, "grpo_gens": 8,
     "grpo_rounds": 3, "more_grpo_steps": 30, "min_gain": 1.0, "lora": 0, "threads": 2,
     "submit_reserve_s": 25.0, "sft_share": 0.6,
-    "alf_collect_share": 0.2, "alf_sft_steps": 600, "alf_sft_lr": 2e-3, "alf_sft_batch": 16,
-    "alf_rename": 3, "alf_submit_reserve_s": 300.0,
+    "alf_collect_share": 0.2, "alf_sft_steps": 800, "alf_sft_lr": 2e-3, "alf_sft_batch": 16,
+    "alf_rename": 3, "alf_decisions": 2, "alf_full_loss": 1, "alf_submit_reserve_s": 300.0,
 }
 
 
@@ -242,6 +242,8 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
                                             "--steps", str(int(opts["alf_sft_steps"])), "--lr", str(opts["alf_sft_lr"]),
                                             "--batch", str(int(opts["alf_sft_batch"])),
                                             "--rename", str(int(opts["alf_rename"])), "--seed", str(seed),
+                                            "--full_loss", str(int(opts["alf_full_loss"])),
+                                            "--decisions", str(int(opts["alf_decisions"])),
                                             "--stop_at", str(deadline - reserve)],
                     kill_at=deadline - reserve / 2, threads=threads)
     if sft is None:

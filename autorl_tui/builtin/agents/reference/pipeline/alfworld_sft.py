@@ -1,5 +1,11 @@
 """SFT for ALFWorld with TRL's SFTTrainer: one example per expert step, prompt = what the grader
-sends at that step, completion = the expert's command (loss on the command only).
+sends at that step, completion = the expert's command.
+
+`--full_loss 1` (the default) trains on every token, the prompt's too, not only on the command: an
+ALFWorld prompt is ~400 tokens and the command ~5, so a loss on the command alone gets about 1%
+of the tokens a step computes. Predicting the room list, the feedback and the available commands
+is what teaches a model trained from scratch to look things up in its prompt (which object the
+goal names, which receptacle comes next in the room's list), at no extra cost per step.
 
 Data: the train split's sft_prompt_completion.jsonl plus any collected files (alfworld_collect.py).
 
@@ -20,14 +26,17 @@ from metrics_callback import MetricsFileCallback, StopAt
 
 
 TAKE_RE = re.compile(r"\btake (\w+) \d+ from ")
+MOVES = ("go to ", "open ")
 
 
-def load_examples(paths, seed, rename=0):
+def load_examples(paths, seed, rename=0, decisions=1):
     rows = []
     for path in paths:
         with open(path) as fh:
             rows += [json.loads(line) for line in fh if line.strip()]
     rows = [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
+    # most steps of a search are walking (go to / open); the few that act on an object decide the game
+    rows += [r for r in rows if not r["completion"][0]["content"].startswith(MOVES)] * (decisions - 1)
     if rename:
         rng = random.Random(f"rename/{seed}")
         objects = sorted({o for r in rows for o in TAKE_RE.findall(r["prompt"][-1]["content"])})
@@ -61,6 +70,9 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--rename", type=int, default=1, help="renamed copies of each example (0: none)")
+    ap.add_argument("--decisions", type=int, default=1,
+                    help="copies of each step that is not a walk (take, move, heat, ...): weighs the decisions")
+    ap.add_argument("--full_loss", type=int, default=1, help="1: loss on every token; 0: on the command only")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stop_at", type=float, default=0.0, help="epoch seconds: stop training and save")
     a = ap.parse_args()
@@ -70,7 +82,7 @@ def main():
     from trl import SFTConfig, SFTTrainer
 
     t0 = time.time()
-    rows = load_examples(a.data, a.seed, a.rename)
+    rows = load_examples(a.data, a.seed, a.rename, a.decisions)
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModelForCausalLM.from_pretrained(a.model)
     max_length = int(getattr(model.config, "max_position_embeddings", 1024) or 1024)
@@ -78,7 +90,8 @@ def main():
         output_dir=os.path.join("logs", "sft_trainer"), max_steps=a.steps, per_device_train_batch_size=a.batch,
         learning_rate=a.lr, lr_scheduler_type="cosine", warmup_steps=max(1, a.steps // 20),
         logging_steps=max(1, a.steps // 40), save_strategy="no", report_to="none", bf16=False, use_cpu=True,
-        dataloader_num_workers=0, max_length=min(max_length, 2048), seed=a.seed, disable_tqdm=True)
+        dataloader_num_workers=0, max_length=min(max_length, 2048), seed=a.seed, disable_tqdm=True,
+        completion_only_loss=not a.full_loss)
     stop = StopAt(a.stop_at)
     trainer = SFTTrainer(model=model, args=cfg, train_dataset=Dataset.from_list(rows), processing_class=tok,
                          callbacks=[MetricsFileCallback("sft"), stop])

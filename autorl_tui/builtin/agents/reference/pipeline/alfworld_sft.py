@@ -40,15 +40,16 @@ def load_examples(paths, seed, rename=0, decisions=1):
     if rename:
         rng = random.Random(f"rename/{seed}")
         objects = sorted({o for r in rows for o in TAKE_RE.findall(r["prompt"][-1]["content"])})
-        rows += [renamed(r, objects, rng) for r in rows for _ in range(rename)]
+        pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, objects), key=len, reverse=True)) + r")\b")
+        rows += [renamed(r, objects, pattern, rng) for r in rows for _ in range(rename)]
     random.Random(seed).shuffle(rows)
     return rows
 
 
-def renamed(row, objects, rng):
-    """The example with every object type of `objects` it mentions mapped to another one of them."""
+def renamed(row, objects, pattern, rng):
+    """The example with every object type of `objects` it mentions (found by `pattern`, one regex
+    for all of them) mapped to another one of them."""
     user, answer = row["prompt"][-1]["content"], row["completion"][0]["content"]
-    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, objects), key=len, reverse=True)) + r")\b")
     present = sorted(set(pattern.findall(user + "\n" + answer)))
     others = [o for o in objects if o not in present]
     rng.shuffle(others)

@@ -329,10 +329,17 @@ def test_tiny_alfworld_build_is_deterministic_and_plays_as_a_policy(all_types_tr
     assert res.score == 0.0          # untrained: the floor
 
 
-def test_reference_collect_writes_sweeping_trajectories_that_win(all_types_train, alfworld_data, tmp_path):
+def room_places(intro: str) -> list[str]:
+    return [p.strip().removeprefix("and ").removeprefix("a ").removeprefix("an ")
+            for p in intro.split("you see ", 1)[1].split(".")[0].split(",")]
+
+
+def test_reference_collect_writes_reactive_trajectories_that_win(all_types_train, alfworld_data, tmp_path):
     """The reference agent's online collection (run as in a workspace: DATA_PATH = the train split)
-    writes SFT examples in the grader's prompt format; replaying each episode wins in the engine;
-    its searches visit receptacles in the order the room lists them."""
+    writes SFT examples in the grader's prompt format, for episodes from the start and after random
+    moves; replaying each episode wins in the engine. The expert's choices follow from the prompt:
+    searches go through the room list in order from where it stands, and the object goes to the
+    first place of the needed type in the room list."""
     from autorl_tui.tasks_impl.alfworld.env import AlfworldGame
     from autorl_tui.tasks_impl.alfworld.prompts import build_messages
 
@@ -341,43 +348,108 @@ def test_reference_collect_writes_sweeping_trajectories_that_win(all_types_train
     out = tmp_path / "collected.jsonl"
     env = {"PATH": os.environ.get("PATH", ""), "ALFWORLD_DATA": str(alfworld_data), "HOME": str(tmp_path),
            "DATA_PATH": str(train)}
-    proc = subprocess.run([sys.executable, str(script), "--out", str(out)], capture_output=True,
+    proc = subprocess.run([sys.executable, str(script), "--out", str(out), "--variants", "2"], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     rows = [json.loads(x) for x in out.read_text().splitlines()]
-    assert summary["examples"] == len(rows) > 0 and summary["episodes"] >= len(items_of(train)) - 1
+    games = items_of(train)
+    assert summary["examples"] == len(rows) > 0
+    assert summary["tried"] == 2 * len(games) and summary["episodes"] >= 2 * len(games) - 1
     episodes: dict = {}
-    for row in rows:          # an episode is a run of rows whose history starts empty
-        if "earlier step" not in row["prompt"][1]["content"] and "\n> " not in row["prompt"][1]["content"]:
-            episodes.setdefault(row["game_id"], []).append([])
-        episodes[row["game_id"]][-1].append(row)
-    items = {i["id"]: i for i in items_of(train)}
-    searched = 0
-    for game_id, plays in episodes.items():
+    for row in rows:
+        episodes.setdefault((row["game_id"], row["variant"]), []).append(row)
+    assert len(episodes) == summary["episodes"] and {v for _, v in episodes} == {0, 1}
+    items = {i["id"]: i for i in games}
+    needs = {"pick_clean_then_place_in_recep": "sinkbasin", "pick_heat_then_place_in_recep": "microwave",
+             "pick_cool_then_place_in_recep": "fridge"}
+    for (game_id, variant), play in episodes.items():
         item = items[game_id]
-        for play in plays:
-            game = AlfworldGame(str(train / item["gamefile"]))
-            try:
-                obs = game.reset()
-                intro, history = obs.text, []
-                room = [p.strip().removeprefix("and ").removeprefix("a ").removeprefix("an ")
-                        for p in intro.split("you see ", 1)[1].split(".")[0].split(",")]
-                visits = [room.index(row["completion"][0]["content"][6:]) for row in play
-                          if row["completion"][0]["content"].startswith("go to ")]
-                first_take = next(i for i, row in enumerate(play) if row["completion"][0]["content"].startswith("take "))
-                sweep = visits[:sum(r["completion"][0]["content"].startswith("go to ") for r in play[:first_take])]
-                assert sweep == sorted(sweep) and sweep[0] == 0, (game_id, sweep)
-                for row in play:
-                    assert row["prompt"] == build_messages(intro, history, obs.admissible, task_type=item["task_type"])
-                    action = row["completion"][0]["content"]
-                    obs = game.step(action)
-                    history.append((action, obs.text))
-                assert obs.won, (game_id, history)
-            finally:
-                game.close()
-            searched += len(play) > len(item["expert_actions"])
-    assert searched > 0
+        first_user = play[0]["prompt"][1]["content"]
+        prefix = [line[2:] for line in first_user.splitlines() if line.startswith("> ")]
+        assert (len(prefix) == 0) == (variant == 0) and len(prefix) <= 4
+        assert all(a.startswith("go to ") for a in prefix)
+        game = AlfworldGame(str(train / item["gamefile"]))
+        try:
+            obs = game.reset()
+            intro, history = obs.text, []
+            room = room_places(intro)
+            for action in prefix:
+                obs = game.step(action)
+                history.append((action, obs.text))
+            here = prefix[-1][6:] if prefix else None
+            holding, walked_since_take = False, 0
+            for row in play:
+                assert row["prompt"] == build_messages(intro, history, obs.admissible, task_type=item["task_type"])
+                action = row["completion"][0]["content"]
+                if action.startswith("go to ") and not holding:      # searching: the next place in the list
+                    expected = room[(room.index(here) + 1) % len(room)] if here else room[0]
+                    assert action[6:] == expected, (game_id, here, action)
+                if action.startswith("go to ") and holding:
+                    walked_since_take += 1
+                    if walked_since_take == 1 and item["task_type"] in needs:   # the appliance comes first
+                        kind = needs[item["task_type"]]
+                        assert action[6:] == next(p for p in room if p.rsplit(" ", 1)[0] == kind), (game_id, action)
+                if action.startswith("take "):
+                    assert action.split()[1] in item["goal"].split() or action.split()[1] + "." in item["goal"]
+                    holding, walked_since_take = True, 0
+                if action.startswith("move "):
+                    holding = False
+                if action.startswith("go to "):
+                    here = action[6:]
+                obs = game.step(action)
+                history.append((action, obs.text))
+            assert obs.won, (game_id, variant, history)
+        finally:
+            game.close()
+
+
+def run_pipeline_script(name, args, train, alfworld_data, cwd):
+    script = REPO / "autorl_tui" / "builtin" / "agents" / "reference" / "pipeline" / name
+    env = {"PATH": os.environ.get("PATH", ""), "ALFWORLD_DATA": str(alfworld_data), "HOME": str(cwd),
+           "DATA_PATH": str(train), "PIPELINE_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_reference_dagger_labels_the_states_the_model_reaches(all_types_train, alfworld_data, tmp_path):
+    """DAgger plays the train games with the model as the grader would and the expert labels every
+    state. When the expert's command is always carried out (beta 1) the labelled episodes are the
+    expert's own: the same prompts and answers as the collection writes, and every game is won. With
+    an untrained model in charge (beta 0) nothing is won, and each state still gets the expert's
+    label, in the grader's prompt for the history the model made."""
+    from autorl_tui.catalog.tiny_alfworld import build_tiny_alfworld_model
+    from autorl_tui.tasks_impl.alfworld.prompts import build_messages
+
+    _, train = all_types_train
+    model = build_tiny_alfworld_model(tmp_path / "model")
+    games = items_of(train)
+    expert = run_pipeline_script("alfworld_collect.py", ["--out", str(tmp_path / "expert.jsonl"), "--variants", "1"],
+                                 train, alfworld_data, tmp_path)
+    led = run_pipeline_script("alfworld_dagger.py", ["--model", str(model), "--out", str(tmp_path / "led.jsonl"),
+                                                     "--beta", "1", "--max_steps", "40"], train, alfworld_data, tmp_path)
+    assert led["played"] == len(games) and led["won"] == expert["episodes"] == len(games), led
+    pairs = lambda path: sorted((r["game_id"], json.dumps(r["prompt"]), r["completion"][0]["content"])  # noqa: E731
+                                for r in map(json.loads, path.read_text().splitlines()))
+    assert pairs(tmp_path / "led.jsonl") == pairs(tmp_path / "expert.jsonl")
+
+    alone = run_pipeline_script("alfworld_dagger.py", ["--model", str(model), "--out", str(tmp_path / "alone.jsonl"),
+                                                       "--beta", "0", "--max_steps", "3"], train, alfworld_data, tmp_path)
+    rows = [json.loads(x) for x in (tmp_path / "alone.jsonl").read_text().splitlines()]
+    assert alone["played"] == len(games) and alone["won"] == 0 and alone["examples"] == len(rows) == 3 * len(games)
+    by_game = {i["id"]: i for i in games}
+    for row in rows:
+        user = row["prompt"][1]["content"]
+        label = row["completion"][0]["content"]
+        assert label in user.split("Available commands: ")[1].split("\n")[0].split(", "), (label, user[-600:])
+        if "\n> " not in user:              # the first state: the search starts at the first listed place
+            intro = user.split("\n\nAvailable commands:")[0]
+            assert row["prompt"] == build_messages(intro, [], user.split("Available commands: ")[1]
+                                                   .split("\n")[0].split(", "),
+                                                   task_type=by_game[row["game_id"]]["task_type"])
+            assert label == "go to " + room_places(intro)[0]
 
 
 def test_reference_sft_renames_objects_consistently(all_types_train):

@@ -1,8 +1,9 @@
 """The reference agent on ALFWorld under the real engine (`--batch`), with the built-in
 `tiny-alfworld` model: the engine builds the model, materializes a small ALFWorld card, grades the
-untrained baseline in the real text engine, and the agent collects searching trajectories online,
-fine-tunes with TRL and submits; the submission is played on the dev games and the best one on
-the held-out games. Training is cut to a few steps (REFERENCE_AGENT_OPTIONS); this checks the
+untrained baseline in the real text engine, and the agent collects the reactive expert's
+trajectories online, fine-tunes with TRL and submits, then runs one DAgger round (v1 plays the
+train games, the expert labels its states, SFT continues) and submits again; submissions are
+played on the dev games and the best one on the held-out games. Training is cut to a few steps (REFERENCE_AGENT_OPTIONS); this checks the
 pipeline end to end, not the size of the gain (see docs/alfworld.md for the measured one)."""
 
 import json
@@ -15,7 +16,8 @@ import yaml
 from tests.support.harness import REPO, cli, make_reachable_home, write_plan
 
 pytestmark = pytest.mark.slow
-SHORT = "alf_sft_steps=6,alf_sft_batch=4,alf_submit_reserve_s=60,threads=1"
+SHORT = ("alf_sft_steps=6,alf_sft_batch=4,alf_submit_reserve_s=60,threads=1,alf_collect_variants=2,"
+         "alf_dagger_rounds=1,alf_dagger_steps=4,alf_max_steps=6")
 
 
 @pytest.fixture
@@ -44,7 +46,7 @@ def small_alfworld_tasks(root):
 def test_reference_agent_trains_tiny_alfworld_under_the_engine(home, tmp_path):
     tasks = small_alfworld_tasks(tmp_path / "tasks")
     plan = write_plan(tmp_path / "plan.yaml", tasks=["alfworld-small"], agents=["reference"],
-                      models=["tiny-alfworld"], budget="300s")
+                      models=["tiny-alfworld"], budget="420s")
     proc = cli("--tasks-dir", str(tasks), "--plain", "--batch", str(plan), home=home, timeout=900,
                env={"REFERENCE_AGENT_OPTIONS": SHORT, "ALFWORLD_DATA": str(tmp_path / "alfworld")})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
@@ -55,20 +57,23 @@ def test_reference_agent_trains_tiny_alfworld_under_the_engine(home, tmp_path):
     assert run["state"] == "done", run
     assert run["end_reason"] == "agent finished (exit code 0)", run["end_reason"]
     subs = [dict(r) for r in db.execute("SELECT * FROM submissions WHERE run_id=? ORDER BY seq", (run["id"],))]
-    assert [s["status"] for s in subs] == ["scored"], subs
+    assert [s["status"] for s in subs] == ["scored", "scored"], subs
     assert run["baseline_score"] == 0.0 and run["test_score"] is not None
     manifest = json.loads(db.execute("SELECT manifest FROM revisions WHERE id=?",
                                       (subs[0]["revision_id"],)).fetchone()[0])
-    assert {"alfworld_collect.py", "alfworld_sft.py"} <= {p.split("/")[-1] for p in manifest}
+    assert {"alfworld_collect.py", "alfworld_sft.py", "alfworld_dagger.py"} <= {p.split("/")[-1] for p in manifest}
     names = {r[0] for r in db.execute("SELECT DISTINCT name FROM metrics WHERE run_id=? AND source='metrics_jsonl'",
                                       (run["id"],))}
     assert {"loss", "mean_token_accuracy"} <= names, names
     stdout = "\n".join(r[0] for r in db.execute("SELECT message FROM events WHERE run_id=? AND kind='stdout'",
                                                   (run["id"],)))
     collected = json.loads(next(line for line in stdout.splitlines() if '"stage": "collect"' in line))
-    assert collected["episodes"] >= 1 and collected["examples"] > 0, collected
-    sft = json.loads(next(line for line in stdout.splitlines() if '"stage": "sft"' in line))
-    assert sft["examples"] > 4 * collected["examples"] and sft["steps"] == 6, sft   # renamed copies, decisions x2
+    assert collected["tried"] == 4 and collected["episodes"] >= 3 and collected["examples"] > 0, collected
+    sfts = [json.loads(line) for line in stdout.splitlines() if '"stage": "sft"' in line]
+    assert sfts[0]["examples"] > 4 * collected["examples"] and sfts[0]["steps"] == 6, sfts  # renamed copies, decisions x2
+    dagger = json.loads(next(line for line in stdout.splitlines() if '"stage": "dagger"' in line))
+    assert dagger["played"] == 2 and dagger["examples"] > 0, dagger      # both train games, labelled
+    assert sfts[1]["steps"] == 4 and sfts[1]["examples"] > sfts[0]["examples"], sfts    # expert data + labels
     # every graded game's trajectory is stored with the submission's samples
     samples = db.execute("SELECT data FROM samples WHERE submission_id=?", (subs[0]["id"],)).fetchall()
     assert samples and all(json.loads(s[0])["trajectory"] for s in samples)

@@ -9,10 +9,15 @@ It uses only the workspace contract (docs/ARCHITECTURE.md): env vars, `data/trai
    `output/v2`, submitted; more GRPO rounds while they still help and the budget allows.
 
 On ALFWorld (the data folder holds `alfworld_api/` and the expert SFT files) the pipeline is
-instead: play a sweeping expert on the train games in the real engine (alfworld_collect.py: it
-searches receptacles in room order, then follows the planner), then SFT on those trajectories,
-with object names renamed in extra copies (alfworld_sft.py) -> `output/v1`. The shipped expert
-files (the planner, which knows where objects are) are used only if collection yields nothing.
+instead: play a reactive expert on the train games in the real engine (alfworld_collect.py: every
+step follows from what the grader's prompt shows; it searches receptacles in room order and brings
+the object to the first place of the needed type), from the start and after a few random moves,
+then SFT on those trajectories, with object names renamed in extra copies (alfworld_sft.py) ->
+`output/v1`. The shipped expert files (the planner, which knows where objects are) are used only
+if collection yields nothing. With `alf_dagger_rounds`, DAgger rounds follow: the best model so
+far plays the train games as the grader would (`alf_max_steps`), the expert labels every state it
+reaches (alfworld_dagger.py), and SFT continues on the expert's data plus those labels ->
+`output/v2`, ...; each round is submitted and the best is kept.
 Every stage gets a wall-clock stop time well before the deadline and is killed if it overruns.
 
 Options: `REFERENCE_AGENT_OPTIONS="sft_steps=400,grpo_steps=60,lora=16"` or the same as
@@ -41,8 +46,10 @@ DEFAULTS = {
     "grpo_steps": 60, "grpo_lr": 5e-5, "grpo_beta": 0.04, "grpo_prompts": 8, "grpo_gens": 8,
     "grpo_rounds": 3, "more_grpo_steps": 30, "min_gain": 1.0, "lora": 0, "threads": 2,
     "submit_reserve_s": 25.0, "sft_share": 0.6,
-    "alf_collect_share": 0.2, "alf_sft_steps": 800, "alf_sft_lr": 2e-3, "alf_sft_batch": 16,
+    "alf_collect_share": 0.2, "alf_collect_variants": 3, "alf_sft_steps": 800, "alf_sft_lr": 2e-3, "alf_sft_batch": 16,
     "alf_rename": 3, "alf_decisions": 2, "alf_full_loss": 1, "alf_submit_reserve_s": 300.0,
+    "alf_dagger_rounds": 0, "alf_dagger_share": 0.35, "alf_dagger_steps": 300, "alf_dagger_lr": 1e-3,
+    "alf_max_steps": 30,
 }
 
 
@@ -221,8 +228,21 @@ def is_alfworld(ws: Workspace) -> bool:
     return (ws.data / "alfworld_api").is_dir() and (ws.data / "sft_prompt_completion.jsonl").exists()
 
 
+def alfworld_sft(ws: Workspace, opts: dict, model: Path, name: str, files: list[str], steps: int, lr: float,
+                 seed: int, stop_at: float, threads: int) -> dict | None:
+    """SFT `model` on the trajectory files -> output/<name>; stops itself at `stop_at`."""
+    return run_stage(ws, "alfworld_sft.py", ["--model", str(model), "--out", str(ws.output / name), "--data", *files,
+                                             "--steps", str(steps), "--lr", str(lr),
+                                             "--batch", str(int(opts["alf_sft_batch"])),
+                                             "--rename", str(int(opts["alf_rename"])), "--seed", str(seed),
+                                             "--full_loss", str(int(opts["alf_full_loss"])),
+                                             "--decisions", str(int(opts["alf_decisions"])),
+                                             "--stop_at", str(stop_at)],
+                     kill_at=stop_at + opts["alf_submit_reserve_s"] / 2, threads=threads)
+
+
 def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
-    """Collect sweeping-expert trajectories online, then SFT on them -> v1."""
+    """Collect reactive-expert trajectories online, then SFT on them -> v1."""
     reserve = opts["alf_submit_reserve_s"]      # grading plays every dev game: minutes on a CPU
     remaining = deadline - time.time() - reserve
     if remaining < 60:
@@ -231,24 +251,50 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
     collected = ws.logs / "alfworld_search.jsonl"
     collect_stop = time.time() + opts["alf_collect_share"] * remaining
     got = run_stage(ws, "alfworld_collect.py", ["--data", str(ws.data), "--out", str(collected),
-                                                "--stop_at", str(collect_stop)],
+                                                "--variants", str(int(opts["alf_collect_variants"])),
+                                                "--seed", str(seed), "--stop_at", str(collect_stop)],
                     kill_at=collect_stop + 60, threads=threads)
     if got and got.get("examples"):
         files = [str(collected)]
     else:
         log("collection gave nothing; training on the shipped planner trajectories instead")
         files = [str(ws.data / "sft_prompt_completion.jsonl")]
-    sft = run_stage(ws, "alfworld_sft.py", ["--model", str(ws.model), "--out", str(ws.output / "v1"), "--data", *files,
-                                            "--steps", str(int(opts["alf_sft_steps"])), "--lr", str(opts["alf_sft_lr"]),
-                                            "--batch", str(int(opts["alf_sft_batch"])),
-                                            "--rename", str(int(opts["alf_rename"])), "--seed", str(seed),
-                                            "--full_loss", str(int(opts["alf_full_loss"])),
-                                            "--decisions", str(int(opts["alf_decisions"])),
-                                            "--stop_at", str(deadline - reserve)],
-                    kill_at=deadline - reserve / 2, threads=threads)
+    rounds = int(opts["alf_dagger_rounds"])
+    sft_stop = deadline - reserve
+    if rounds > 0:      # leave the DAgger rounds their share of what is left after collection
+        sft_stop = time.time() + (1 - opts["alf_dagger_share"]) * (deadline - reserve - time.time())
+    sft = alfworld_sft(ws, opts, ws.model, "v1", files, int(opts["alf_sft_steps"]), opts["alf_sft_lr"], seed,
+                       sft_stop, threads)
     if sft is None:
         return None
-    return {"v1": submit(ws, "v1", deadline)}
+    scores = {"v1": submit(ws, "v1", deadline)}
+    best = "v1"
+    for n in range(1, rounds + 1):
+        left = deadline - reserve - time.time()
+        if left < 120:
+            log(f"DAgger round {n}: {left:.0f}s left before the submission reserve; stopping")
+            break
+        labels = ws.logs / f"alfworld_dagger{n}.jsonl"
+        play_stop = time.time() + left / 3
+        got = run_stage(ws, "alfworld_dagger.py", ["--model", str(ws.output / best), "--data", str(ws.data),
+                                                   "--out", str(labels), "--seed", str(seed + n),
+                                                   "--max_steps", str(int(opts["alf_max_steps"])),
+                                                   "--stop_at", str(play_stop)],
+                        kill_at=play_stop + 120, threads=threads)
+        if not got or not got.get("examples"):
+            log(f"DAgger round {n}: no labels; stopping")
+            break
+        files.append(str(labels))
+        name = f"v{n + 1}"
+        sft_stop = deadline - reserve - (deadline - reserve - time.time()) * (rounds - n) / (rounds - n + 1)
+        sft = alfworld_sft(ws, opts, ws.output / best, name, files, int(opts["alf_dagger_steps"]),
+                           opts["alf_dagger_lr"], seed + n, sft_stop, threads)
+        if sft is None:
+            break
+        scores[name] = submit(ws, name, deadline)
+        if scores[name] is not None and (scores[best] is None or scores[name] >= scores[best]):
+            best = name
+    return scores
 
 
 def main(argv: list[str]) -> int:

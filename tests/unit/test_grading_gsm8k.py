@@ -57,3 +57,21 @@ def test_wrong_format_is_explained(tmp_path, monkeypatch):
     card = find_task("gsm8k", task_search_path())
     with pytest.raises(UsageError, match="does not end in '#### N'"):
         materialize(card, "test", tmp_path / "cache")
+
+
+def test_another_gsm8k_folder_is_another_dataset_not_the_cached_one(tmp_path, monkeypatch):
+    """The data cache (and the cached baselines) are keyed by where the files come from: pointing
+    GSM8K_PATH elsewhere, or changing the files, materializes the new data, not the old cache."""
+    write_gsm8k(tmp_path / "a", n_test=7)
+    write_gsm8k(tmp_path / "b", n_test=3)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GSM8K_PATH", str(tmp_path / "a"))
+    card = find_task("gsm8k", task_search_path())
+    first = card.protocol_hash()
+    assert len(read_items(materialize(card, "test", cache))) == 7
+    assert card.protocol_hash() == first                       # stable while nothing changes
+    monkeypatch.setenv("GSM8K_PATH", str(tmp_path / "b"))
+    assert card.protocol_hash() != first
+    assert len(read_items(materialize(card, "test", cache))) == 3
+    write_gsm8k(tmp_path / "b", n_test=5)                      # the same folder, new files
+    assert len(read_items(materialize(card, "test", cache))) == 5

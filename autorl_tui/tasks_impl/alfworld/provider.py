@@ -61,6 +61,13 @@ def available(card) -> str | None:
     return None
 
 
+def source_fingerprint(card) -> str:
+    """The official games' folder when they would be used, else "" (see catalog.tasks)."""
+    source = (card.data.get("params") or {}).get("source", "auto")
+    root = official_root() if source != "generated" else None
+    return f"official:{root.resolve()}" if root is not None else ""
+
+
 def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
     out_dir = Path(out_dir)
     final = out_dir / split

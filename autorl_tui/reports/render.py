@@ -18,6 +18,7 @@ import jinja2
 
 from autorl_tui.exitcodes import InfraError
 from autorl_tui.reports import svg
+from autorl_tui.units import fmt_bytes
 
 
 def template_dirs() -> list[Path]:
@@ -97,10 +98,4 @@ def _ts(v):
 
 
 def _bytes(v):
-    if v is None:
-        return "—"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(v) < 1024 or unit == "TB":
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1024
-    return str(v)
+    return fmt_bytes(v, missing="—")

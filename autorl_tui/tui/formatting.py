@@ -48,16 +48,6 @@ def time_left(run: dict, now: float) -> float | None:
     return max(0.0, deadline - now)
 
 
-def fmt_bytes(n) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def fmt_offset(seconds: float | None) -> str:
     """'+MM:SS' (or '+H:MM:SS') since the run started: deterministic, timezone-free."""
     if seconds is None:

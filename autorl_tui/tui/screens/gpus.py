@@ -7,7 +7,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from autorl_tui.tui.actions import bindings
-from autorl_tui.tui.formatting import ACTIVE_STATES, fmt_bytes, fmt_elapsed_budget, short_id
+from autorl_tui.tui.formatting import ACTIVE_STATES, fmt_elapsed_budget, short_id
+from autorl_tui.units import fmt_bytes
 from autorl_tui.tui.model import Changes
 
 

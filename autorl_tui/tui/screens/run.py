@@ -17,11 +17,12 @@ from textual.widgets import (DataTable, Footer, Input, SelectionList, Static, Ta
 from autorl_tui.durations import format_duration, parse_duration
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.tui.actions import bindings
-from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, elapsed_s, fmt_bytes,
-                                       fmt_delta, fmt_offset, fmt_score, time_left)
+from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, elapsed_s, fmt_delta,
+                                       fmt_offset, fmt_score, time_left)
 from autorl_tui.tui.model import Changes
 from autorl_tui.tui.widgets.chart import MetricChart
 from autorl_tui.tui.widgets.gauge import Gauge
+from autorl_tui.units import fmt_bytes
 from autorl_tui.tui.widgets.log_view import LogLine, LogView
 
 DEFAULT_SERIES = ("reward", "loss", "kl", "entropy", "completions/mean_length", "dev score", "dev_score")

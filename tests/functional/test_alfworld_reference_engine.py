@@ -1,7 +1,8 @@
 """The reference agent on ALFWorld under the real engine (`--batch`), with the built-in
 `tiny-alfworld` model: the engine builds the model, materializes a small ALFWorld card, grades the
 untrained baseline in the real text engine, and the agent collects the reactive expert's
-trajectories online, fine-tunes with TRL and submits, then runs one DAgger round (v1 plays the
+trajectories online, fine-tunes with TRL and submits (v1), continues on the decision steps with the
+loss on the command only and submits (v2), then runs one DAgger round (the better model plays the
 train games, the expert labels its states, SFT continues) and submits again; submissions are
 played on the dev games and the best one on the held-out games. Training is cut to a few steps (REFERENCE_AGENT_OPTIONS); this checks the
 pipeline end to end, not the size of the gain (see docs/alfworld.md for the measured one)."""
@@ -17,7 +18,7 @@ from tests.support.harness import REPO, cli, make_reachable_home, write_plan
 
 pytestmark = pytest.mark.slow
 SHORT = ("alf_sft_steps=6,alf_sft_batch=4,alf_submit_reserve_s=60,threads=1,alf_collect_variants=2,"
-         "alf_dagger_rounds=1,alf_dagger_steps=4,alf_max_steps=6")
+         "alf_focus_steps=3,alf_dagger_rounds=1,alf_dagger_steps=4,alf_max_steps=6")
 
 
 @pytest.fixture
@@ -57,7 +58,7 @@ def test_reference_agent_trains_tiny_alfworld_under_the_engine(home, tmp_path):
     assert run["state"] == "done", run
     assert run["end_reason"] == "agent finished (exit code 0)", run["end_reason"]
     subs = [dict(r) for r in db.execute("SELECT * FROM submissions WHERE run_id=? ORDER BY seq", (run["id"],))]
-    assert [s["status"] for s in subs] == ["scored", "scored"], subs
+    assert [s["status"] for s in subs] == ["scored", "scored", "scored"], subs
     assert run["baseline_score"] == 0.0 and run["test_score"] is not None
     manifest = json.loads(db.execute("SELECT manifest FROM revisions WHERE id=?",
                                       (subs[0]["revision_id"],)).fetchone()[0])
@@ -73,7 +74,11 @@ def test_reference_agent_trains_tiny_alfworld_under_the_engine(home, tmp_path):
     assert sfts[0]["examples"] > 4 * collected["examples"] and sfts[0]["steps"] == 6, sfts  # renamed copies, decisions x2
     dagger = json.loads(next(line for line in stdout.splitlines() if '"stage": "dagger"' in line))
     assert dagger["played"] == 2 and dagger["examples"] > 0, dagger      # both train games, labelled
-    assert sfts[1]["steps"] == 4 and sfts[1]["examples"] > sfts[0]["examples"], sfts    # expert data + labels
+    assert sfts[1]["steps"] == 3 and sfts[1]["examples"] > sfts[0]["examples"], sfts    # focus: decisions x4
+    assert sfts[1]["out"].endswith("output/v2") and sfts[2]["out"].endswith("output/v3"), sfts
+    assert sfts[2]["steps"] == 4 and sfts[2]["examples"] > sfts[0]["examples"], sfts    # expert data + labels
+    focus_cmd = next(line for line in stdout.splitlines() if "running" in line and "--out" in line and "output/v2" in line)
+    assert "--full_loss 0" in focus_cmd and "--decisions 4" in focus_cmd and "output/v1 " in focus_cmd, focus_cmd
     # every graded game's trajectory is stored with the submission's samples
     samples = db.execute("SELECT data FROM samples WHERE submission_id=?", (subs[0]["id"],)).fetchall()
     assert samples and all(json.loads(s[0])["trajectory"] for s in samples)

@@ -13,11 +13,14 @@ instead: play a reactive expert on the train games in the real engine (alfworld_
 step follows from what the grader's prompt shows; it searches receptacles in room order and brings
 the object to the first place of the needed type), from the start and after a few random moves,
 then SFT on those trajectories, with object names renamed in extra copies (alfworld_sft.py) ->
-`output/v1`. The shipped expert files (the planner, which knows where objects are) are used only
-if collection yields nothing. With `alf_dagger_rounds`, DAgger rounds follow: the best model so
-far plays the train games as the grader would (`alf_max_steps`), the expert labels every state it
-reaches (alfworld_dagger.py), and SFT continues on the expert's data plus those labels ->
-`output/v2`, ...; each round is submitted and the best is kept.
+`output/v1`, with the loss on every token (the model learns to read the prompt). A focus stage
+continues from v1 on the same data with the loss on the command only and the decision steps
+(take, move, heat, ...) weighed x4 -> `output/v2` (`alf_focus_steps`; 0 skips it). The shipped
+expert files (the planner, which knows where objects are) are used only if collection yields
+nothing. With `alf_dagger_rounds`, DAgger rounds follow: the best model so far plays the train
+games as the grader would (`alf_max_steps`), the expert labels every state it reaches
+(alfworld_dagger.py), and SFT continues on the expert's data plus those labels -> the next
+`output/vN`; every model is submitted and the best is kept.
 Every stage gets a wall-clock stop time well before the deadline and is killed if it overruns.
 
 Options: `REFERENCE_AGENT_OPTIONS="sft_steps=400,grpo_steps=60,lora=16"` or the same as
@@ -46,8 +49,9 @@ DEFAULTS = {
     "grpo_steps": 60, "grpo_lr": 5e-5, "grpo_beta": 0.04, "grpo_prompts": 8, "grpo_gens": 8,
     "grpo_rounds": 3, "more_grpo_steps": 30, "min_gain": 1.0, "lora": 0, "threads": 2,
     "submit_reserve_s": 25.0, "sft_share": 0.6,
-    "alf_collect_share": 0.2, "alf_collect_variants": 3, "alf_sft_steps": 800, "alf_sft_lr": 2e-3, "alf_sft_batch": 16,
+    "alf_collect_share": 0.2, "alf_collect_variants": 3, "alf_sft_steps": 1700, "alf_sft_lr": 2e-3, "alf_sft_batch": 16,
     "alf_rename": 3, "alf_decisions": 2, "alf_full_loss": 1, "alf_submit_reserve_s": 300.0,
+    "alf_focus_steps": 1000, "alf_focus_lr": 1e-3, "alf_focus_decisions": 4, "alf_focus_share": 0.35,
     "alf_dagger_rounds": 0, "alf_dagger_share": 0.35, "alf_dagger_steps": 300, "alf_dagger_lr": 1e-3,
     "alf_max_steps": 30,
 }
@@ -229,14 +233,16 @@ def is_alfworld(ws: Workspace) -> bool:
 
 
 def alfworld_sft(ws: Workspace, opts: dict, model: Path, name: str, files: list[str], steps: int, lr: float,
-                 seed: int, stop_at: float, threads: int) -> dict | None:
+                 seed: int, stop_at: float, threads: int, full_loss: int | None = None,
+                 decisions: int | None = None) -> dict | None:
     """SFT `model` on the trajectory files -> output/<name>; stops itself at `stop_at`."""
+    full_loss = int(opts["alf_full_loss"]) if full_loss is None else full_loss
+    decisions = int(opts["alf_decisions"]) if decisions is None else decisions
     return run_stage(ws, "alfworld_sft.py", ["--model", str(model), "--out", str(ws.output / name), "--data", *files,
                                              "--steps", str(steps), "--lr", str(lr),
                                              "--batch", str(int(opts["alf_sft_batch"])),
                                              "--rename", str(int(opts["alf_rename"])), "--seed", str(seed),
-                                             "--full_loss", str(int(opts["alf_full_loss"])),
-                                             "--decisions", str(int(opts["alf_decisions"])),
+                                             "--full_loss", str(full_loss), "--decisions", str(decisions),
                                              "--stop_at", str(stop_at)],
                      kill_at=stop_at + opts["alf_submit_reserve_s"] / 2, threads=threads)
 
@@ -260,15 +266,28 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
         log("collection gave nothing; training on the shipped planner trajectories instead")
         files = [str(ws.data / "sft_prompt_completion.jsonl")]
     rounds = int(opts["alf_dagger_rounds"])
-    sft_stop = deadline - reserve
-    if rounds > 0:      # leave the DAgger rounds their share of what is left after collection
-        sft_stop = time.time() + (1 - opts["alf_dagger_share"]) * (deadline - reserve - time.time())
+    focus_steps = int(opts["alf_focus_steps"])
+    left = deadline - reserve - time.time()
+    later = (opts["alf_dagger_share"] if rounds > 0 else 0.0) + (opts["alf_focus_share"] if focus_steps > 0 else 0.0)
+    sft_stop = time.time() + max(0.2, 1 - later) * left     # the later stages get their shares of what is left
     sft = alfworld_sft(ws, opts, ws.model, "v1", files, int(opts["alf_sft_steps"]), opts["alf_sft_lr"], seed,
                        sft_stop, threads)
     if sft is None:
         return None
     scores = {"v1": submit(ws, "v1", deadline)}
-    best = "v1"
+    best, n_model = "v1", 1
+    if focus_steps > 0:
+        # v1 has learned to read the prompt (loss on every token); most of its errors are now the few
+        # decisions per game (which object, which appliance, where to bring it): train on those alone
+        left = deadline - reserve - time.time()
+        focus_stop = time.time() + (1 - (opts["alf_dagger_share"] if rounds > 0 else 0.0)) * left
+        n_model = 2
+        sft = alfworld_sft(ws, opts, ws.output / "v1", "v2", files, focus_steps, opts["alf_focus_lr"], seed + 1,
+                           focus_stop, threads, full_loss=0, decisions=int(opts["alf_focus_decisions"]))
+        if sft is not None:
+            scores["v2"] = submit(ws, "v2", deadline)
+            if scores["v2"] is not None and (scores["v1"] is None or scores["v2"] >= scores["v1"]):
+                best = "v2"
     for n in range(1, rounds + 1):
         left = deadline - reserve - time.time()
         if left < 120:
@@ -285,10 +304,10 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
             log(f"DAgger round {n}: no labels; stopping")
             break
         files.append(str(labels))
-        name = f"v{n + 1}"
+        name = f"v{n_model + n}"
         sft_stop = deadline - reserve - (deadline - reserve - time.time()) * (rounds - n) / (rounds - n + 1)
         sft = alfworld_sft(ws, opts, ws.output / best, name, files, int(opts["alf_dagger_steps"]),
-                           opts["alf_dagger_lr"], seed + n, sft_stop, threads)
+                           opts["alf_dagger_lr"], seed + 1 + n, sft_stop, threads)
         if sft is None:
             break
         scores[name] = submit(ws, name, deadline)

@@ -247,8 +247,16 @@ def alfworld_sft(ws: Workspace, opts: dict, model: Path, name: str, files: list[
                      kill_at=stop_at + opts["alf_submit_reserve_s"] / 2, threads=threads)
 
 
+def better(scores: dict, best: str, new: str) -> str:
+    """The model to keep: `new` if it scored at least as well as `best` (ties go to the newer one)."""
+    if scores[new] is not None and (scores[best] is None or scores[new] >= scores[best]):
+        return new
+    return best
+
+
 def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
-    """Collect reactive-expert trajectories online, then SFT on them -> v1."""
+    """Collect reactive-expert trajectories online, SFT on them -> v1, the focus stage -> v2, then the
+    optional DAgger rounds; every model is submitted. Returns the dev scores by model name."""
     reserve = opts["alf_submit_reserve_s"]      # grading plays every dev game: minutes on a CPU
     remaining = deadline - time.time() - reserve
     if remaining < 60:
@@ -267,9 +275,11 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
         files = [str(ws.data / "sft_prompt_completion.jsonl")]
     rounds = int(opts["alf_dagger_rounds"])
     focus_steps = int(opts["alf_focus_steps"])
+    dagger_share = opts["alf_dagger_share"] if rounds > 0 else 0.0
+    focus_share = opts["alf_focus_share"] if focus_steps > 0 else 0.0
     left = deadline - reserve - time.time()
-    later = (opts["alf_dagger_share"] if rounds > 0 else 0.0) + (opts["alf_focus_share"] if focus_steps > 0 else 0.0)
-    sft_stop = time.time() + max(0.2, 1 - later) * left     # the later stages get their shares of what is left
+    # the later stages get their shares of what is left; v1 keeps at least a fifth whatever they ask
+    sft_stop = time.time() + max(0.2, 1 - dagger_share - focus_share) * left
     sft = alfworld_sft(ws, opts, ws.model, "v1", files, int(opts["alf_sft_steps"]), opts["alf_sft_lr"], seed,
                        sft_stop, threads)
     if sft is None:
@@ -280,14 +290,13 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
         # v1 has learned to read the prompt (loss on every token); most of its errors are now the few
         # decisions per game (which object, which appliance, where to bring it): train on those alone
         left = deadline - reserve - time.time()
-        focus_stop = time.time() + (1 - (opts["alf_dagger_share"] if rounds > 0 else 0.0)) * left
+        focus_stop = time.time() + (1 - dagger_share) * left
         n_model = 2
         sft = alfworld_sft(ws, opts, ws.output / "v1", "v2", files, focus_steps, opts["alf_focus_lr"], seed + 1,
                            focus_stop, threads, full_loss=0, decisions=int(opts["alf_focus_decisions"]))
         if sft is not None:
             scores["v2"] = submit(ws, "v2", deadline)
-            if scores["v2"] is not None and (scores["v1"] is None or scores["v2"] >= scores["v1"]):
-                best = "v2"
+            best = better(scores, best, "v2")
     for n in range(1, rounds + 1):
         left = deadline - reserve - time.time()
         if left < 120:
@@ -311,8 +320,7 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
         if sft is None:
             break
         scores[name] = submit(ws, name, deadline)
-        if scores[name] is not None and (scores[best] is None or scores[name] >= scores[best]):
-            best = name
+        best = better(scores, best, name)
     return scores
 
 

@@ -168,13 +168,17 @@ def check_run_report(db, r: dict) -> set[str]:
     revs = {x["id"]: x for x in rows(db, "SELECT * FROM revisions WHERE run_id = ?", (run_id,))}
     assert r["revisions"]["n_revisions"] == len(revs)
     assert r["revisions"]["n_change"] == sum(x["reason"] == "change" for x in revs.values())
-    prev = json.loads(min(revs.values(), key=lambda x: x["seq"])["manifest"]) if revs else {}
+    first = min(revs.values(), key=lambda x: x["seq"]) if revs else None
+    prev, prev_id = (json.loads(first["manifest"]), first["id"]) if first else ({}, None)
     for got, s in zip(r["revisions"]["by_submission"], subs, strict=True):
         rev = revs.get(s["revision_id"])
         if rev is None:
             assert got["revision_seq"] is None
             continue
         man = json.loads(rev["manifest"])
+        if rev["id"] == prev_id:        # the submission is the first snapshot itself: no base, all of it is new
+            assert got["base"] is None
+            prev = {}
         assert got["revision_seq"] == rev["seq"] and got["n_files"] == rev["n_files"]
         added = removed = 0
         for path in set(prev) | set(man):
@@ -186,7 +190,7 @@ def check_run_report(db, r: dict) -> set[str]:
             added += sum(ln.startswith("+") and not ln.startswith("+++") for ln in lines)
             removed += sum(ln.startswith("-") and not ln.startswith("---") for ln in lines)
         assert (got["lines_added"], got["lines_removed"]) == (added, removed)
-        prev = man
+        prev, prev_id = man, rev["id"]
     checked.add("revisions")
 
     events = rows(db, "SELECT kind, data FROM events WHERE run_id = ?", (run_id,))

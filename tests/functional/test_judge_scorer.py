@@ -269,3 +269,35 @@ def test_alpaca_judge_task_end_to_end_with_shipped_anchors(judge, tmp_path):
     assert res.score == pytest.approx(75.0)   # 8 wins, 8 ties (neither says GOOD)
     assert res.metrics["anchors_judged"] == 16 and res.metrics["lc_win_rate"] is not None
     json.dumps(res.to_dict())   # the grader worker writes it as JSON
+
+
+def _independent_lc(outcomes, diffs, scale):
+    """sigmoid(b0) of an unpenalized fractional logistic fit of outcome ~ 1 + tanh(d / scale), by IRLS in numpy."""
+    np = pytest.importorskip("numpy")
+    y = np.asarray(outcomes, dtype=float)
+    X = np.column_stack([np.ones(len(y)), np.tanh(np.asarray(diffs, dtype=float) / scale)])
+    beta = np.zeros(2)
+    for _ in range(200):
+        p = 1 / (1 + np.exp(-X @ beta))
+        step = np.linalg.solve(X.T @ (X * (p * (1 - p))[:, None]), X.T @ (y - p))
+        beta += step
+        if np.abs(step).max() < 1e-12:
+            break
+    return 1 / (1 + np.exp(-beta[0]))
+
+
+def test_length_controlled_win_rate_uses_the_standard_deviation_like_alpaca_eval():
+    # 805 annotations (AlpacaEval's size) where the candidate is mostly longer than the reference, so the
+    # root mean square of d (old code) is far from its standard deviation (alpaca-eval: d / d.std()).
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(7)
+    diffs = rng.normal(600, 400, 805).round()
+    p_win = 1 / (1 + np.exp(-(-0.9 + 1.6 * np.tanh(diffs / diffs.std(ddof=1)))))
+    draw = rng.random(805)
+    outcomes = np.where(draw < 0.06, 0.5, (draw < p_win).astype(float))
+    expected = _independent_lc(outcomes, diffs, diffs.std(ddof=1))
+    with_rms = _independent_lc(outcomes, diffs, np.sqrt(np.mean(diffs ** 2)))
+    assert abs(expected - with_rms) > 0.01, "the data must tell the two scalings apart by more than a point"
+    lc, slope = length_controlled_win_rate(outcomes.tolist(), diffs.tolist())
+    assert slope > 0
+    assert 100 * lc == pytest.approx(100 * expected, abs=0.1)

@@ -17,9 +17,11 @@ loses (0). Score: win rate in percent over the items that were judged.
   `metrics.judge_drift` is true when it falls below `anchor_min_agreement` (default 0.8).
 - **Length control.** Judges favour longer answers. Beside the raw win rate we fit
   P(win) = sigmoid(b0 + b1 * tanh(d / sd(d))), d = candidate length - reference length (characters),
-  by fractional logistic regression (ties as 0.5, light L2 on b1) and report sigmoid(b0): the
-  win rate the candidate would have at equal length (the idea of AlpacaEval 2's LC win rate,
-  without its per-instruction terms).
+  sd(d) the sample standard deviation of d (about its mean, n - 1 in the denominator, as pandas'
+  `std()` in alpaca-eval's `length_controlled_v1`), by fractional logistic regression (ties as
+  0.5, a very light L2 on b1) and report sigmoid(b0): the win rate the candidate would have at equal
+  length. This is AlpacaEval 2's LC win rate without its per-instruction difficulty term and its
+  regularization towards gamed baselines (both need alpaca-eval's own annotation sets).
 - **Cost.** Tokens from each reply's `usage`; `price_per_input_token` / `price_per_output_token`
   (USD) give `metrics.judge_cost_usd`. Cache hits cost nothing and are counted apart.
 
@@ -74,10 +76,12 @@ def length_controlled_win_rate(outcomes: list[float], length_diffs: list[float])
     n = len(outcomes)
     if n == 0:
         return float("nan"), 0.0
-    sd = math.sqrt(sum(d * d for d in length_diffs) / n) if n else 0.0
+    mean = sum(length_diffs) / n
+    # The standard deviation, not the root mean square: with d mostly of one sign they differ a lot.
+    sd = math.sqrt(sum((d - mean) ** 2 for d in length_diffs) / (n - 1)) if n > 1 else 0.0
     xs = [math.tanh(d / sd) if sd > 0 else 0.0 for d in length_diffs]
     b0 = b1 = 0.0
-    lam = 0.1
+    lam = 1e-3   # only keeps a perfectly separated fit finite; alpaca-eval picks its penalty by CV, mostly weak
     for _ in range(100):   # Newton's method on the penalized log-likelihood
         g0 = g1 = h00 = h01 = h11 = 0.0
         for x, y in zip(xs, outcomes):

@@ -17,6 +17,13 @@ runner stays alive as pid 1 of its namespaces with common modules imported, and 
 child per program; before each program it mounts fresh tmpfs folders, and after it kills every
 process of the sandbox uid (escapees included) and reaps them. Requests and replies travel as
 length-prefixed marshal records over stdin/stdout. Saves the interpreter start per program.
+
+Channel: a request may come with a socket (`channel_fd` in one-shot mode; in the fork server, sent
+over its fd socket with SCM_RIGHTS) that the program gets as fd 4 (`CHANNEL_FD`): the
+harness's trusted checker talks to the code under test over it (grading/code_protocol.py).
+Hidden paths: `hide` lists files and folders covered (an empty read-only tmpfs, /dev/null for
+files) in the sandbox's mount namespace before any program runs: test data the program must
+not read even where the file system lets every uid read it.
 """
 
 import os
@@ -34,7 +41,8 @@ import signal  # noqa: E402
 import time  # noqa: E402
 
 CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV = 2, 4
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND = 1, 2, 4, 4096
+CHANNEL_FD = 4
 PRIVATE_TMPFS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 
 
@@ -64,6 +72,27 @@ def mount_private_tmp(size, fresh=False):
             opts = f"size={size},mode=1777".encode()
             _check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts),
                    f"mount tmpfs on {target}")
+
+
+def hide_paths(paths):
+    libc = _libc()
+    for path in paths or ():
+        if os.path.isdir(path):
+            _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k,mode=0555"),
+                   f"hide {path}")
+        elif os.path.exists(path):
+            _check(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
+
+
+def place_channel(channel, keep):
+    """Move the channel socket to CHANNEL_FD; `keep` (an fd that must survive) moves away first. Returns keep."""
+    if keep == CHANNEL_FD:
+        keep = os.dup(keep)
+    if channel != CHANNEL_FD:
+        os.dup2(channel, CHANNEL_FD)
+        os.close(channel)
+    os.set_inheritable(CHANNEL_FD, True)
+    return keep
 
 
 def set_limits(lim):
@@ -177,9 +206,12 @@ def main():
     try:
         if req.get("netns_fd") is not None:
             enter_netns(int(req["netns_fd"]))
+        if req.get("channel_fd") is not None:
+            status = place_channel(int(req["channel_fd"]), status)
         workdir = req["workdir"]
         if req.get("private_tmp"):
             mount_private_tmp(req.get("tmpfs_size", "64m"))
+            hide_paths(req.get("hide"))
             os.makedirs(workdir, mode=0o700, exist_ok=True)
         filename = os.path.join(workdir, "main.py")
         with open(filename, "w") as fh:
@@ -271,6 +303,7 @@ def kill_all_of(uid):
 
 
 def serve():
+    import socket
     chan_in, chan_out = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -279,6 +312,8 @@ def serve():
     try:
         if cfg.get("netns_fd") is not None:
             enter_netns(int(cfg["netns_fd"]))
+        hide_paths(cfg.get("hide"))
+        cfg["fd_sock"] = socket.socket(fileno=int(cfg["fd_sock"]))
         for name in PRELOAD:
             try:
                 __import__(name)
@@ -301,6 +336,13 @@ def serve():
 
 def serve_one(req, chan_in, chan_out):
     uid = req["uid"]
+    channel = None
+    if req.get("channel"):   # sent just before the request; taken first so a failed set-up leaves none behind
+        import socket
+        _, fds, _, _ = socket.recv_fds(req["fd_sock"], 1, 1)
+        if len(fds) != 1:
+            raise OSError("the channel socket did not arrive")
+        channel = fds[0]
     mount_private_tmp(req.get("tmpfs_size", "64m"), fresh=True)
     workdir = req["workdir"]
     os.makedirs(workdir, mode=0o700, exist_ok=True)
@@ -315,15 +357,19 @@ def serve_one(req, chan_in, chan_out):
     pid = os.fork()
     if pid == 0:
         try:
+            import fcntl
+            high = fcntl.fcntl(channel, fcntl.F_DUPFD, 16) if channel is not None else None
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             os.dup2(st_w, 3)
-            os.closerange(4, 1 << 16)
+            if high is not None:
+                place_channel(high, 3)
+            os.closerange(CHANNEL_FD + 1 if high is not None else CHANNEL_FD, 1 << 16)
             os.chdir(workdir)
         except BaseException:
             os._exit(70)
         run_program(req, 3, filename)
-    for fd in (out_w, err_w, st_w):
+    for fd in (out_w, err_w, st_w) + ((channel,) if channel is not None else ()):
         os.close(fd)
     caps = {out_r: int(req["output_bytes"]), err_r: int(req["output_bytes"]), st_r: 1 << 20}
     bufs = {out_r: bytearray(), err_r: bytearray(), st_r: bytearray()}

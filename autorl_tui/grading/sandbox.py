@@ -30,8 +30,13 @@ falls back and records why in `Sandbox.isolation`, which scorers put into their 
 Output beyond `output_bytes` per stream is read and discarded (the outcome says it was truncated).
 A program passes only when it ran to its end: the runner then writes a nonce the program never
 sees in argv or the environment, so `sys.exit(0)`/`os._exit(0)` before the tests cannot pass.
-(A program that inspects the runner's frames, or overrides `__eq__`, is beyond any sandbox;
-that is the scorer's and the report's business.)
+That "ran to its end" is all a program's own process can vouch for: a program can read the
+runner's frames (the nonce too). Scoring must not rest on it: code scoring runs the tests in the
+harness and only talks to the program over a channel (`run(..., channel=sock)`, fd 4 in the
+program; see grading/code_protocol.py).
+
+- **hidden paths** (`hide=`, needs the mount namespace): files and folders covered in the
+  sandbox's view (test data readable by every uid on the host, e.g. a package's bundled data).
 """
 
 from __future__ import annotations
@@ -45,8 +50,10 @@ import select
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -126,8 +133,9 @@ class Sandbox:
 
     def __init__(self, limits: SandboxLimits | None = None, *, python: str | None = None,
                  uid_base: int | None = None, workers: int = 2, base_dir: Path | None = None,
-                 isolate: bool = True, forkserver: bool = True):
+                 isolate: bool = True, forkserver: bool = True, hide: list | tuple = ()):
         self.limits = limits or SandboxLimits()
+        self.hide = _hideable(hide)
         self.workers = max(1, int(workers))
         self.base_dir = Path(base_dir) if base_dir else None
         self.isolation: dict[str, str] = {}
@@ -164,6 +172,9 @@ class Sandbox:
         self.use_forkserver = False
         self.python = python or self._pick_python()
         self.isolation["python"] = self.python
+        if self.hide:
+            self.isolation["hidden_paths"] = (", ".join(self.hide) if self.use_mountns else
+                                              f"NOT hidden (no mount namespace): {', '.join(self.hide)}")
         # The fork server needs everything the one-shot mode has (it kills escapees by uid, inside
         # its own pid namespace); otherwise each program starts its own interpreter.
         if not forkserver:
@@ -250,20 +261,28 @@ class Sandbox:
         with ThreadPoolExecutor(self.workers) as pool:
             return list(pool.map(lambda p: self.run(p, **overrides), programs))
 
-    def run(self, program: str, **overrides) -> SandboxOutcome:
-        """Run one program. overrides: SandboxLimits fields for this run only."""
+    def run(self, program: str, *, channel: socket.socket | None = None, **overrides) -> SandboxOutcome:
+        """Run one program. overrides: SandboxLimits fields for this run only.
+
+        channel: one end of a socket pair; the program gets it as fd 4. `run` takes it over (it is
+        closed here once the program has it), so the other end sees EOF when the program is gone."""
         if self._closed:   # its network namespace is gone: running now would mean running with the host's network
+            if channel is not None:
+                channel.close()
             raise RuntimeError("this Sandbox is closed; create a new one")
         limits = SandboxLimits(**{**asdict(self.limits), **overrides})
         slot = self._free.get()   # a uid serves one program at a time (the fork server kills by uid)
         try:
             if self.use_forkserver:
-                return self._run_forkserver(slot, program, limits)
-            return self._run(program, limits, self._uids[slot])
+                return self._run_forkserver(slot, program, limits, channel)
+            return self._run(program, limits, self._uids[slot], channel)
         finally:
+            if channel is not None:
+                channel.close()
             self._free.put(slot)
 
-    def _run_forkserver(self, slot: int, program: str, limits: SandboxLimits) -> SandboxOutcome:
+    def _run_forkserver(self, slot: int, program: str, limits: SandboxLimits,
+                        channel: socket.socket | None = None) -> SandboxOutcome:
         t0 = time.monotonic()
         with self._fs_lock:
             server = self._forkservers.get(slot)
@@ -278,7 +297,14 @@ class Sandbox:
         nonce = secrets.token_hex(16)
         req = {"program": program, "nonce": nonce, "wall_s": limits.wall_s, "output_bytes": limits.output_bytes,
                "tmpfs_size": f"{limits.tmpfs_mb}m", "limits": _rlimits(limits)}
-        reply = server.request(req, timeout=limits.wall_s + 10)
+        if channel is not None:
+            req["channel"] = True
+            try:
+                socket.send_fds(server.fd_sock, [b"c"], [channel.fileno()])
+            except OSError:
+                req = None
+            channel.close()
+        reply = server.request(req, timeout=limits.wall_s + 10) if req is not None else None
         if reply is None or "setup_error" in reply:
             server.close()     # a stuck or broken server is replaced on the next run
             with self._fs_lock:
@@ -297,7 +323,8 @@ class Sandbox:
                 self._forkservers.pop(slot, None)
         return out
 
-    def _run(self, program: str, limits: SandboxLimits, uid: int | None) -> SandboxOutcome:
+    def _run(self, program: str, limits: SandboxLimits, uid: int | None,
+             channel: socket.socket | None = None) -> SandboxOutcome:
         t0 = time.monotonic()
         host_workdir = None
         if self.use_mountns:
@@ -312,7 +339,10 @@ class Sandbox:
                "private_tmp": self.use_mountns, "tmpfs_size": f"{limits.tmpfs_mb}m",
                "uid": uid, "gid": uid,
                "env": _minimal_env(workdir),
-               "limits": _rlimits(limits)}
+               "limits": _rlimits(limits), "hide": list(self.hide)}
+        if channel is not None:
+            req["channel_fd"] = channel.fileno()
+            pass_fds.append(channel.fileno())
         if self._netns_fd is not None:
             req["netns_fd"] = self._netns_fd
             pass_fds.append(self._netns_fd)
@@ -329,6 +359,8 @@ class Sandbox:
             return SandboxOutcome(False, "sandbox_error", f"could not start the sandbox: {exc}",
                                   duration_s=time.monotonic() - t0)
         os.close(status_w)
+        if channel is not None:
+            channel.close()
         try:
             return self._collect(proc, marshal.dumps(req), status_r, nonce, limits, t0)
         finally:
@@ -394,6 +426,18 @@ class Sandbox:
         return out
 
 
+def _hideable(paths) -> tuple[str, ...]:
+    """Absolute existing paths to hide, never one holding the interpreter's standard library."""
+    needed = [os.path.realpath(p) for p in (sysconfig.get_paths()["stdlib"], sys.base_prefix, sys.executable)]
+    out = []
+    for path in paths:
+        real = os.path.realpath(str(path))
+        if not os.path.exists(real) or any(n == real or n.startswith(real.rstrip("/") + "/") for n in needed):
+            continue
+        out.append(real)
+    return tuple(dict.fromkeys(out))
+
+
 def _rlimits(limits: SandboxLimits) -> dict:
     return {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_mb * 2**20,
             "file_size_bytes": limits.file_size_mb * 2**20, "nproc": limits.nproc, "nofile": limits.nofile}
@@ -410,11 +454,17 @@ class _ForkServer:
     def __init__(self, sandbox: Sandbox, uid: int):
         cmd = [shutil.which("unshare"), "--pid", "--fork", "--kill-child", "--mount-proc", "--",
                sandbox.python, *PYTHON_FLAGS, str(RUNNER), "--serve"]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     pass_fds=[sandbox._netns_fd], start_new_session=True, cwd="/",
-                                     env=dict(RUNNER_ENV))
+        # Channels to programs travel to the server as fds over this socket (SCM_RIGHTS).
+        self.fd_sock, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         pass_fds=[sandbox._netns_fd, server_end.fileno()], start_new_session=True,
+                                         cwd="/", env=dict(RUNNER_ENV))
+        finally:
+            server_end_fd = server_end.fileno()
+            server_end.close()
         self._send({"netns_fd": sandbox._netns_fd, "uid": uid, "gid": uid, "workdir": SANDBOX_HOME,
-                    "env": _minimal_env(SANDBOX_HOME)})
+                    "env": _minimal_env(SANDBOX_HOME), "fd_sock": server_end_fd, "hide": list(sandbox.hide)})
         ready = self._recv(time.monotonic() + 30)
         if not ready or ready.get("event") != "ready":
             self.close()
@@ -465,6 +515,7 @@ class _ForkServer:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        self.fd_sock.close()
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 stream.close()

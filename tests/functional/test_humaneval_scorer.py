@@ -8,7 +8,7 @@ import pytest
 
 from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path
 from autorl_tui.grading.scorers import get_scorer
-from autorl_tui.grading.scorers.unit_tests import build_program, extract_code, pass_at_k
+from autorl_tui.grading.scorers.unit_tests import extract_code, pass_at_k, solution_source
 from autorl_tui.grading.types import Completion, EvalProtocol, ScorerContext
 from autorl_tui.tasks_impl.humaneval import bundled_problems, partition
 
@@ -109,7 +109,7 @@ def test_fenced_and_repeated_signature_completions(problems, tmp_path):
     assert "def has_close_elements" in extract_code(fenced, "has_close_elements")
     repeated = "def has_close_elements(numbers, threshold):\n" + p["canonical_solution"]
     for text in (fenced, repeated):
-        program = build_program(item_of(p), text)
+        program = solution_source(item_of(p), text)
         compile(program, "p", "exec")
     items = [item_of(p)]
     for text in (fenced, repeated):

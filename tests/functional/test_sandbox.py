@@ -244,3 +244,56 @@ def test_hash_seed_is_fixed_so_results_are_reproducible(sandbox):
     outs = {sandbox.run(program).stdout for _ in range(3)}
     assert len(outs) == 1
     assert sandbox.run("import sys\nprint(sys.path)").stdout.count("grading") == 0
+
+
+def test_channel_reaches_the_program_as_fd_4_and_ends_with_it(sandbox):
+    import threading
+
+    ours, theirs = socket.socketpair()
+    box = {}
+    program = ("import os\nmsg = os.read(4, 100)\nos.write(4, msg.upper())\n"
+               "print('stdout is not the channel')\n")
+    runner = threading.Thread(target=lambda: box.update(out=sandbox.run(program, channel=theirs)))
+    runner.start()
+    ours.settimeout(10)
+    ours.sendall(b"ping")
+    assert ours.recv(100) == b"PING"
+    assert ours.recv(100) == b""       # the program ended: EOF, nothing else holds the other end
+    runner.join()
+    assert box["out"].passed and "stdout is not the channel" in box["out"].stdout
+    assert theirs.fileno() == -1       # run() took the channel over and closed it
+    assert_survives(sandbox)
+
+
+@root_only
+@pytest.mark.parametrize("forkserver", [True, False])
+def test_hidden_paths_are_invisible_to_the_program(forkserver):
+    import shutil
+
+    secret_dir = Path(tempfile.mkdtemp(dir=_harness_dir()))     # hidden as a folder
+    other_dir = Path(tempfile.mkdtemp(dir=_harness_dir()))      # one file hidden, one not
+    try:
+        for folder in (secret_dir, other_dir):
+            os.chmod(folder, 0o755)
+        for path, text in ((secret_dir / "tests.txt", "expected values"), (other_dir / "lone.txt", "expected too"),
+                           (other_dir / "visible.txt", "fine")):
+            path.write_text(text)
+            os.chmod(path, 0o644)         # readable by every uid on the host
+        read_all = (f"import os\nprint(sorted(os.listdir({str(secret_dir)!r})))\n"
+                    f"print(repr(open({str(other_dir / 'lone.txt')!r}).read()))\n"
+                    f"print(repr(open({str(other_dir / 'visible.txt')!r}).read()))\n")
+        with Sandbox(SandboxLimits(wall_s=5), workers=1, forkserver=forkserver) as open_sb:
+            seen = open_sb.run(read_all)
+            assert "tests.txt" in seen.stdout and "expected too" in seen.stdout, seen
+        with Sandbox(SandboxLimits(wall_s=5), workers=1, forkserver=forkserver,
+                     hide=[secret_dir, other_dir / "lone.txt"]) as sb:
+            out = sb.run(read_all)
+            assert out.passed, out
+            assert "tests.txt" not in out.stdout and "expected" not in out.stdout and "'fine'" in out.stdout
+            assert str(secret_dir) in sb.isolation["hidden_paths"]
+            escape = sb.run(f"import ctypes\nassert ctypes.CDLL(None).umount2({str(secret_dir)!r}.encode(), 2) != 0\n"
+                            f"print(os.listdir({str(secret_dir)!r}))\n".replace("print(os", "import os\nprint(os"))
+            assert escape.passed and "tests.txt" not in escape.stdout, escape   # the cover cannot be unmounted
+    finally:
+        shutil.rmtree(secret_dir, ignore_errors=True)
+        shutil.rmtree(other_dir, ignore_errors=True)

@@ -69,20 +69,19 @@ def _parses(source: str) -> ast.Module | None:
 def solution_source(item: dict, completion: str) -> str:
     """The program that defines the candidate: the prompt, then the completion's code.
 
-    As the official harness: `prompt + code`. Only when that does not parse and the code, dedented,
-    is a module that defines the entry point at its top level (an indented copy of the whole
-    function) does the dedented code follow the prompt instead. A body that defines an inner helper
-    named like the entry point (and then returns) stays a body."""
+    As the official harness: `prompt + code`; except an indented copy of the whole function (the
+    code, dedented, is only imports and definitions, one of them the entry point), which follows
+    the prompt dedented. A body that defines an inner helper named like the entry point and then
+    returns is a body: dedented, its `return` is at the top level, so it is not such a copy."""
     code = extract_code(completion, item["entry_point"])
-    body = item["prompt"] + code
-    if _parses(body) is not None:
-        return body
     dedented = textwrap.dedent(code)
-    tree = _parses(dedented) if dedented != code else None
-    if tree is not None and any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                and node.name == item["entry_point"] for node in tree.body):
-        return item["prompt"] + "\n" + dedented
-    return body      # its syntax error is reported as the program's
+    if dedented != code:
+        tree = _parses(dedented)
+        defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+        if tree is not None and any(isinstance(n, defs) and n.name == item["entry_point"] for n in tree.body) \
+                and all(isinstance(n, (*defs, ast.ClassDef, ast.Import, ast.ImportFrom)) for n in tree.body):
+            return item["prompt"] + "\n" + dedented
+    return item["prompt"] + code
 
 
 def failure_kind(check: CheckResult, completion: Completion) -> str:

@@ -68,6 +68,7 @@ RUNNER = Path(__file__).with_name("_sandbox_runner.py")
 PYTHON_FLAGS = ("-s", "-S", "-B")
 RUNNER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
 SANDBOX_HOME = "/tmp/sandbox"            # the work dir inside the private /tmp
+PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")   # fresh tmpfs per program (the runner's PRIVATE_TMPFS)
 
 # Reasons a run did not pass. Scorers map them onto grading.types.FAILURE_KINDS.
 REASONS = ("timeout", "cpu_time", "memory", "syntax_error", "runtime_error", "exited", "killed",
@@ -427,12 +428,18 @@ class Sandbox:
 
 
 def _hideable(paths) -> tuple[str, ...]:
-    """Absolute existing paths to hide, never one holding the interpreter's standard library."""
+    """Absolute existing paths to hide, never one holding the interpreter's standard library, and
+    none in or above the private temp folders (fresh and empty for each program anyway)."""
     needed = [os.path.realpath(p) for p in (sysconfig.get_paths()["stdlib"], sys.base_prefix, sys.executable)]
+
+    def within(inner: str, outer: str) -> bool:
+        return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
     out = []
     for path in paths:
         real = os.path.realpath(str(path))
-        if not os.path.exists(real) or any(n == real or n.startswith(real.rstrip("/") + "/") for n in needed):
+        if not os.path.exists(real) or any(within(n, real) for n in needed) \
+                or any(within(real, t) or within(t, real) for t in PRIVATE_TMP):
             continue
         out.append(real)
     return tuple(dict.fromkeys(out))

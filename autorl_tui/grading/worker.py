@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-GRADER_VERSION = "1"
+GRADER_VERSION = "2"
 ERROR_KINDS = ("invalid_model", "data", "scorer", "internal")
 
 

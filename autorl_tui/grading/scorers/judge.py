@@ -116,7 +116,7 @@ def default_cache_path() -> Path:
 
 class JudgeScorer:
     name = "judge"
-    version = "1"
+    version = "2"
     item_fields = ("id", "prompt", "reference")
 
     def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol,

@@ -105,7 +105,7 @@ def hidden_paths(opts: dict, ctx: ScorerContext) -> list[Path]:
 
 class UnitTestsScorer:
     name = "unit_tests"
-    version = "1"
+    version = "2"
     item_fields = ("id", "prompt", "entry_point", "test")
 
     def validate_options(self, options: dict, task_dir) -> list[tuple[str, str]]:

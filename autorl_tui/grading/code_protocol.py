@@ -246,7 +246,8 @@ def run_check(sandbox: Sandbox, item: dict, solution: str, call_timeout_s: float
             kind = "timeout"
         if kind == "runtime_error" and outcome.reason == "syntax_error":
             kind = "format_error"
-        if kind != "wrong_answer" and outcome.reason and outcome.error:   # the sandbox says why better
+        per_call = proxy.failure_kind == "timeout"   # the program still runs then, until its wall-time limit
+        if kind != "wrong_answer" and not per_call and outcome.reason and outcome.error:   # the sandbox says why better
             text = outcome.error
             if outcome.lineno is not None and outcome.line:
                 text += f" (line {outcome.lineno}: {outcome.line})"

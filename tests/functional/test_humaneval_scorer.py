@@ -197,3 +197,14 @@ def test_values_cross_faithfully_and_wrong_types_fail(problems, tmp_path):
                                             EvalProtocol(prompt_format="plain", n=2, k=[1]), ctx(tmp_path))
     assert [s.correct for s in res.samples] == [True, False, True, True]
     assert res.samples[1].failure_kind == "wrong_answer"
+
+
+def test_a_slow_call_fails_at_the_per_call_limit(problems, tmp_path):
+    p = problems["HumanEval/0"]
+    slow = "    import time\n    time.sleep(30)\n    return True\n"
+    res = get_scorer("unit_tests").evaluate(GivenCompletionsPolicy({p["prompt"]: [slow]}), [item_of(p)],
+                                            EvalProtocol(prompt_format="plain"),
+                                            ctx(tmp_path, timeout_s=3, call_timeout_s=1))
+    sample = res.samples[0]
+    assert not sample.correct and sample.failure_kind == "timeout"
+    assert "per-call limit of 1 s" in sample.error

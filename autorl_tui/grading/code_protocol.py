@@ -221,6 +221,7 @@ def run_check(sandbox: Sandbox, item: dict, solution: str, call_timeout_s: float
     # The sandbox's wall-time limit bounds the whole program (it is killed: EOF here); the start
     # wait only guards against a sandbox that never starts it.
     proxy = CandidateProxy(ours, call_timeout_s, start_timeout_s=sandbox.limits.wall_s + 60)
+    proxy.__name__ = proxy.__qualname__ = item["entry_point"]
     test_name = f"<test of {item.get('id')}>"
     error: BaseException | None = None
     try:

@@ -253,7 +253,7 @@ class RunSupervisor:
                 "scorer_options": options, "backend": self.spec.get("backend", "transformers"),
                 "device": "cuda" if self.gpus else "cpu", "threads": self.engine.grader_threads,
                 "seed": self.card.protocol.seed, "limit": None, "pass_env": pass_env,
-                "template_limits": self.spec.get("template_limits", TEMPLATE_LIMITS)}
+                "template_limits": TEMPLATE_LIMITS}
 
     def _grading_timeout(self, for_submission: bool) -> float:
         """The grading process's wall-clock limit. A submission's grading ends with the run's budget

@@ -53,7 +53,8 @@ def test_malformed_submissions_get_a_4xx_with_a_fix_and_leave_no_row(attacked):
         assert probe[f"{name}0"][1]["code"] == "bad_path", probe[f"{name}0"]
     assert "255" in probe["long_name0"][1]["error"]
     # Nothing was recorded for them: the only rows are the three real submissions that follow.
-    assert [s["path"] for s in subs] == ["output/loop", "output/c1", "output/c2"]
+    paths = [s["path"] for s in subs]
+    assert paths[0] == "output/loop" and sorted(paths[1:]) == ["output/c1", "output/c2"]   # the pair races
     assert not [s for s in subs if s["status"] in ("received", "grading")]
 
 

@@ -7,6 +7,7 @@ import os
 import shutil
 import time
 
+import psutil
 import pytest
 
 from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
@@ -70,12 +71,13 @@ def test_a_hung_grader_is_killed_at_its_timeout_with_its_group_and_the_next_grad
         task = asyncio.create_task(run_grader(request(tmp_path, model, template_limits=no_limits),
                                               tmp_path / "hung", timeout_s=20))
         # The worker leads its own process group; remember it to check nothing of it survives.
-        while not started:
-            import psutil
-
+        while not started and not task.done():
             for p in psutil.Process().children():
-                if "autorl_tui.grading.worker" in " ".join(p.cmdline()):
-                    started.append(p.pid)
+                try:
+                    if "autorl_tui.grading.worker" in " ".join(p.cmdline()):
+                        started.append(p.pid)
+                except psutil.Error:
+                    pass
             await asyncio.sleep(0.05)
         return await task
 

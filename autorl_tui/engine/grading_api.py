@@ -1,10 +1,15 @@
 """The per-run grading API: aiohttp on 127.0.0.1 (and optionally a Unix socket for containers
 without a network). Every path starts with an unguessable per-run token, so a run can reach only
-its own server. The API is a thin shell over the run supervisor's `SubmissionDesk`."""
+its own server. The API is a thin shell over the run supervisor's `SubmissionDesk`.
+
+It answers every request with JSON, and bad input with a 4xx saying how to fix it: the limits
+below bound what one client can make it read or hold (docs/grading.md, "Grading API")."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import secrets
 from pathlib import Path
 from typing import Protocol
@@ -12,6 +17,14 @@ from typing import Protocol
 from aiohttp import web
 
 from autorl_tui.engine.submissions import SubmissionRejected
+
+HEADER_TIMEOUT_S = 10.0      # a connection must finish its request line and headers within this
+BODY_TIMEOUT_S = 10.0        # ...and its body within this once the headers are in
+MAX_BODY_BYTES = 64 * 1024
+MAX_JSON_DEPTH = 8
+MAX_HEADERS = 32
+
+log = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
@@ -46,7 +59,7 @@ class GradingServer:
         return f"http://{self.host}:{self.port}/{self.token}"
 
     def _app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024)
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_json_errors])
         t = self.token
         app.router.add_post(f"/{t}/submit", self._submit)
         app.router.add_get(f"/{t}/health", self._health)
@@ -55,7 +68,10 @@ class GradingServer:
         return app
 
     async def start(self, port: int = 0) -> None:
-        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False)
+        # aiohttp closes a connection that has not completed a request by its keep-alive deadline
+        # (counted from the connection's start or its previous response): that is the header timeout.
+        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False,
+                                     keepalive_timeout=HEADER_TIMEOUT_S, max_headers=MAX_HEADERS)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, port)
         await site.start()
@@ -70,14 +86,9 @@ class GradingServer:
             self._runner = None
 
     async def _submit(self, request: web.Request) -> web.Response:
+        model_path = _model_path(await _read_json(request))
         try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError):
-            return _error(400, 'the body must be JSON like {"model_path": "output/v1"}', "bad_json")
-        if not isinstance(body, dict):
-            return _error(400, 'the body must be a JSON object like {"model_path": "output/v1"}', "bad_json")
-        try:
-            result = await self.desk.submit(body.get("model_path"))
+            result = await self.desk.submit(model_path)
         except SubmissionRejected as exc:
             return _error(400, str(exc), exc.code)
         except ApiError as exc:
@@ -92,3 +103,91 @@ class GradingServer:
 
     async def _submissions(self, request: web.Request) -> web.Response:
         return web.json_response({"submissions": self.desk.submissions_info()}, dumps=lambda o: json.dumps(o))
+
+
+EXAMPLE = '{"model_path": "output/v1"}'
+
+
+async def _read_json(request: web.Request):
+    """The body as JSON, within the size, time and depth limits; ApiError otherwise."""
+    try:
+        raw = await asyncio.wait_for(request.read(), BODY_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        raise ApiError(408, f"the request body did not arrive within {BODY_TIMEOUT_S:.0f}s: send it in one go "
+                            f"with a correct Content-Length", "body_timeout") from None
+    except web.HTTPRequestEntityTooLarge:
+        raise ApiError(413, f"the body is larger than {MAX_BODY_BYTES} bytes: send only {EXAMPLE}",
+                       "too_large") from None
+    except ConnectionError:
+        raise ApiError(400, "the connection closed before the body was complete", "incomplete_body") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError(400, f"the body is not UTF-8 text: send JSON like {EXAMPLE}", "bad_json") from None
+    if _nesting(text) > MAX_JSON_DEPTH:
+        raise ApiError(400, f"the JSON nests deeper than {MAX_JSON_DEPTH} levels: send a flat object like {EXAMPLE}",
+                       "too_deep")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise ApiError(400, f"the body must be JSON like {EXAMPLE}", "bad_json") from None
+
+
+def _model_path(body) -> str:
+    if not isinstance(body, dict):
+        raise ApiError(400, f"the body must be a JSON object like {EXAMPLE}", "bad_json")
+    if "model_path" not in body:
+        raise ApiError(400, f'give "model_path": a folder inside output/, e.g. {EXAMPLE}', "bad_request")
+    value = body["model_path"]
+    if not isinstance(value, str):
+        raise ApiError(400, f'"model_path" must be a string (got {type(value).__name__}), e.g. {EXAMPLE}',
+                       "bad_request")
+    return value
+
+
+def _nesting(text: str) -> int:
+    """How deeply arrays/objects nest in JSON text (brackets inside strings do not count); checked
+    before parsing so a deep document is refused without recursing through it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    return deepest
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler):
+    """Every answer is JSON: aiohttp's own errors (404, 405, 413, ...) and ours; a harness bug is a
+    500 that says so, never a traceback to the agent."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        response = _error(exc.status, str(exc), exc.code, exc.extra)
+        if exc.status in (408, 413):
+            response.force_close()
+        return response
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _error(exc.status, f"{exc.reason}: the API has POST submit and GET health, time, submissions "
+                                  f"under the URL in $GRADING_SERVER_URL", exc.reason.lower().replace(" ", "_"))
+    except Exception as exc:  # noqa: BLE001 - a harness bug: reported as one, recorded in the engine log
+        log.exception("grading API: internal error")
+        return _error(500, f"internal error in the harness ({type(exc).__name__}); it is not counted against "
+                           f"your submission cap: try again, and report it if it persists", "internal")

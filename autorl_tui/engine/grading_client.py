@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -25,6 +26,17 @@ class GradingOutcome:
     error: str | None = None
     error_kind: str | None = None
     wall_s: float = 0.0
+
+
+async def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """The worker leads its own process group (start_new_session): end the whole group, so a hung
+    worker's children cannot outlive it or keep holding the grading slot's resources."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.returncode is None:
+        await proc.wait()
 
 
 async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = None, threads: int = 1,
@@ -49,14 +61,15 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
         try:
             await asyncio.wait_for(proc.wait(), timeout_s)
         except asyncio.TimeoutError:
-            proc.kill()
-            await proc.wait()
-            return GradingOutcome(ok=False, error=f"grading timed out after {timeout_s:.0f}s", error_kind="timeout",
-                                  wall_s=time.time() - t0)
+            await _kill_group(proc)
+            return GradingOutcome(ok=False, error=f"grading timed out after {timeout_s:.0f}s and was stopped: the "
+                                                  f"model took too long to load or answer (check its size, its "
+                                                  f"generation settings and its tokenizer's chat template)",
+                                  error_kind="timeout", wall_s=time.time() - t0)
         except asyncio.CancelledError:
-            proc.kill()
-            await proc.wait()
+            await _kill_group(proc)
             raise
+        await _kill_group(proc)        # anything the worker left behind in its group
     wall = time.time() - t0
     try:
         result = json.loads(res_path.read_text())

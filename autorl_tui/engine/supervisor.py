@@ -25,14 +25,20 @@ from autorl_tui.engine.instrument.filetail import FileTail
 from autorl_tui.engine.instrument.metrics import MetricsCollector
 from autorl_tui.engine.instrument.resources import ProcessTreeSampler
 from autorl_tui.engine.instrument.revisions import RevisionTracker
-from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, resolve_submission_path,
-                                           snapshot_folder)
+from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, check_model_path_text,
+                                           resolve_submission_path, snapshot_folder)
 from autorl_tui.engine.workspace import Workspace, agent_environment, build_workspace, write_run_meta
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.grading import GRADER_VERSION
 
 if TYPE_CHECKING:
     from autorl_tui.engine.engine import Engine
+
+# Grader bounds (docs/grading.md, "Grader bounds").
+GRADING_TIMEOUT_S = 3600.0    # any one grading process, at most
+GRADING_FLOOR_S = 120.0       # a submission's grading gets at least this...
+GRADING_GRACE_S = 60.0        # ...or the run's remaining budget plus this, whichever is longer
+TEMPLATE_LIMITS = {"per_prompt_s": 5.0, "total_s": 60.0}   # rendering a submitted chat template
 
 ACTIVE_STATES = ("preparing", "baseline", "running", "paused", "finalizing")
 FINAL_STATES = ("done", "failed", "cancelled", "lost")
@@ -91,10 +97,12 @@ class RunSupervisor:
         self.started_at: float | None = run.get("started_at")
         self._submit_lock = asyncio.Lock()
         self._inflight: set[asyncio.Task] = set()
+        self._grading_by_hash: dict[str, asyncio.Task] = {}   # content being graded → its grading
         self._cancel_reason: str | None = None
         self._kill_reason: str | None = None
         self._task: asyncio.Task | None = None
         self._baseline_dev: float | None = run.get("baseline_dev_score")
+        self._baseline_grading_s: float | None = None
         self._adopt_attempt: dict | None = None
         self.parser = None
 
@@ -244,14 +252,27 @@ class RunSupervisor:
                 "model_path": str(model_path), "protocol": self.card.protocol.to_dict(), "scorer": self.card.scorer,
                 "scorer_options": options, "backend": self.spec.get("backend", "transformers"),
                 "device": "cuda" if self.gpus else "cpu", "threads": self.engine.grader_threads,
-                "seed": self.card.protocol.seed, "limit": None, "pass_env": pass_env}
+                "seed": self.card.protocol.seed, "limit": None, "pass_env": pass_env,
+                "template_limits": TEMPLATE_LIMITS}
 
-    async def _grade(self, model_path: Path, split: str, work_dir: Path) -> GradingOutcome:
+    def _grading_timeout(self, for_submission: bool) -> float:
+        """The grading process's wall-clock limit. A submission's grading ends with the run's budget
+        plus a grace, but never gets less than the floor (a submission received just before the
+        deadline is still graded): the floor is GRADING_FLOOR_S, or 3x the baseline's dev grading
+        time when that is longer (a slow task's honest model must fit)."""
+        limit = float(self.spec.get("grading_timeout_s", GRADING_TIMEOUT_S))
+        if not for_submission or self.deadline is None:
+            return limit
+        floor = max(GRADING_FLOOR_S, 3 * (self._baseline_grading_s or 0.0))
+        return min(limit, max(floor, self.deadline - time.time() + GRADING_GRACE_S))
+
+    async def _grade(self, model_path: Path, split: str, work_dir: Path, for_submission: bool = False) -> GradingOutcome:
         async with self.engine.grading_slots:
-            self.log("grading", f"grading {model_path.name} on {split}", data={"split": split, "phase": "start"})
+            timeout = self._grading_timeout(for_submission)
+            self.log("grading", f"grading {model_path.name} on {split}",
+                     data={"split": split, "phase": "start", "timeout_s": round(timeout, 1)})
             outcome = await run_grader(self._grading_request(model_path, split), work_dir, gpus=self.gpus,
-                                       threads=self.engine.grader_threads,
-                                       timeout_s=self.spec.get("grading_timeout_s", 3600))
+                                       threads=self.engine.grader_threads, timeout_s=timeout)
             if outcome.ok:
                 self.log("grading", f"graded {model_path.name} on {split}: {outcome.score:.2f}",
                          data={"split": split, "phase": "end", "score": outcome.score, "timings": outcome.timings})
@@ -288,6 +309,8 @@ class RunSupervisor:
             "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? AND grader_version=? AND split=?",
             (self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split))
         if cached:
+            if split == "dev":
+                self._baseline_grading_s = ((cached.get("metrics") or {}).get("timings") or {}).get("total_s")
             self.log("harness", f"baseline on {split}: {cached['score']:.2f} (cached)",
                      data={"split": split, "baseline_id": cached["id"], "cached": True})
             return cached["score"]
@@ -295,6 +318,8 @@ class RunSupervisor:
         outcome = await self._grade(self.model_path, split, work)
         if not outcome.ok:
             raise RunFailure("grader", f"baseline grading on {split} failed: {outcome.error}")
+        if split == "dev":
+            self._baseline_grading_s = outcome.wall_s
         if outcome.grader_version and outcome.grader_version != GRADER_VERSION:
             self.log("harness", f"grader reports version {outcome.grader_version}, engine expects {GRADER_VERSION}",
                      level="warning")
@@ -658,57 +683,109 @@ class RunSupervisor:
                            {"retry_after_s": round(wait, 1)})
 
     async def submit(self, model_path) -> dict:
+        """Take a submission in, grade it (or join the grading of identical content) and answer.
+
+        Nothing is recorded for a request that cannot name a folder (checked first). Once its row is
+        written, every outcome moves it to a terminal state: `rejected` when intake refuses it or
+        fails (not counted against the cap), `scored`/`error` once graded, `duplicate` when its
+        content was already graded (or is being graded: it then waits for that result)."""
         now = time.time()
         if self.state not in ("running", "paused") or self.deadline is None:
             raise ApiError(409, f"the run is {self.state}: submissions are closed", "closed")
         if now > self.deadline:
             raise ApiError(409, "the budget is exhausted: submissions after the deadline are not graded", "deadline")
+        check_model_path_text(model_path)
         async with self._submit_lock:
             self._check_cap(now)
             seq = self.store.one("SELECT COALESCE(MAX(seq), 0) AS n FROM submissions WHERE run_id=?",
                                  (self.run_id,))["n"] + 1
             sub_id = self.store.insert("submissions", {"run_id": self.run_id, "attempt": self.attempt, "seq": seq,
-                                                       "path": str(model_path)[:1000], "received_at": now,
+                                                       "path": model_path[:1000], "received_at": now,
                                                        "status": "received"})
-            self.log("submission", f"submission {seq} received: {model_path}", data={"submission_id": sub_id, "seq": seq})
+            self.log("submission", f"submission {seq} received: {model_path[:300]}",
+                     data={"submission_id": sub_id, "seq": seq})
             try:
-                real = resolve_submission_path(self.workspace.root, model_path)
-                check_model_folder(real)
-                snap = await asyncio.to_thread(snapshot_folder, real,
-                                               self.engine.home.snapshots / self.run_id / f"{seq:03d}")
+                snap, rev_id = await self._intake(model_path, seq)
             except SubmissionRejected as exc:
                 self._set_submission(sub_id, status="rejected", error=str(exc))
                 self.log("submission", f"submission {seq} rejected: {exc}", level="warning",
                          data={"submission_id": sub_id, "code": exc.code})
                 raise
-            tracker = RevisionTracker(self.workspace.code, last_manifest=self._last_manifest())
-            rev_id = await self._snapshot_revision(tracker, "submission")
+            except BaseException as exc:   # a harness fault (or shutdown): never a row left in `received`
+                self._set_submission(sub_id, status="rejected",
+                                     error=f"the harness could not take it in ({type(exc).__name__}: {exc}); "
+                                           f"not counted against the cap")
+                self.log("error", f"submission {seq}: intake failed: {type(exc).__name__}: {exc}", level="error",
+                         data={"submission_id": sub_id, "traceback": traceback.format_exc()})
+                raise
             self._set_submission(sub_id, snapshot_path=str(snap.path), content_hash=snap.content_hash,
                                  revision_id=rev_id, status="grading")
             earlier = self.store.one("SELECT * FROM submissions WHERE run_id=? AND content_hash=? AND status='scored' "
                                      "AND id != ? ORDER BY seq LIMIT 1", (self.run_id, snap.content_hash, sub_id))
             if earlier:
-                row = self._set_submission(sub_id, status="duplicate", duplicate_of=earlier["id"], score=earlier["score"],
-                                           improvement=earlier["improvement"], graded_at=time.time())
-                self.log("submission", f"submission {seq} has the same content as submission {earlier['seq']}: "
-                                       f"returning its result", data={"submission_id": sub_id, "duplicate_of": earlier["id"]})
-                return {**self._response(row, duplicate=True), "duplicate_of": earlier["seq"]}
-        task = asyncio.create_task(self._grade_submission(sub_id, snap.path, snap.content_hash, seq))
-        self._inflight.add(task)
-        task.add_done_callback(self._inflight.discard)
+                return self._mark_duplicate(sub_id, seq, earlier)
+            task = self._grading_by_hash.get(snap.content_hash)
+            if task is None:
+                task = asyncio.create_task(self._grade_submission(sub_id, snap.path, snap.content_hash, seq))
+                self._inflight.add(task)
+                self._grading_by_hash[snap.content_hash] = task
+                task.add_done_callback(self._inflight.discard)
+                task.add_done_callback(lambda t, h=snap.content_hash: self._grading_by_hash.pop(h, None))
+                first = None
+            else:
+                first = task
         row = await asyncio.shield(task)
+        if first is not None:          # identical content submitted while it was being graded: one grading
+            if row["status"] == "scored":
+                return self._mark_duplicate(sub_id, seq, row)
+            row = self._set_submission(sub_id, status="error", duplicate_of=row["id"], graded_at=time.time(),
+                                       error=f"same content as submission {row['seq']}, which could not be graded: "
+                                             f"{row['error']}")
         if row["status"] == "error":
             raise ApiError(422, f"submission {seq} could not be graded: {row['error']}", "grading_failed",
                            {"submission_id": seq})
         return self._response(row)
+
+    async def _intake(self, model_path: str, seq: int) -> tuple[Any, int | None]:
+        """Resolve, check and snapshot the folder; the code revision it was submitted with."""
+        try:
+            real = resolve_submission_path(self.workspace.root, model_path)
+            check_model_folder(real)
+            snap = await asyncio.to_thread(snapshot_folder, real, self.engine.home.snapshots / self.run_id / f"{seq:03d}")
+        except (OSError, RuntimeError) as exc:    # unreadable files, name too long, a symlink loop, ...
+            raise SubmissionRejected(f"cannot read {model_path[:300]!r}: {exc}: make the folder and its files "
+                                     f"readable regular files (no symlink loops, names under 255 bytes)",
+                                     "unreadable") from None
+        tracker = RevisionTracker(self.workspace.code, last_manifest=self._last_manifest())
+        return snap, await self._snapshot_revision(tracker, "submission")
+
+    def _mark_duplicate(self, sub_id: int, seq: int, earlier: dict) -> dict:
+        row = self._set_submission(sub_id, status="duplicate", duplicate_of=earlier["id"], score=earlier["score"],
+                                   improvement=earlier["improvement"], graded_at=time.time())
+        self.log("submission", f"submission {seq} has the same content as submission {earlier['seq']}: "
+                               f"returning its result", data={"submission_id": sub_id, "duplicate_of": earlier["id"]})
+        return {**self._response(row, duplicate=True), "duplicate_of": earlier["seq"]}
 
     def _last_manifest(self) -> dict | None:
         row = self.store.one("SELECT manifest FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))
         return json.loads(row["manifest"]) if row else None
 
     async def _grade_submission(self, sub_id: int, snapshot: Path, content_hash: str, seq: int) -> dict:
+        """Grade and record; whatever happens, the submission ends `scored` or `error`."""
+        try:
+            return await self._grade_and_record(sub_id, snapshot, seq)
+        except Exception as exc:  # noqa: BLE001 - recorded against this submission, never the run
+            self.log("error", f"submission {seq}: grading failed in the harness: {type(exc).__name__}: {exc}",
+                     level="error", data={"submission_id": sub_id, "traceback": traceback.format_exc()})
+            row = self.store.get("submissions", sub_id)
+            if row["status"] == "scored":
+                return row
+            return self._set_submission(sub_id, status="error", graded_at=time.time(),
+                                        error=f"the harness failed while grading it ({type(exc).__name__}: {exc})")
+
+    async def _grade_and_record(self, sub_id: int, snapshot: Path, seq: int) -> dict:
         work = self.engine.home.run_dir(self.run_id) / "grading" / f"submission-{seq:03d}"
-        outcome = await self._grade(snapshot, "dev", work)
+        outcome = await self._grade(snapshot, "dev", work, for_submission=True)
         if not outcome.ok:
             return self._set_submission(sub_id, status="error", error=outcome.error, graded_at=time.time(),
                                         grading_s=outcome.wall_s)

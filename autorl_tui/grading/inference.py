@@ -16,11 +16,16 @@ import random
 from pathlib import Path
 from typing import Any
 
+from autorl_tui.grading.time_limits import RenderBudget, TimeLimitExceeded
 from autorl_tui.grading.types import Completion
 
 
 class InvalidModel(Exception):
     """The model folder cannot be loaded as a causal LM; the message says why."""
+
+
+class ChatTemplateError(InvalidModel):
+    """The submitted tokenizer's chat template failed or ran past its time limit."""
 
 
 def seed_everything(seed: int) -> None:
@@ -51,7 +56,8 @@ def check_model_dir(path: Path) -> None:
                            f"(tokenizer.save_pretrained(same folder))")
 
 
-def _render(tokenizer, prompt: Any, prompt_format: str, system_prompt: str | None) -> str:
+def _render(tokenizer, prompt: Any, prompt_format: str, system_prompt: str | None,
+            budget: RenderBudget | None = None) -> str:
     if prompt_format == "plain":
         if not isinstance(prompt, str):
             raise ValueError("prompt_format 'plain' needs string prompts")
@@ -59,7 +65,21 @@ def _render(tokenizer, prompt: Any, prompt_format: str, system_prompt: str | Non
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
     if system_prompt and not any(m.get("role") == "system" for m in messages):
         messages = [{"role": "system", "content": system_prompt}] + messages
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    budget = budget or RenderBudget(None, None)
+    fix = "fix or remove chat_template in the submitted tokenizer_config.json (or save the base model's tokenizer)"
+    try:
+        with budget.call():
+            text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except TimeLimitExceeded:
+        raise ChatTemplateError(
+            f"the tokenizer's chat template ran past its time limit ({budget.per_call_s}s per prompt, "
+            f"{budget.total_s}s in all; {budget.spent_s:.1f}s spent): {fix}") from None
+    except Exception as exc:  # noqa: BLE001 - any failure of the submitted template (RecursionError included)
+        raise ChatTemplateError(f"the tokenizer's chat template failed to render: {type(exc).__name__}: "
+                                f"{str(exc)[:300]}: {fix}") from None
+    if not isinstance(text, str):
+        raise ChatTemplateError(f"the tokenizer's chat template rendered {type(text).__name__}, not text: {fix}")
+    return text
 
 
 def _cut_at_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:
@@ -73,7 +93,8 @@ class TransformersPolicy:
     """Batched generation with a Hugging Face causal LM."""
 
     def __init__(self, model_path: str | Path, device: str = "cpu", threads: int | None = None, seed: int = 0,
-                 prompt_format: str = "chat", system_prompt: str | None = None, batch_size: int = 64):
+                 prompt_format: str = "chat", system_prompt: str | None = None, batch_size: int = 64,
+                 template_limits: dict | None = None):
         import torch
 
         if threads:
@@ -84,6 +105,7 @@ class TransformersPolicy:
         self.prompt_format = prompt_format
         self.system_prompt = system_prompt
         self.batch_size = max(1, int(batch_size))
+        self.render_budget = RenderBudget.from_dict(template_limits)
         check_model_dir(self.path)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -108,7 +130,8 @@ class TransformersPolicy:
                  max_tokens: int = 64, stop: list[str] | None = None) -> list[list[Completion]]:
         import torch
 
-        texts = [_render(self.tokenizer, p, self.prompt_format, self.system_prompt) for p in prompts]
+        texts = [_render(self.tokenizer, p, self.prompt_format, self.system_prompt, self.render_budget)
+                 for p in prompts]
         greedy = temperature <= 0
         if greedy:
             n_gen = 1          # greedy samples are identical: generate once, repeat
@@ -154,7 +177,8 @@ class VLLMPolicy:
     """vLLM backend (GPU). Same protocol, same prompt rendering. Untested on CPU-only machines."""
 
     def __init__(self, model_path: str | Path, device: str = "cuda", threads: int | None = None, seed: int = 0,
-                 prompt_format: str = "chat", system_prompt: str | None = None, batch_size: int = 64):
+                 prompt_format: str = "chat", system_prompt: str | None = None, batch_size: int = 64,
+                 template_limits: dict | None = None):
         try:
             from vllm import LLM
         except ImportError as exc:
@@ -165,12 +189,14 @@ class VLLMPolicy:
         self.tokenizer = self.llm.get_tokenizer()
         self.prompt_format = prompt_format
         self.system_prompt = system_prompt
+        self.render_budget = RenderBudget.from_dict(template_limits)
 
     def generate(self, prompts: list[Any], *, n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
                  max_tokens: int = 64, stop: list[str] | None = None) -> list[list[Completion]]:
         from vllm import SamplingParams
 
-        texts = [_render(self.tokenizer, p, self.prompt_format, self.system_prompt) for p in prompts]
+        texts = [_render(self.tokenizer, p, self.prompt_format, self.system_prompt, self.render_budget)
+                 for p in prompts]
         params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop)
         outputs = self.llm.generate(texts, params)
         return [[Completion(text=c.text, tokens=len(c.token_ids),

@@ -4,7 +4,8 @@
 
 REQUEST: {"task": card dict, "split": "dev", "split_path": ".../dev.jsonl", "model_path": "...",
           "protocol": {...}, "scorer": "exact_match", "scorer_options": {...}, "backend": "transformers",
-          "device": "cpu", "threads": 2, "seed": 0, "scratch_dir": "...", "limit": null}
+          "device": "cpu", "threads": 2, "seed": 0, "scratch_dir": "...", "limit": null,
+          "template_limits": {"per_prompt_s": 5, "total_s": 60}}   (null disables a chat-template limit)
 RESULT (written atomically): {"ok": true, "score", "metrics", "samples", "timings", "grader_version",
           "scorer", "scorer_version"} or {"ok": false, "error", "error_kind", "traceback", ...}.
 Exit code 0 whenever RESULT was written (even with ok=false); 2 when it could not be.
@@ -117,7 +118,7 @@ def evaluate_request(request: dict) -> dict:
         policy = load_policy(request.get("backend", "transformers"), request["model_path"],
                              device=request.get("device", "cpu"), threads=threads, seed=seed,
                              prompt_format=protocol.prompt_format, system_prompt=protocol.system_prompt,
-                             batch_size=protocol.batch_size)
+                             batch_size=protocol.batch_size, template_limits=request.get("template_limits"))
     except InvalidModel as exc:
         raise GradingError("invalid_model", str(exc)) from exc
     load_s = time.perf_counter() - t0
@@ -132,6 +133,8 @@ def evaluate_request(request: dict) -> dict:
     t1 = time.perf_counter()
     try:
         result = scorer.evaluate(timed, items, protocol, ctx)
+    except InvalidModel as exc:           # e.g. its chat template loops: the submission's fault
+        raise GradingError("invalid_model", str(exc)) from exc
     except (ValueError, KeyError) as exc:
         raise GradingError("data", f"scorer {request['scorer']} rejected the split: {exc}") from exc
     eval_s = time.perf_counter() - t1

@@ -96,10 +96,11 @@ def test_integrity_rules_of_the_grading_api(home, tmp_path):
     assert probe["duplicate"][0] == 200 and dup["duplicate"] and dup["score"] == probe["valid"][1]["score"]
     assert probe["time"]["remaining_seconds"] > 0
     assert probe["wrong_token"] == 404
-    # rejected submissions are recorded with their reasons (the drops manifest), not dropped
+    # rejected submissions are recorded with their reasons (the drops manifest), not dropped; a
+    # request that names no folder at all (garbage, no model_path) leaves no row
     rows = [dict(r) for r in db.execute("SELECT status, error FROM submissions ORDER BY seq")]
-    assert [r["status"] for r in rows] == ["rejected"] * 6 + ["scored", "duplicate"]
-    assert all(r["error"] for r in rows[:6])
+    assert [r["status"] for r in rows] == ["rejected"] * 5 + ["scored", "duplicate"]
+    assert all(r["error"] for r in rows[:5])
     # the agent's environment holds the contract and nothing of the harness
     env = probe["env"]
     for key in ("TASK", "BASE_MODEL", "MODEL_PATH", "DATA_PATH", "OUTPUT_DIR", "WORKSPACE", "GRADING_SERVER_URL",

@@ -314,8 +314,9 @@ class Analytics:
                     return s
             return None
 
-        def picks(role):
-            return [s for by_name in sessions.values() if (s := pick(by_name, role)) is not None]
+        def picks(role):     # one series per session, in session order
+            found = [s for by_name in sessions.values() if (s := pick(by_name, role)) is not None]
+            return sorted(found, key=lambda s: (s["session_seq"] is not None, s["session_seq"] or 0))
 
         def where(s):
             return {"session": s["session_seq"], "session_id": s["session_id"], "session_kind": s["session_kind"]}

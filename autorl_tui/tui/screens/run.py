@@ -280,10 +280,11 @@ class RunScreen(Screen):
         if source == "grading" and not name.startswith("dev"):
             name = f"{name} (grading)"
         if session is not None:
-            # one series per training session (sessions are never drawn as one line): "loss [s2]"
+            # one series per training session, never one line across stages: "loss", "loss [s2]", ...
             seq = self._sessions.setdefault(session, len(self._sessions) + 1)
-            self._base_name[f"{name} [s{seq}]"] = name
-            name = f"{name} [s{seq}]"
+            if seq > 1:
+                self._base_name[f"{name} [s{seq}]"] = name
+                name = f"{name} [s{seq}]"
         series = self.series.get(name)
         if series is None:
             series = self.series[name] = deque(maxlen=MAX_POINTS)

@@ -435,14 +435,21 @@ class RunSupervisor:
                 final = done
                 out_lines = out_tail.read_lines(final=final)
                 err_lines = err_tail.read_lines(final=final)
-                self._pump_lines(out_lines, "stdout")
-                self._pump_lines(err_lines, "stderr")
                 metrics.feed_stdout(out_lines)        # transformers prints its log dicts on stdout,
                 metrics.feed_stdout(err_lines)        # or stderr when the agent redirects it
                 points, notes = await asyncio.to_thread(metrics.poll, final)
+                # Rows are appended after the await, then the offsets staged: the engine's flush
+                # loop (which runs at awaits) commits both or neither.
+                self._pump_lines(out_lines, "stdout")
+                self._pump_lines(err_lines, "stderr")
                 self._pump_metrics(points, metrics.take_upgrades())
                 for note in notes:
                     self._metrics_note(note)
+                # Offsets commit with the rows read up to them (same transaction): resumable, no
+                # duplicates. Staged before anything below can commit (a revision insert flushes).
+                self.store.stage_update("attempts", {"run_id": self.run_id, "number": self.attempt},
+                                        {"offsets": {"stdout": out_tail.offset, "stderr": err_tail.offset,
+                                                     "metrics": metrics.offsets()}})
                 now = time.time()
                 if now >= next_rev or final:
                     next_rev = now + self.REVISION_INTERVAL_S
@@ -451,10 +458,6 @@ class RunSupervisor:
                 if now >= next_res and not final:
                     next_res = now + self.RESOURCE_INTERVAL_S
                     self._sample_resources(sampler)
-                # Offsets commit with the rows read up to them (same transaction): resumable, no duplicates.
-                self.store.stage_update("attempts", {"run_id": self.run_id, "number": self.attempt},
-                                        {"offsets": {"stdout": out_tail.offset, "stderr": err_tail.offset,
-                                                     "metrics": metrics.offsets()}})
                 if final:
                     if self.parser is not None:      # calls whose results never came (killed mid-command)
                         for action in self.parser.finish():

@@ -53,6 +53,7 @@ class MetricPoint(EngineEvent):
     step: int | None
     source: str
     phase: str | None = None
+    session: int | None = None      # training_sessions.id (None for the harness's own dev scores)
 
 
 @dataclass

@@ -121,3 +121,38 @@ def write_replace(directory: Path, name: str, data: bytes, *, mode: int = 0o444)
             raise
     finally:
         os.close(dfd)
+
+
+def read_slice(root: Path, path: Path | str, offset: int, max_bytes: int) -> tuple[bytes, int]:
+    """(at most max_bytes from offset, the file's size now) of a regular file: for tailing a file
+    an agent appends to, one bounded slice per call."""
+    fd = open_regular(root, path)
+    try:
+        size = os.fstat(fd).st_size
+        return (os.pread(fd, max(0, min(max_bytes, size - offset)), offset) if size > offset else b""), size
+    finally:
+        os.close(fd)
+
+
+def walk_files(root: Path, top: str, predicate, *, max_depth: int = 6, max_entries: int = 20000):
+    """Workspace-relative paths of files under root/top whose name matches, without following links
+    (a linked folder is not entered) and visiting at most max_entries names."""
+    try:
+        fd = open_dir_beneath(root, top)
+    except (OSError, UnsafeFile):
+        return
+    seen = 0
+    try:
+        for dirpath, dirnames, filenames, _dfd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
+            rel = Path(top) / dirpath
+            depth = len(Path(dirpath).parts) - (1 if dirpath == "." else 0)
+            seen += len(dirnames) + len(filenames)
+            if depth >= max_depth or seen > max_entries:
+                dirnames[:] = []
+            for name in filenames:
+                if predicate(name):
+                    yield Path(os.path.normpath(rel / name))
+            if seen > max_entries:
+                return
+    finally:
+        os.close(fd)

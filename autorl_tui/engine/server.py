@@ -300,7 +300,7 @@ class EngineServer:
             "ORDER BY id DESC LIMIT ?) ORDER BY id", (run_id, int(events_limit)))
         n_events = store.one("SELECT COUNT(*) AS n FROM events WHERE run_id = ?", (run_id,))["n"]
         metrics = store.query(
-            "SELECT * FROM (SELECT id, ts, step, name, value, source, phase FROM metrics WHERE run_id = ? "
+            "SELECT * FROM (SELECT id, ts, step, name, value, source, phase, session_id FROM metrics WHERE run_id = ? "
             "ORDER BY id DESC LIMIT ?) ORDER BY id", (run_id, int(metrics_limit)))
         submissions = [decode_row("submissions", r) for r in store.query(
             "SELECT * FROM submissions WHERE run_id = ? ORDER BY seq", (run_id,))]

@@ -23,6 +23,7 @@ from autorl_tui.engine.grading_api import ApiError, GradingServer
 from autorl_tui.engine.grading_client import GradingOutcome, run_grader
 from autorl_tui.engine.instrument.filetail import FileTail
 from autorl_tui.engine.instrument.metrics import MetricsCollector
+from autorl_tui.engine.instrument.sessions import SessionTracker
 from autorl_tui.engine.instrument.resources import ProcessTreeSampler
 from autorl_tui.engine.instrument.revisions import RevisionTracker
 from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, check_model_path_text,
@@ -30,6 +31,7 @@ from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folde
 from autorl_tui.engine.workspace import Workspace, agent_environment, build_workspace, write_run_meta
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.grading import GRADER_VERSION
+from autorl_tui.store.db import decode_row
 
 if TYPE_CHECKING:
     from autorl_tui.engine.engine import Engine
@@ -105,6 +107,7 @@ class RunSupervisor:
         self._baseline_grading_s: float | None = None
         self._adopt_attempt: dict | None = None
         self.parser = None
+        self._collector: MetricsCollector | None = None
 
     # ------------------------------------------------------------------ bookkeeping
     def log(self, kind: str, message: str, level: str = "info", data: Any = None) -> None:
@@ -444,7 +447,7 @@ class RunSupervisor:
         handle = self.handle
         out_tail = FileTail(handle.stdout_path, offsets.get("stdout", 0))
         err_tail = FileTail(handle.stderr_path, offsets.get("stderr", 0))
-        metrics = MetricsCollector(self.workspace.root, offsets.get("metrics"))
+        metrics = self._metrics_collector(offsets.get("metrics"))
         last_rev = self.store.one("SELECT manifest FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))
         revisions = RevisionTracker(self.workspace.code, last_manifest=json.loads(last_rev["manifest"]) if last_rev else None)
         sampler = ProcessTreeSampler()
@@ -455,12 +458,23 @@ class RunSupervisor:
             while True:
                 done = wait_task.done()
                 final = done
-                self._pump_lines(out_tail.read_lines(final=final), "stdout")
-                self._pump_lines(err_tail.read_lines(final=final), "stderr")
+                out_lines = out_tail.read_lines(final=final)
+                err_lines = err_tail.read_lines(final=final)
+                metrics.feed_stdout(out_lines)        # transformers prints its log dicts on stdout,
+                metrics.feed_stdout(err_lines)        # or stderr when the agent redirects it
                 points, notes = await asyncio.to_thread(metrics.poll, final)
-                self._pump_metrics(points)
+                # Rows are appended after the await, then the offsets staged: the engine's flush
+                # loop (which runs at awaits) commits both or neither.
+                self._pump_lines(out_lines, "stdout")
+                self._pump_lines(err_lines, "stderr")
+                self._pump_metrics(points, metrics.take_upgrades())
                 for note in notes:
-                    self.log("harness", note, level="warning")
+                    self._metrics_note(note)
+                # Offsets commit with the rows read up to them (same transaction): resumable, no
+                # duplicates. Staged before anything below can commit (a revision insert flushes).
+                self.store.stage_update("attempts", {"run_id": self.run_id, "number": self.attempt},
+                                        {"offsets": {"stdout": out_tail.offset, "stderr": err_tail.offset,
+                                                     "metrics": metrics.offsets()}})
                 now = time.time()
                 if now >= next_rev or final:
                     next_rev = now + self.REVISION_INTERVAL_S
@@ -469,10 +483,6 @@ class RunSupervisor:
                 if now >= next_res and not final:
                     next_res = now + self.RESOURCE_INTERVAL_S
                     self._sample_resources(sampler)
-                # Offsets commit with the rows read up to them (same transaction): resumable, no duplicates.
-                self.store.stage_update("attempts", {"run_id": self.run_id, "number": self.attempt},
-                                        {"offsets": {"stdout": out_tail.offset, "stderr": err_tail.offset,
-                                                     "metrics": metrics.offsets()}})
                 if final:
                     if self.parser is not None:      # calls whose results never came (killed mid-command)
                         for action in self.parser.finish():
@@ -533,14 +543,46 @@ class RunSupervisor:
             self._kill_reason = reason
             self.log("harness", f"{reason}: killing the agent's process tree", level="warning")
 
-    def _pump_metrics(self, points) -> None:
+    def _metrics_collector(self, offsets: dict | None) -> MetricsCollector:
+        """The run's metrics collector; after an engine restart its sessions and stored points come
+        back from the store, so that nothing is stored twice."""
+        run_id, attempt = self.run_id, self.attempt
+        tracker = SessionTracker(
+            lambda row: self.store.append_session(run_id, attempt=attempt, kind=row["kind"], sources=row["sources"],
+                                                  started_at=row["started_at"]),
+            lambda sid, fields: self.store.stage_update("training_sessions", {"id": sid}, fields))
+        if offsets:
+            sessions = [decode_row("training_sessions", r) for r in self.store.query(
+                "SELECT * FROM training_sessions WHERE run_id=? AND attempt=?", (run_id, attempt))]
+            rows = self.store.query("SELECT id, session_id, name, source, step, ts, value FROM metrics "
+                                    "WHERE run_id=? AND session_id IS NOT NULL ORDER BY id", (run_id,))
+            tracker.restore(sessions, rows)
+        rel = os.path.relpath(self.workspace.metrics_file, self.workspace.root)
+        self._collector = MetricsCollector(self.workspace.root, offsets, tracker, metrics_file=rel)
+        return self._collector
+
+    def _metrics_note(self, note) -> None:
+        """A metrics file the harness would not read is the agent's error, recorded as such; the run goes on."""
+        if note.agent_error:
+            self.log("error", f"agent error: {note.message}", level="warning",
+                     data={"source": "agent", "path": note.path, "problem": note.message})
+        else:
+            self.log("harness", note.message, level="warning", data={"path": note.path})
+
+    def _pump_metrics(self, points, upgrades=()) -> None:
         for p in points:
-            self.store.append_metric(self.run_id, p.name, p.value, step=p.step, source=p.source, phase=p.phase,
-                                     attempt=self.attempt, ts=p.ts)
+            row_id = self.store.append_metric(self.run_id, p.name, p.value, step=p.step, source=p.source,
+                                              phase=p.phase, attempt=self.attempt, ts=p.ts,
+                                              session_id=getattr(p, "session", None))
+            if getattr(p, "key", None) and self._collector is not None:
+                self._collector.tracker.stored(p.key, row_id)
+        for up in upgrades:       # a better source refined a stored point: same transaction as the offsets
+            self.store.stage_update("metrics", {"id": up.row_id}, up.fields)
         # The bus gets at most a few hundred points per tick: a flood must not swamp subscribers.
         for p in points[-500:]:
             self.engine.bus.publish(ev.MetricPoint(self.run_id, name=p.name, value=p.value, step=p.step,
-                                                   source=p.source, phase=p.phase, ts=p.ts))
+                                                   source=p.source, phase=p.phase, ts=p.ts,
+                                                   session=getattr(p, "session", None)))
 
     async def _snapshot_revision(self, tracker: RevisionTracker, reason: str) -> int | None:
         result = await asyncio.to_thread(tracker.snapshot, self.store.put_blob)

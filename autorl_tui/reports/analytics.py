@@ -141,6 +141,22 @@ def _runs_view(conn) -> str:
     return "CREATE OR REPLACE TEMP VIEW runs_v AS SELECT r.*" + "".join(", " + e for e in extra) + " FROM s.runs r"
 
 
+def _session_views(conn) -> list[str]:
+    """metrics_v (s.metrics with session_id) and sessions_v (s.training_sessions), also for stores
+    written before training sessions existed (every point then has no session)."""
+    tables = {r[0]: r[1] for r in conn.execute(
+        "SELECT table_name, list(column_name) FROM duckdb_columns() WHERE database_name = 's' "
+        "AND table_name IN ('metrics', 'training_sessions') GROUP BY table_name").fetchall()}
+    metrics = ("SELECT * FROM s.metrics" if "session_id" in tables.get("metrics", [])
+               else "SELECT *, CAST(NULL AS BIGINT) AS session_id FROM s.metrics")
+    sessions = ("SELECT * FROM s.training_sessions" if "training_sessions" in tables else
+                "SELECT * FROM (VALUES (CAST(NULL AS BIGINT), CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT), "
+                "CAST(NULL AS BIGINT), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS DOUBLE), "
+                "CAST(NULL AS DOUBLE))) t(id, run_id, attempt, seq, kind, sources, started_at, ended_at) WHERE false")
+    return [f"CREATE OR REPLACE TEMP VIEW metrics_v AS {metrics}",
+            f"CREATE OR REPLACE TEMP VIEW sessions_v AS {sessions}"]
+
+
 def _id_list(ids) -> str:
     # Lists go to DuckDB as one string split in SQL: binding a Python list would import pandas.
     return "\x1f".join(str(i) for i in ids)
@@ -171,6 +187,8 @@ class Analytics:
             quoted = str(read_path).replace("'", "''")
             self._conn.execute(f"ATTACH '{quoted}' AS s (TYPE sqlite, READ_ONLY)")
             self._conn.execute(_runs_view(self._conn))
+            for view in _session_views(self._conn):
+                self._conn.execute(view)
             self._conn.execute((SQL_DIR / "views.sql").read_text())
         except duckdb.Error as exc:
             self._conn.close()
@@ -244,14 +262,18 @@ class Analytics:
 
     # ------------------------------------------------------------------ metrics
     def metric_series(self, run_id: str, max_points: int | None = None, t0: float | None = None) -> list[dict]:
-        """One entry per (name, source): bucketed points {x, step, t_s, mean, min, max, n, ...}."""
+        """One entry per (training session, name): bucketed points {x, step, t_s, mean, min, max, n, ...}."""
         t0 = self._t0(run_id) if t0 is None else t0
         self._focus("metrics", run_id)
         rows = self.query("metric_series", run_id=run_id, max_points=max_points or self.max_points, t0=t0)
         series: dict[tuple, dict] = {}
         for r in rows:
-            s = series.setdefault((r["name"], r["source"]), {"name": r["name"], "source": r["source"],
-                                                             "n_points": 0, "n_nan": 0, "n_inf": 0, "points": []})
+            key = (r["session_id"], r["name"], None if r["session_id"] is not None else r["source"])
+            s = series.setdefault(key, {"name": r["name"], "source": r["source"], "session": r["session_seq"],
+                                        "session_id": r["session_id"], "session_kind": r["session_kind"],
+                                        "n_points": 0, "n_nan": 0, "n_inf": 0, "points": []})
+            if r["source"] not in s["source"].split(","):
+                s["source"] = ",".join(sorted(set(s["source"].split(",")) | set(r["source"].split(","))))
             s["n_points"] += r["n_points"]
             s["n_nan"] += r["n_nan"]
             s["n_inf"] += r["n_inf"]
@@ -263,19 +285,27 @@ class Analytics:
             s["x_axis"] = "step" if all(p["step"] is not None for p in s["points"]) else "t_s"
         return list(series.values())
 
+    def training_sessions(self, run_id: str) -> list[dict]:
+        rows = self.sql("SELECT id, seq, attempt, kind, sources, started_at, ended_at FROM sessions_v "
+                        "WHERE run_id = $id ORDER BY seq", {"id": run_id})
+        for r in rows:
+            r["sources"] = _decode_json(r["sources"]) or []
+        return rows
+
     def metric_stats(self, run_id: str) -> list[dict]:
         self._focus("metrics", run_id)
         return self.query("metric_stats", run_id=run_id, t0=self._t0(run_id))
 
     def danger_signals(self, run_id: str, stats: list[dict] | None = None) -> list[dict]:
-        """Every check with its verdict: status is flagged | ok | not_applicable."""
+        """Every check with its verdict: status is flagged | ok | not_applicable. Each check is
+        judged within one training session at a time; its evidence names the session."""
         stats = self.metric_stats(run_id) if stats is None else stats
-        by_name = {}
+        sessions: dict = {}
         for s in stats:
-            by_name.setdefault(s["name"], s)
+            sessions.setdefault(s["session_id"], {}).setdefault(s["name"], s)
         checks = []
 
-        def pick(role):
+        def pick(by_name, role):
             for alias in SERIES_ALIASES[role]:
                 if alias in by_name:
                     return by_name[alias]
@@ -284,73 +314,105 @@ class Analytics:
                     return s
             return None
 
-        # reward rising while dev score falls
-        reward = pick("reward")
-        check = {"signal": "reward_up_dev_down", "title": "Reward rising while dev score falls",
-                 "series": reward["name"] if reward else None, "status": "not_applicable", "evidence": []}
-        if reward:
-            self._focus("metrics", run_id)
-            rows = self.query("reward_between_submissions", run_id=run_id, name=reward["name"])
-            t0 = self._t0(run_id)
-            check["windows"] = [{"seq": r["seq"], "t_s": r["received_at"] - t0, "score": r["score"],
-                                 "reward_mean": _finite(r["reward_mean"]), "n_points": r["n_points"]} for r in rows]
-            check["status"] = "ok"
-            prev = None
-            for r in rows:
-                if r["reward_mean"] is None:
-                    continue
-                if prev is not None and r["reward_mean"] > prev["reward_mean"] and r["score"] < prev["score"] - 1.0:
-                    check["status"] = "flagged"
-                    check["evidence"].append({"from_seq": prev["seq"], "to_seq": r["seq"],
-                                              "reward_from": prev["reward_mean"], "reward_to": r["reward_mean"],
-                                              "score_from": prev["score"], "score_to": r["score"]})
-                prev = r
-            check["message"] = (f"{len(check['evidence'])} submission(s) where mean {reward['name']} rose "
-                                f"but the dev score fell by more than 1 point" if check["evidence"] else
-                                f"mean {reward['name']} and dev score never moved in opposite directions")
-        else:
-            check["message"] = "no reward series logged"
-        checks.append(check)
+        def picks(role):     # one series per session, in session order
+            found = [s for by_name in sessions.values() if (s := pick(by_name, role)) is not None]
+            return sorted(found, key=lambda s: (s["session_seq"] is not None, s["session_seq"] or 0))
 
-        kl = pick("kl")
-        check = {"signal": "kl_spike", "title": "KL spike", "series": kl["name"] if kl else None,
+        def where(s):
+            return {"session": s["session_seq"], "session_id": s["session_id"], "session_kind": s["session_kind"]}
+
+        def label(s):
+            return (f"session {s['session_seq']} ({s['session_kind']}) " if s["session_seq"] is not None else "")
+
+        def finish(check, found, judged, none_msg):
+            check["series"] = found[0]["name"] if found else None
+            check["sessions"] = [s["session_seq"] for s in judged]
+            if not judged:
+                check["message"] = none_msg
+            checks.append(check)
+
+        # reward rising while dev score falls, within one session's reward series
+        rewards = picks("reward")
+        check = {"signal": "reward_up_dev_down", "title": "Reward rising while dev score falls",
                  "status": "not_applicable", "evidence": []}
-        if kl and kl["n_points"] >= 5 and kl["median"] is not None:
+        msgs = []
+        if rewards:
+            self._focus("metrics", run_id)
+            t0 = self._t0(run_id)
+            check["status"] = "ok"
+            windows: dict[int, dict] = {}     # per scored submission: the session with most reward points in it
+            for reward in rewards:
+                rows = self.query("reward_between_submissions", run_id=run_id, name=reward["name"],
+                                  session_id=reward["session_id"])
+                for r in rows:
+                    if r["seq"] not in windows or r["n_points"] > windows[r["seq"]]["n_points"]:
+                        windows[r["seq"]] = {"seq": r["seq"], "t_s": r["received_at"] - t0, "score": r["score"],
+                                             "reward_mean": _finite(r["reward_mean"]), "n_points": r["n_points"],
+                                             "series": reward["name"], **where(reward)}
+                prev = None
+                for r in rows:
+                    if r["reward_mean"] is None:
+                        continue
+                    if prev is not None and r["reward_mean"] > prev["reward_mean"] and r["score"] < prev["score"] - 1.0:
+                        check["status"] = "flagged"
+                        check["evidence"].append({"from_seq": prev["seq"], "to_seq": r["seq"],
+                                                  "reward_from": prev["reward_mean"], "reward_to": r["reward_mean"],
+                                                  "score_from": prev["score"], "score_to": r["score"], **where(reward)})
+                    prev = r
+                n = sum(1 for e in check["evidence"] if e["session_id"] == reward["session_id"])
+                msgs.append(f"{label(reward)}{n} submission(s) where mean {reward['name']} rose but the dev score "
+                            f"fell by more than 1 point" if n else
+                            f"{label(reward)}mean {reward['name']} and dev score never moved in opposite directions")
+            check["windows"] = [windows[k] for k in sorted(windows)]
+            check["message"] = "; ".join(msgs)
+        finish(check, rewards, rewards, "no reward series logged")
+
+        kls = picks("kl")
+        check = {"signal": "kl_spike", "title": "KL spike", "status": "not_applicable", "evidence": []}
+        judged, msgs = [], []
+        for kl in kls:
+            if kl["n_points"] < 5 or kl["median"] is None:
+                continue
+            judged.append(kl)
             spread = max(kl["mad"] or 0.0, 0.1 * abs(kl["median"]), 1e-6)
             threshold = kl["median"] + 10 * spread
-            check["status"] = "flagged" if kl["max"] > threshold else "ok"
+            flagged = kl["max"] > threshold
+            check["status"] = "flagged" if flagged or check["status"] == "flagged" else "ok"
             check["evidence"].append({"max": kl["max"], "step": kl["step_at_max"], "median": kl["median"],
-                                      "mad": kl["mad"], "threshold": threshold})
-            check["message"] = (f"{kl['name']} reached {kl['max']:.4g} at step {kl['step_at_max']} "
-                                f"(median {kl['median']:.4g}; spike threshold median + 10×MAD = {threshold:.4g})")
-        else:
-            check["message"] = "no KL series with at least 5 points"
-        checks.append(check)
+                                      "mad": kl["mad"], "threshold": threshold, "flagged": flagged, **where(kl)})
+            msgs.append(f"{label(kl)}{kl['name']} reached {kl['max']:.4g} at step {kl['step_at_max']} "
+                        f"(median {kl['median']:.4g}; spike threshold median + 10×MAD = {threshold:.4g})")
+        check["message"] = "; ".join(msgs)
+        finish(check, kls, judged, "no KL series with at least 5 points")
 
         for role, signal, title, test, explain in (
                 ("entropy", "entropy_collapse", "Entropy collapse",
                  lambda h, t: h > 0 and t < 0.2 * h, "fell below 20% of its starting level"),
                 ("length", "length_blowup", "Completion length blow-up",
                  lambda h, t: h > 0 and t > 2 * h, "more than doubled")):
-            s = pick(role)
-            check = {"signal": signal, "title": title, "series": s["name"] if s else None,
-                     "status": "not_applicable", "evidence": []}
-            if s and s["n_points"] >= 10 and s["head_mean"] is not None and s["tail_mean"] is not None:
+            found = picks(role)
+            check = {"signal": signal, "title": title, "status": "not_applicable", "evidence": []}
+            judged, msgs = [], []
+            for s in found:
+                if s["n_points"] < 10 or s["head_mean"] is None or s["tail_mean"] is None:
+                    continue
+                judged.append(s)
                 flagged = test(s["head_mean"], s["tail_mean"])
-                check["status"] = "flagged" if flagged else "ok"
-                check["evidence"].append({"head_mean": s["head_mean"], "tail_mean": s["tail_mean"]})
-                check["message"] = (f"{s['name']}: mean of first tenth {s['head_mean']:.4g} → last tenth "
-                                    f"{s['tail_mean']:.4g}" + (f" ({explain})" if flagged else ""))
-            else:
-                check["message"] = f"no {role} series with at least 10 points"
-            checks.append(check)
+                check["status"] = "flagged" if flagged or check["status"] == "flagged" else "ok"
+                check["evidence"].append({"head_mean": s["head_mean"], "tail_mean": s["tail_mean"],
+                                          "flagged": flagged, **where(s)})
+                msgs.append(f"{label(s)}{s['name']}: mean of first tenth {s['head_mean']:.4g} → last tenth "
+                            f"{s['tail_mean']:.4g}" + (f" ({explain})" if flagged else ""))
+            check["message"] = "; ".join(msgs)
+            finish(check, found, judged, f"no {role} series with at least 10 points")
 
         bad = [s for s in stats if s["n_nan"] or s["n_inf"]]
         checks.append({"signal": "non_finite", "title": "NaN / inf values", "series": None,
+                       "sessions": sorted({s["session_seq"] for s in bad if s["session_seq"] is not None}),
                        "status": "flagged" if bad else ("ok" if stats else "not_applicable"),
                        "evidence": [{"series": s["name"], "n_nan": s["n_nan"], "n_inf": s["n_inf"],
-                                     "first_step": s["first_bad_step"]} for s in bad],
-                       "message": (", ".join(f"{s['name']}: {s['n_nan']} NaN, {s['n_inf']} inf" for s in bad)
+                                     "first_step": s["first_bad_step"], **where(s)} for s in bad],
+                       "message": (", ".join(f"{label(s)}{s['name']}: {s['n_nan']} NaN, {s['n_inf']} inf" for s in bad)
                                    if bad else ("every logged value is finite" if stats else "no metrics logged"))})
         return checks
 

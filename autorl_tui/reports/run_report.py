@@ -10,6 +10,7 @@ from typing import Any
 from autorl_tui import __version__
 from autorl_tui.grading.types import FAILURE_KINDS
 from autorl_tui.reports import svg
+from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.reports.analytics import PHASES, Analytics
 from autorl_tui.reports.diffs import diff_manifests
 from autorl_tui.reports.render import render
@@ -85,7 +86,7 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
                             for s in subs],
         },
         "phases": phases,
-        "metrics": {"series": series, "stats": stats, "checks": checks,
+        "metrics": {"series": series, "stats": stats, "checks": checks, "sessions": a.training_sessions(run_id),
                     "n_series": len(series), "max_points_per_series": LIMITS["metric_points"]},
         "revisions": _revisions(a, run_id, subs),
         "events": _events(a, run_id),
@@ -166,6 +167,35 @@ def _samples(a: Analytics, run_id: str, sub: dict | None) -> dict:
 
 
 # ---------------------------------------------------------------------------- HTML
+def session_label(s: dict) -> str:
+    seq = s.get("session", s.get("session_seq"))
+    kind = s.get("session_kind")
+    if seq is None:
+        return s.get("name") or "series"
+    return f"session {seq}" + (f" ({kind})" if kind and kind != "unknown" else "")
+
+
+def metric_chart_order(series: list[dict], first: set[str] = frozenset()) -> tuple[list, list]:
+    """(charted, constant): the series grouped by name, one chart each with one line per training
+    session; flagged names first, then the informative ones (loss, reward, kl, entropy, grad_norm,
+    learning_rate, mean length), then the rest by name. A name whose values never change in any
+    session is listed in `constant` ({name, value, n_points}) instead of charted."""
+    groups: dict[str, list[dict]] = {}
+    for s in series:
+        groups.setdefault(s["name"], []).append(s)
+    charted, constant = [], []
+    for name, group in groups.items():
+        values = {v for s in group for p in s["points"] for v in (p["min"], p["max"]) if v is not None}
+        if is_constant(values) and not any(s["n_nan"] or s["n_inf"] for s in group):
+            constant.append({"name": name, "value": next(iter(values), None), "n_points": sum(s["n_points"] for s in group),
+                             "sessions": [session_label(s) for s in group]})
+        else:
+            charted.append((name, group))
+    charted.sort(key=lambda g: (g[0] not in first, informative_rank(g[0]), g[0]))
+    constant.sort(key=lambda c: c["name"])
+    return charted, constant
+
+
 def charts_for(report: dict) -> dict:
     t = report["timeline"]
     charts = {"timeline": svg.score_timeline(t["submissions"], baseline=report["outcome"]["baseline_dev_score"],
@@ -174,28 +204,31 @@ def charts_for(report: dict) -> dict:
               "metrics": []}
     flagged = {c["series"]: c for c in report["metrics"]["checks"] if c["status"] == "flagged" and c["series"]}
     bad_series = {e["series"] for c in report["metrics"]["checks"] if c["signal"] == "non_finite" for e in c["evidence"]}
-    ordered = sorted(report["metrics"]["series"],
-                     key=lambda s: (s["name"] not in flagged and s["name"] not in bad_series, s["name"]))
-    for s in ordered[:LIMITS["charts"]]:
-        xkey = s["x_axis"]
-        pts = [(p[xkey], p["mean"]) for p in s["points"]]
-        band = [(p[xkey], p["min"], p["max"]) for p in s["points"]] if s["downsampled"] else []
-        markers = []
-        check = flagged.get(s["name"])
-        if check and check["signal"] == "kl_spike":
-            ev = check["evidence"][0]
-            markers.append({"x": ev["step"], "label": "KL spike"})
-        for p in s["points"]:
-            if p["n_bad"]:
-                markers.append({"x": p[xkey], "label": "NaN/inf", "color": "#b91c1c"})
-                break
+    charted, constant = metric_chart_order(report["metrics"]["series"], set(flagged) | bad_series)
+    charts["constant"] = constant
+    for name, group in charted[:LIMITS["charts"]]:
+        xkey = "step" if all(s["x_axis"] == "step" for s in group) else "t_s"
+        lines, markers = [], []
+        check = flagged.get(name)
+        for i, s in enumerate(group):
+            pts = [(p[xkey], p["mean"]) for p in s["points"]]
+            band = [(p[xkey], p["min"], p["max"]) for p in s["points"]] if s["downsampled"] else []
+            lines.append({"label": session_label(s), "points": pts, "band": band})
+            for p in s["points"]:
+                if p["n_bad"]:
+                    markers.append({"x": p[xkey], "label": "NaN/inf", "color": "#b91c1c"})
+                    break
+        if check and check["signal"] == "kl_spike" and xkey == "step":
+            markers += [{"x": ev["step"], "label": f"KL spike ({session_label(ev)})"}
+                        for ev in check["evidence"] if ev.get("flagged", True)]
         charts["metrics"].append({
-            "name": s["name"], "source": s["source"], "n_points": s["n_points"], "downsampled": s["downsampled"],
-            "flag": check["title"] if check else ("NaN / inf values" if s["name"] in bad_series else None),
-            "svg": svg.line_chart([{"label": s["name"], "points": pts, "band": band}],
-                                  x_label="step" if xkey == "step" else "seconds since start", markers=markers,
-                                  title=s["name"])})
-    charts["metrics_omitted"] = max(0, len(ordered) - LIMITS["charts"])
+            "name": name, "source": ", ".join(sorted({x for s in group for x in s["source"].split(",")})),
+            "n_points": sum(s["n_points"] for s in group), "downsampled": any(s["downsampled"] for s in group),
+            "sessions": [session_label(s) for s in group],
+            "flag": check["title"] if check else ("NaN / inf values" if name in bad_series else None),
+            "svg": svg.line_chart(lines, x_label="step" if xkey == "step" else "seconds since start", markers=markers,
+                                  title=name)})
+    charts["metrics_omitted"] = max(0, len(charted) - LIMITS["charts"])
     reward = next((c for c in report["metrics"]["checks"] if c["signal"] == "reward_up_dev_down" and c.get("windows")), None)
     charts["reward_vs_dev"] = svg.dual_chart(
         {"label": "dev score", "color": "#2563eb", "points": [(w["t_s"], w["score"]) for w in reward["windows"]]},

@@ -28,6 +28,7 @@ JSON_COLUMNS = {
     "samples": ("data",),
     "revisions": ("manifest", "skipped"),
     "resources": ("gpus",),
+    "training_sessions": ("sources",),
 }
 
 
@@ -71,6 +72,8 @@ class Store:
         self._events: list[tuple] = []
         self._metrics: list[tuple] = []
         self._resources: list[tuple] = []
+        self._sessions: list[tuple] = []
+        self._next_id: dict[str, int] = {}
         self._staged: dict[tuple, dict] = {}
         self.flush_rows = flush_rows
         self.migrate()
@@ -113,13 +116,36 @@ class Store:
             if len(self._events) >= self.flush_rows:
                 self.flush()
 
+    def _allocate(self, table: str) -> int:
+        """The next row id of a buffered table: ids are known before the commit, so a later
+        staged update can name the row (this process is the only writer)."""
+        if table not in self._next_id:
+            self._next_id[table] = self._conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0] + 1
+        rid = self._next_id[table]
+        self._next_id[table] = rid + 1
+        return rid
+
     def append_metric(self, run_id: str, name: str, value: float | None, *, step: int | None = None,
                       source: str, phase: str | None = None, attempt: int | None = None,
-                      ts: float | None = None) -> None:
+                      ts: float | None = None, session_id: int | None = None) -> int:
+        """Buffers one point; returns its row id."""
         with self._lock:
-            self._metrics.append((run_id, attempt, ts or time.time(), step, name, value, source, phase))
+            rid = self._allocate("metrics")
+            self._metrics.append((rid, run_id, attempt, ts or time.time(), step, name, value, source, phase, session_id))
             if len(self._metrics) >= self.flush_rows:
                 self.flush()
+            return rid
+
+    def append_session(self, run_id: str, *, attempt: int | None, kind: str, sources: list[str],
+                       started_at: float) -> int:
+        """Buffers a training session (committed with the points that follow it); returns its id."""
+        with self._lock:
+            rid = self._allocate("training_sessions")
+            seq = self._next_id.setdefault(("seq", run_id), self._conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM training_sessions WHERE run_id = ?", (run_id,)).fetchone()[0] + 1)
+            self._next_id[("seq", run_id)] = seq + 1
+            self._sessions.append((rid, run_id, attempt, seq, kind, _dumps(sources), started_at))
+            return rid
 
     def append_resource(self, run_id: str, *, cpu_percent: float | None, rss_bytes: int | None,
                         n_procs: int | None, gpus: Any = None, ts: float | None = None) -> None:
@@ -135,7 +161,8 @@ class Store:
             self._staged.setdefault(key, {}).update(fields)
 
     def pending(self) -> int:
-        return len(self._events) + len(self._metrics) + len(self._resources) + len(self._staged)
+        return (len(self._events) + len(self._metrics) + len(self._resources) + len(self._sessions)
+                + len(self._staged))
 
     def flush(self) -> int:
         """Commit buffered rows in one transaction. Returns how many rows were written."""
@@ -144,17 +171,22 @@ class Store:
             if not n:
                 return 0
             events, metrics, resources, staged = self._events, self._metrics, self._resources, self._staged
-            self._events, self._metrics, self._resources, self._staged = [], [], [], {}
+            sessions = self._sessions
+            self._events, self._metrics, self._resources, self._staged, self._sessions = [], [], [], {}, []
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if events:
                     self._conn.executemany(
                         "INSERT INTO events (run_id, attempt, ts, kind, level, message, data) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?)", events)
+                if sessions:
+                    self._conn.executemany(
+                        "INSERT INTO training_sessions (id, run_id, attempt, seq, kind, sources, started_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)", sessions)
                 if metrics:
                     self._conn.executemany(
-                        "INSERT INTO metrics (run_id, attempt, ts, step, name, value, source, phase) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", metrics)
+                        "INSERT INTO metrics (id, run_id, attempt, ts, step, name, value, source, phase, session_id) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metrics)
                 if resources:
                     self._conn.executemany(
                         "INSERT INTO resources (run_id, ts, cpu_percent, rss_bytes, n_procs, gpus) "
@@ -165,6 +197,7 @@ class Store:
             except Exception:
                 self._conn.execute("ROLLBACK")
                 self._events[:0], self._metrics[:0], self._resources[:0] = events, metrics, resources
+                self._sessions[:0] = sessions
                 for key, fields in staged.items():
                     self._staged.setdefault(key, {}).update(fields)
                 raise

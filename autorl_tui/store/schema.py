@@ -88,7 +88,7 @@ MIGRATIONS: list[str] = [
         step INTEGER,
         name TEXT NOT NULL,
         value REAL,
-        source TEXT NOT NULL,     -- metrics_jsonl | trainer_state | tensorboard | grading
+        source TEXT NOT NULL,     -- metrics_jsonl | trainer_state | tensorboard | stdout | grading
         phase TEXT
     );
     CREATE INDEX metrics_run ON metrics(run_id, name, step);
@@ -188,6 +188,25 @@ MIGRATIONS.append(
     # 2: infrastructure retries wait out a backoff before their next attempt
     """
     ALTER TABLE runs ADD COLUMN not_before REAL
+    """)
+
+MIGRATIONS.append(
+    # 3: training sessions: every training metric point belongs to one trainer run (one `trl sft`,
+    # one GRPO stage...), stored once whichever sources reported it (engine/instrument/sessions.py)
+    """
+    CREATE TABLE training_sessions (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        attempt INTEGER,
+        seq INTEGER NOT NULL,     -- 1, 2, ... within the run, in start order
+        kind TEXT NOT NULL,       -- sft | grpo | dpo | ppo | rm | unknown (from the names it logs)
+        sources TEXT,             -- JSON list: "stdout", "trainer_state:<path>", "tensorboard:<path>", "metrics_jsonl:<path>"
+        started_at REAL NOT NULL,
+        ended_at REAL             -- when the trainer printed its summary, if it did
+    );
+    CREATE INDEX training_sessions_run ON training_sessions(run_id, seq);
+    ALTER TABLE metrics ADD COLUMN session_id INTEGER;
+    CREATE INDEX metrics_session ON metrics(session_id)
     """)
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -124,12 +124,26 @@ def check_run_report(db, r: dict) -> set[str]:
             assert r["phases"]["segments"][-1]["end_s"] == pytest.approx(span)
     checked.add("phases")
 
-    names = {(x["name"], x["source"]) for x in rows(db, "SELECT DISTINCT name, source FROM metrics WHERE run_id = ? "
-                                                         "AND source <> 'grading'", (run_id,))}
-    assert {(s["name"], s["source"]) for s in r["metrics"]["series"]} == names
+    # one series per (training session, name); points without a session (older stores): per (name, source)
+    keys = {(x["session_id"], x["name"], x["source"] if x["session_id"] is None else None)
+            for x in rows(db, "SELECT DISTINCT session_id, name, source FROM metrics WHERE run_id = ? "
+                              "AND source <> 'grading'", (run_id,))}
+    assert {(s["session_id"], s["name"], s["source"] if s["session_id"] is None else None)
+            for s in r["metrics"]["series"]} == keys
+
+    def series_rows(session_id, name, source):
+        if session_id is None:
+            return rows(db, "SELECT ts, value FROM metrics WHERE run_id = ? AND session_id IS NULL AND name = ? "
+                            "AND source = ? ORDER BY ts, id", (run_id, name, source))
+        return rows(db, "SELECT ts, value FROM metrics WHERE session_id = ? AND name = ? ORDER BY ts, id",
+                    (session_id, name))
+
+    sessions = {x["id"]: x for x in rows(db, "SELECT * FROM training_sessions WHERE run_id = ?", (run_id,))}
+    assert [t["id"] for t in r["metrics"].get("sessions", [])] == sorted(sessions, key=lambda i: sessions[i]["seq"])
     for s in r["metrics"]["series"]:
-        raw = rows(db, "SELECT value FROM metrics WHERE run_id = ? AND name = ? AND source = ? ORDER BY ts, id",
-                   (run_id, s["name"], s["source"]))
+        raw = series_rows(s["session_id"], s["name"], s["source"])
+        if s["session_id"] is not None:
+            assert s["session"] == sessions[s["session_id"]]["seq"] and s["session_kind"] == sessions[s["session_id"]]["kind"]
         assert s["n_points"] == len(raw) == sum(p["n"] for p in s["points"])
         assert s["n_nan"] == sum(x["value"] is None for x in raw)
         assert len(s["points"]) <= r["metrics"]["max_points_per_series"]
@@ -138,8 +152,7 @@ def check_run_report(db, r: dict) -> set[str]:
             assert min(p["min"] for p in s["points"] if p["min"] is not None) == pytest.approx(min(finite))
             assert max(p["max"] for p in s["points"] if p["max"] is not None) == pytest.approx(max(finite))
     for st in r["metrics"]["stats"]:
-        finite = [x["value"] for x in rows(db, "SELECT value FROM metrics WHERE run_id = ? AND name = ? AND source = ? "
-                                               "ORDER BY ts, id", (run_id, st["name"], st["source"]))
+        finite = [x["value"] for x in series_rows(st["session_id"], st["name"], st["source"])
                   if x["value"] is not None and math.isfinite(x["value"])]
         if finite:
             assert st["median"] == pytest.approx(statistics.median(finite))
@@ -152,9 +165,10 @@ def check_run_report(db, r: dict) -> set[str]:
     reward = checks["reward_up_dev_down"]
     if reward.get("windows") is not None:
         assert [(w["seq"], w["score"]) for w in reward["windows"]] == [(s["seq"], s["score"]) for s in scored]
-        raw = rows(db, "SELECT ts, value FROM metrics WHERE run_id = ? AND name = ? AND source <> 'grading'",
-                   (run_id, reward["series"]))
         for w, s, prev in zip(reward["windows"], scored, [None] + scored[:-1]):
+            raw = series_rows(w["session_id"], w["series"], w["series"]) if w["session_id"] is not None else \
+                rows(db, "SELECT ts, value FROM metrics WHERE run_id = ? AND name = ? AND source <> 'grading'",
+                     (run_id, w["series"]))
             vals = [x["value"] for x in raw if x["value"] is not None and math.isfinite(x["value"])
                     and x["ts"] <= s["received_at"] and (prev is None or x["ts"] > prev["received_at"])]
             assert w["n_points"] == len(vals)

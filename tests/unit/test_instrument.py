@@ -39,14 +39,13 @@ def test_filetail_splits_absurdly_long_lines(tmp_path):
 
 
 def test_metrics_line_formats():
-    pts, err = parse_metrics_line(json.dumps({"ts": 5.0, "step": 3, "phase": "grpo",
+    rec, err = parse_metrics_line(json.dumps({"ts": 5.0, "step": 3, "phase": "grpo",
                                               "metrics": {"reward": 0.5, "kl": "nan", "note": "x", "ok": True}}))
     assert err is None
-    by = {p.name: p for p in pts}
-    assert set(by) == {"reward", "kl"} and by["reward"].step == 3 and by["reward"].phase == "grpo"
-    assert math.isnan(by["kl"].value) and by["reward"].ts == 5.0
+    assert rec["values"] == {"reward": 0.5, "kl": None}      # NaN is stored as NULL
+    assert rec["step"] == 3 and rec["phase"] == "grpo" and rec["ts"] == 5.0
     flat, _ = parse_metrics_line('{"step": 1, "loss": 2.5, "epoch": 0.1}')
-    assert [(p.name, p.value) for p in flat] == [("loss", 2.5)]
+    assert flat["values"] == {"loss": 2.5}
     assert parse_metrics_line("not json")[1].startswith("not JSON")
     assert parse_metrics_line("[1, 2]")[1] == "not a JSON object"
 

@@ -23,12 +23,14 @@ SELECT r.run_id, x.metrics
 FROM run_summary r JOIN s.submissions x ON x.id = r.best_submission_id
 WHERE list_contains(string_split($ids, chr(31)), r.run_id);
 
--- Training metric series, downsampled to at most $max_points buckets per (name, source): each
--- bucket holds an equal share of the series' points in time order and reports mean/min/max over
--- the finite values, plus how many points were NaN (stored as NULL) or infinite.
+-- Training metric series, one per (training session, name), downsampled to at most $max_points
+-- buckets: each bucket holds an equal share of the series' points in time order and reports
+-- mean/min/max over the finite values, plus how many points were NaN (stored as NULL) or infinite.
+-- Points of stores older than sessions (session_id NULL) form one series per (name, source).
 -- name: metric_series
 WITH m AS (SELECT * FROM run_metric_rows WHERE run_id = $run_id)
-SELECT name, source,
+SELECT session_id, any_value(session_seq) AS session_seq, any_value(session_kind) AS session_kind, name,
+       string_agg(DISTINCT source, ',' ORDER BY source) AS source,
        CAST(CASE WHEN n <= $max_points THEN i ELSE floor(i * $max_points / n) END AS BIGINT) AS bucket,
        count(*) AS n_points, min(step) AS step_min, max(step) AS step_max, min(ts) - $t0 AS t_s,
        avg(value) FILTER (WHERE isfinite(value)) AS mean,
@@ -36,18 +38,22 @@ SELECT name, source,
        max(value) FILTER (WHERE isfinite(value)) AS max,
        count(*) FILTER (WHERE value IS NULL) AS n_nan,
        count(*) FILTER (WHERE value IS NOT NULL AND NOT isfinite(value)) AS n_inf
-FROM m GROUP BY ALL ORDER BY name, source, bucket;
+FROM m GROUP BY session_id, name, legacy_source, bucket
+ORDER BY name, min(session_seq) NULLS FIRST, session_id, bucket;
 
--- Whole-series statistics the danger signals are computed from (raw points, not buckets).
+-- Whole-series statistics the danger signals are computed from (raw points, not buckets), one row
+-- per (training session, name): a signal never compares two sessions.
 -- head/tail = mean of the first/last tenth of the finite points in time order.
 -- name: metric_stats
 WITH m AS (
     SELECT * FROM run_metric_rows WHERE run_id = $run_id
 ), med AS (
-    SELECT name, source, median(value) FILTER (WHERE isfinite(value)) AS median
-    FROM m GROUP BY name, source
+    SELECT session_id, name, legacy_source, median(value) FILTER (WHERE isfinite(value)) AS median
+    FROM m GROUP BY session_id, name, legacy_source
 )
-SELECT m.name, m.source, any_value(m.n) AS n_points, any_value(med.median) AS median,
+SELECT m.session_id, any_value(m.session_seq) AS session_seq, any_value(m.session_kind) AS session_kind,
+       m.name, string_agg(DISTINCT m.source, ',' ORDER BY m.source) AS source,
+       any_value(m.n) AS n_points, any_value(med.median) AS median,
        median(abs(m.value - med.median)) FILTER (WHERE isfinite(m.value)) AS mad,
        max(m.value) FILTER (WHERE isfinite(m.value)) AS max,
        min(m.value) FILTER (WHERE isfinite(m.value)) AS min,
@@ -60,17 +66,19 @@ SELECT m.name, m.source, any_value(m.n) AS n_points, any_value(med.median) AS me
        arg_min(m.step, m.i) FILTER (WHERE m.value IS NULL OR NOT isfinite(m.value)) AS first_bad_step,
        min(m.ts) - $t0 AS first_t_s, max(m.ts) - $t0 AS last_t_s,
        any_value(m.phase) AS phase
-FROM m JOIN med USING (name, source)
-GROUP BY m.name, m.source ORDER BY m.name, m.source;
+FROM m JOIN med ON med.name = m.name AND med.session_id IS NOT DISTINCT FROM m.session_id
+                AND med.legacy_source IS NOT DISTINCT FROM m.legacy_source
+GROUP BY m.session_id, m.name, m.legacy_source ORDER BY m.name, min(m.session_seq) NULLS FIRST, m.session_id;
 
--- Mean of a reward series over the time since the previous scored submission, per scored
--- submission: the evidence for "reward rising while the dev score falls".
+-- Mean of one session's reward series over the time since the previous scored submission, per
+-- scored submission: the evidence for "reward rising while the dev score falls".
 -- name: reward_between_submissions
 WITH subs AS (
     SELECT seq, received_at, score, lag(received_at) OVER (ORDER BY seq) AS prev_at
     FROM s.submissions WHERE run_id = $run_id AND status = 'scored'
 ), rw AS (
-    SELECT ts, value FROM run_metric_rows WHERE run_id = $run_id AND name = $name AND isfinite(value)
+    SELECT ts, value FROM run_metric_rows
+    WHERE run_id = $run_id AND name = $name AND isfinite(value) AND session_id IS NOT DISTINCT FROM $session_id
 )
 SELECT subs.seq, subs.score, subs.received_at, avg(rw.value) AS reward_mean, count(rw.value) AS n_points
 FROM subs LEFT JOIN rw ON rw.ts <= subs.received_at AND (subs.prev_at IS NULL OR rw.ts > subs.prev_at)
@@ -148,13 +156,18 @@ SELECT sample_id, split, correct, score, tokens, failure_kind, error
 FROM s.samples WHERE submission_id = $submission_id ORDER BY sample_id, id;
 
 -- One run's training metrics (grading-sourced series excluded: those are the harness's own
--- scores, shown from submissions) with each point's index i in its series and the series size n.
+-- scores, shown from submissions) with their training session and each point's index i in its
+-- series (session, name) and the series size n. `metrics_v` and `sessions_v` are created by
+-- Analytics (they fill session columns in for stores older than training sessions).
 -- name: focus_metrics
 CREATE OR REPLACE TEMP TABLE run_metric_rows AS
-SELECT run_id, id, name, source, step, ts, value, phase,
-       row_number() OVER (PARTITION BY name, source ORDER BY ts, id) - 1 AS i,
-       count(*) OVER (PARTITION BY name, source) AS n
-FROM s.metrics WHERE run_id = $run_id AND source <> 'grading';
+SELECT m.run_id, m.id, m.name, m.source, m.step, m.ts, m.value, m.phase, m.session_id,
+       ts.seq AS session_seq, ts.kind AS session_kind,
+       CASE WHEN m.session_id IS NULL THEN m.source END AS legacy_source,
+       row_number() OVER (PARTITION BY m.session_id, m.name, legacy_source ORDER BY m.ts, m.id) - 1 AS i,
+       count(*) OVER (PARTITION BY m.session_id, m.name, legacy_source) AS n
+FROM metrics_v m LEFT JOIN sessions_v ts ON ts.id = m.session_id
+WHERE m.run_id = $run_id AND m.source <> 'grading';
 
 -- name: focus_events
 CREATE OR REPLACE TEMP TABLE run_event_log AS SELECT * FROM event_log WHERE run_id = $run_id;

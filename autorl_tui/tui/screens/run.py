@@ -16,6 +16,7 @@ from textual.widgets import (DataTable, Footer, Input, SelectionList, Static, Ta
 
 from autorl_tui.durations import format_duration, parse_duration
 from autorl_tui.exitcodes import UsageError
+from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, elapsed_s, fmt_delta,
                                        fmt_offset, fmt_score, time_left)
@@ -43,6 +44,8 @@ class RunScreen(Screen):
         self._early: list[Changes] = []
         self.series: dict[str, deque] = {}
         self.series_source: dict[str, str] = {}
+        self._sessions: dict[int, int] = {}        # training session id -> its number in this run
+        self._base_name: dict[str, str] = {}       # "loss [s2]" -> "loss"
         self._series_x: dict[str, int] = {}
         self.selected_series: list[str] = []
         self.submissions: dict[int, dict] = {}
@@ -116,7 +119,7 @@ class RunScreen(Screen):
         log.set_origin(self._origin())
         log.append_lines([LogLine(e["ts"], e["kind"], e["level"], e["message"]) for e in hist["events"]])
         for m in hist["metrics"]:
-            self._add_point(m["name"], m["step"], m["value"], m["source"])
+            self._add_point(m["name"], m["step"], m["value"], m["source"], m.get("session_id"))
         for sub in hist["submissions"]:
             self._put_submission(sub)
         self.revisions = hist["revisions"]
@@ -156,7 +159,7 @@ class RunScreen(Screen):
         for point in changes.metrics.get(rid, ()):
             if min_seq and getattr(point, "recv_seq", 0) <= min_seq:
                 continue
-            self._add_point(point.name, point.step, point.value, point.source)
+            self._add_point(point.name, point.step, point.value, point.source, getattr(point, "session", None))
         if changes.metrics.get(rid):
             self._sync_series_list()
             self._redraw_charts()
@@ -273,9 +276,15 @@ class RunScreen(Screen):
             event.stop()
 
     # ------------------------------------------------------------------ metrics
-    def _add_point(self, name: str, step, value, source: str) -> None:
+    def _add_point(self, name: str, step, value, source: str, session: int | None = None) -> None:
         if source == "grading" and not name.startswith("dev"):
             name = f"{name} (grading)"
+        if session is not None:
+            # one series per training session, never one line across stages: "loss", "loss [s2]", ...
+            seq = self._sessions.setdefault(session, len(self._sessions) + 1)
+            if seq > 1:
+                self._base_name[f"{name} [s{seq}]"] = name
+                name = f"{name} [s{seq}]"
         series = self.series.get(name)
         if series is None:
             series = self.series[name] = deque(maxlen=MAX_POINTS)
@@ -302,7 +311,7 @@ class RunScreen(Screen):
         present = {opt.value for opt in sel._options}
         for name in self._all_series_names():
             if name not in present:
-                chosen = name in DEFAULT_SERIES
+                chosen = self._base_name.get(name, name) in DEFAULT_SERIES
                 sel.add_option((name, name, chosen))
                 if chosen:
                     self.selected_series.append(name)
@@ -310,6 +319,16 @@ class RunScreen(Screen):
             for i in range(min(3, sel.option_count)):   # nothing familiar: show the first few
                 sel.select(sel.get_option_at_index(i).value)
             self.selected_series = list(sel.selected)
+
+    def _chart_order(self) -> list[str]:
+        """Selected series, informative first (loss, reward, kl, ...), each session's after the
+        previous session's; a constant series last (it says little)."""
+        def key(name):
+            base = self._base_name.get(name, name)
+            seq = int(name.rsplit("[s", 1)[1][:-1]) if name in self._base_name else 0
+            flat = is_constant(y for _, y in self.series.get(name, ())) and len(self.series.get(name, ())) > 1
+            return (flat, informative_rank(base), base, seq)
+        return sorted(self.selected_series, key=key)
 
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
         self.selected_series = list(event.selection_list.selected)
@@ -322,7 +341,7 @@ class RunScreen(Screen):
             box.remove_children()
             existing = {}
             charts = []
-            for i, name in enumerate(self.selected_series):
+            for i, name in enumerate(self._chart_order()):
                 chart = MetricChart(name, color=SERIES_COLORS[i % len(SERIES_COLORS)])
                 existing[name] = chart
                 charts.append(chart)

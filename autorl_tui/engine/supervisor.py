@@ -27,6 +27,7 @@ from autorl_tui.engine.instrument.resources import ProcessTreeSampler
 from autorl_tui.engine.instrument.revisions import RevisionTracker
 from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, resolve_submission_path,
                                            snapshot_folder)
+from autorl_tui.engine.safe_files import write_replace
 from autorl_tui.engine.workspace import Workspace, agent_environment, build_workspace, write_run_meta
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.grading import GRADER_VERSION
@@ -320,16 +321,17 @@ class RunSupervisor:
         except UsageError as exc:
             raise RunFailure("agent", f"agent spec {self.agent.source}: {exc}") from None
 
-    def _write_prompt(self) -> None:
+    def _write_prompt(self, instructions: str) -> None:
         """The prompt every LLM agent gets (one versioned template, docs/agents.md): written to the
-        workspace as prompt.md; its text is kept in the store (a blob) and its version on an event."""
+        workspace as prompt.md; its text is kept in the store (a blob) and its version on an event.
+        Built from the harness's own texts, never read back from the agent-writable workspace."""
         from autorl_tui.catalog.prompts import build_agent_prompt
 
         root = self.workspace.root
-        text, version = build_agent_prompt((root / "description.md").read_text(), (root / "instructions.md").read_text(),
+        text, version = build_agent_prompt(self.card.description, instructions,
                                            float(self.run["budget_s"]), task_name=getattr(self.card, "name", None) or self.card.id,
                                            workspace=str(root), deadline=self.deadline)
-        (root / "prompt.md").write_text(text)
+        write_replace(root, "prompt.md", text.encode(), mode=0o644)
         digest = self.store.put_blob(text.encode())
         self.log("harness", f"agent prompt {version}", data={"prompt_version": version, "prompt_blob": digest})
 
@@ -387,9 +389,9 @@ class RunSupervisor:
         await self._start_server()
         self.started_at = time.time()
         self.deadline = self.started_at + float(self.run["budget_s"])
-        write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]), budget_s=float(self.run["budget_s"]), start=self.started_at,
-                       deadline=self.deadline)
-        self._write_prompt()
+        instructions = write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]),
+                                      budget_s=float(self.run["budget_s"]), start=self.started_at, deadline=self.deadline)
+        self._write_prompt(instructions)
         spec = self._launch_spec(self.server.url)
         # Journal first: the attempt and the run's clock are on disk before the agent exists.
         self.store.insert("attempts", {"run_id": self.run_id, "number": self.attempt, "state": "starting",

@@ -76,7 +76,7 @@ class TaskCard:
     dir: Path
     description_file: str = "description.md"
     default_budget: str = "10m"
-    submission_cap: dict[str, Any] = field(default_factory=dict)   # {max_count: N, min_interval_s: S}
+    submission_cap: dict[str, Any] = field(default_factory=dict)   # {max_count: N, min_interval_s: S, size_factor: F}
     scorer_options: dict[str, Any] = field(default_factory=dict)
     workspace_files: list[str] = field(default_factory=list)        # extra agent-visible files beside the card
     version: str = "1"
@@ -131,6 +131,10 @@ def load_task_card(path: Path) -> TaskCard:
         raise UsageError(f"task card {where}: protocol: {exc}") from None
     if raw["level"] not in (1, 2, 3):
         raise UsageError(f"task card {where}: level must be 1, 2 or 3, got {raw['level']!r}")
+    factor = (raw.get("submission_cap") or {}).get("size_factor")
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0):
+        raise UsageError(f"task card {where}: submission_cap.size_factor must be a positive number (a submission may "
+                         f"be that many times the base model's size), got {factor!r}")
     return TaskCard(
         id=str(raw["id"]), name=str(raw.get("name", raw["id"])), level=int(raw["level"]),
         scorer=str(raw["scorer"]), primary_metric=str(raw["primary_metric"]), protocol=protocol,

@@ -6,11 +6,16 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.safetensors")
-MAX_SNAPSHOT_BYTES = 200 * 1024**3
+# A submission may be at most SIZE_FACTOR times the base model's size (the card's
+# `submission_cap: {size_factor: F}` changes F), and never less than MIN_SNAPSHOT_CAP_BYTES:
+# a full fine-tune saved in fp32 from a bf16 base is 2x, plus tokenizer and config files.
+DEFAULT_SIZE_FACTOR = 4.0
+MIN_SNAPSHOT_CAP_BYTES = 1024**3
 
 
 class SubmissionRejected(Exception):
@@ -91,8 +96,54 @@ def check_model_folder(folder: Path) -> None:
                                  "missing_tokenizer")
 
 
-def snapshot_folder(src: Path, dst: Path) -> Snapshot:
-    """Copy src into dst (harness-owned) and hash the content: sha256 over sorted (path, file hash)."""
+def folder_bytes(folder: Path) -> tuple[int, int]:
+    """(apparent, allocated) bytes of the regular files under folder, as a copy would read them:
+    apparent is st_size (what a reader gets), allocated is st_blocks * 512 (what the disk holds;
+    far smaller for a sparse file)."""
+    apparent = allocated = 0
+    for path in folder.rglob("*"):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            apparent += st.st_size
+            allocated += st.st_blocks * 512
+    return apparent, allocated
+
+
+def snapshot_cap(base_model_bytes: int, size_factor: float | None = None) -> int:
+    factor = DEFAULT_SIZE_FACTOR if size_factor is None else float(size_factor)
+    return max(int(factor * base_model_bytes), MIN_SNAPSHOT_CAP_BYTES)
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def check_snapshot_size(folder: Path, cap: int, base_model_bytes: int, size_factor: float | None = None) -> None:
+    """Refuse, before anything is copied, a folder whose apparent or allocated size is over the cap.
+
+    Sparse files count at their apparent size: the snapshot and the grader read every byte of it,
+    and a model's files have no holes, so a sparse file is refused rather than copied (expanded)."""
+    apparent, allocated = folder_bytes(folder)
+    if max(apparent, allocated) > cap:
+        factor = DEFAULT_SIZE_FACTOR if size_factor is None else float(size_factor)
+        sparse = " (sparse files count at their full size)" if allocated < apparent else ""
+        raise SubmissionRejected(
+            f"{folder.name}/ holds {_human(apparent)} of files ({apparent} bytes; {_human(allocated)} allocated on "
+            f"disk){sparse}, more than this run's snapshot cap of {_human(cap)} ({cap} bytes: {factor:g} x the base "
+            f"model's {_human(base_model_bytes)}, at least {_human(MIN_SNAPSHOT_CAP_BYTES)}): submit only the "
+            f"save_pretrained() output (config, weights, tokenizer)", "too_large")
+
+
+def snapshot_folder(src: Path, dst: Path, max_bytes: int) -> Snapshot:
+    """Copy src into dst (harness-owned) and hash the content: sha256 over sorted (path, file hash).
+    Stops and refuses past max_bytes (the agent may grow a file after the size check)."""
     tmp = dst.with_name(dst.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -110,9 +161,11 @@ def snapshot_folder(src: Path, dst: Path) -> Snapshot:
                 h.update(chunk)
                 fout.write(chunk)
                 total += len(chunk)
-                if total > MAX_SNAPSHOT_BYTES:
+                if total > max_bytes:
                     shutil.rmtree(tmp)
-                    raise SubmissionRejected("the checkpoint is larger than the snapshot limit", "too_large")
+                    raise SubmissionRejected(f"{src.name}/ grew past this run's snapshot cap of {_human(max_bytes)} "
+                                             f"({max_bytes} bytes) while it was copied: submit a finished folder",
+                                             "too_large")
         entries.append((str(rel), h.hexdigest()))
     for rel, digest in entries:
         outer.update(f"{rel}\0{digest}\n".encode())

@@ -25,8 +25,8 @@ from autorl_tui.engine.instrument.filetail import FileTail
 from autorl_tui.engine.instrument.metrics import MetricsCollector
 from autorl_tui.engine.instrument.resources import ProcessTreeSampler
 from autorl_tui.engine.instrument.revisions import RevisionTracker
-from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, resolve_submission_path,
-                                           snapshot_folder)
+from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, check_snapshot_size, folder_bytes,
+                                           resolve_submission_path, snapshot_cap, snapshot_folder)
 from autorl_tui.engine.safe_files import write_replace
 from autorl_tui.engine.workspace import Workspace, agent_environment, build_workspace, write_run_meta
 from autorl_tui.exitcodes import UsageError
@@ -97,6 +97,7 @@ class RunSupervisor:
         self._task: asyncio.Task | None = None
         self._baseline_dev: float | None = run.get("baseline_dev_score")
         self._adopt_attempt: dict | None = None
+        self._base_model_bytes: int | None = None
         self.parser = None
 
     # ------------------------------------------------------------------ bookkeeping
@@ -676,8 +677,10 @@ class RunSupervisor:
             try:
                 real = resolve_submission_path(self.workspace.root, model_path)
                 check_model_folder(real)
+                base_bytes, cap, factor = self._snapshot_cap()
+                await asyncio.to_thread(check_snapshot_size, real, cap, base_bytes, factor)
                 snap = await asyncio.to_thread(snapshot_folder, real,
-                                               self.engine.home.snapshots / self.run_id / f"{seq:03d}")
+                                               self.engine.home.snapshots / self.run_id / f"{seq:03d}", cap)
             except SubmissionRejected as exc:
                 self._set_submission(sub_id, status="rejected", error=str(exc))
                 self.log("submission", f"submission {seq} rejected: {exc}", level="warning",
@@ -703,6 +706,14 @@ class RunSupervisor:
             raise ApiError(422, f"submission {seq} could not be graded: {row['error']}", "grading_failed",
                            {"submission_id": seq})
         return self._response(row)
+
+    def _snapshot_cap(self) -> tuple[int, int, float | None]:
+        """(base model bytes, snapshot cap, size factor): the cap is relative to the base model's size
+        (harness-owned files, measured once per supervisor)."""
+        if self._base_model_bytes is None:
+            self._base_model_bytes = folder_bytes(self.workspace.model_dir)[0]
+        factor = self.card.submission_cap.get("size_factor")
+        return self._base_model_bytes, snapshot_cap(self._base_model_bytes, factor), factor
 
     def _last_manifest(self) -> dict | None:
         row = self.store.one("SELECT manifest FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))

@@ -1,7 +1,10 @@
-"""The harness's writes into the agent-writable workspace never follow a link the agent planted
-(issue 24, breach 1): with both executors, an agent points run_meta.json, instructions.md,
-prompt.md and their old fixed `.tmp` names at a harness-owned file outside the workspace, submits,
-and that file keeps its content and mode while the run finishes with its submission scored."""
+"""Hostile workspace files, with both executors (issue 24, breaches 1 and 7).
+
+A checkpoint padded with a 3 GB sparse file is refused with the sizes and the cap, before anything
+is copied (the home grows by nothing). The harness's writes into the agent-writable workspace never
+follow a link the agent planted: the agent points run_meta.json, instructions.md, prompt.md and
+their old fixed `.tmp` names at a harness-owned file outside the workspace, submits, and that file
+keeps its content and mode while the run finishes with its submission scored."""
 
 import json
 import os
@@ -18,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("executor", ["local", pytest.param("docker", marks=pytest.mark.docker)])
-def test_planted_links_are_replaced_never_written_through(executor, tiny_model_dir, tmp_path, docker_available):
+def test_sparse_checkpoint_refused_and_planted_links_never_written_through(executor, tiny_model_dir, tmp_path, docker_available):
     if executor == "docker" and not docker_available:
         pytest.skip("DOCKER ENGINE NOT REACHABLE: the docker link test did not run")
     home = make_reachable_home()
@@ -29,7 +32,7 @@ def test_planted_links_are_replaced_never_written_through(executor, tiny_model_d
         victim.write_bytes(b"precious harness data\n")
         os.chmod(victim, 0o600)
         before = victim.stat()
-        plan = write_plan(tmp_path / "plan.yaml", agents=["test-link-planter"], budget="180s", executor=executor)
+        plan = write_plan(tmp_path / "plan.yaml", agents=["test-hostile-files"], budget="180s", executor=executor)
         proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan),
                    home=home, timeout=500, env={"VICTIM": str(victim)})
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -40,11 +43,20 @@ def test_planted_links_are_replaced_never_written_through(executor, tiny_model_d
         db.row_factory = sqlite3.Row
         run = dict(db.execute("SELECT * FROM runs").fetchone())
         assert run["state"] == "done", run
-        subs = [dict(r) for r in db.execute("SELECT status, score FROM submissions")]
-        assert [s["status"] for s in subs] == ["scored"] and subs[0]["score"] is not None
+        subs = [dict(r) for r in db.execute("SELECT status, score, error, snapshot_path FROM submissions ORDER BY seq")]
+        assert [s["status"] for s in subs] == ["rejected", "scored"] and subs[1]["score"] is not None
         ws = Path(run["workspace"])
-        report = json.loads((ws / "logs" / "planted.json").read_text())
-        assert "run_meta.json.tmp" in report["planted"] and report["answer"]["score"] == subs[0]["score"]
+        report = json.loads((ws / "logs" / "hostile.json").read_text())
+        status, body = report["sparse"]
+        assert status == 400 and body["code"] == "too_large", body
+        assert "3.0 GiB" in body["error"] and "sparse" in body["error"] and "snapshot cap of 1.0 GiB" in body["error"]
+        assert subs[0]["error"] == body["error"] and subs[0]["snapshot_path"] is None
+        snapshots = home / "snapshots" / run["id"]
+        on_disk = sum(p.lstat().st_blocks * 512 for p in snapshots.rglob("*"))
+        model_bytes = sum(p.stat().st_size for p in tiny_model_dir.rglob("*") if p.is_file())
+        assert on_disk < 2 * model_bytes + 1024**2          # only the valid submission's copy
+        assert not any(p.name == "padding.bin" for p in home.rglob("padding.bin") if "snapshots" in p.parts)
+        assert "run_meta.json.tmp" in report["planted"] and report["valid"][1]["score"] == subs[1]["score"]
         # the harness rewrote run_meta.json after the graded submission: a fresh regular file
         meta_st = os.lstat(ws / "run_meta.json")
         assert stat.S_ISREG(meta_st.st_mode) and stat.S_IMODE(meta_st.st_mode) == 0o444

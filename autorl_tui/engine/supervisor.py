@@ -22,6 +22,7 @@ from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, Execu
 from autorl_tui.engine.grading_api import ApiError, GradingServer
 from autorl_tui.engine.grading_client import GradingOutcome, run_grader
 from autorl_tui.engine.instrument.filetail import FileTail
+from autorl_tui.engine.instrument.log_ingest import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, LogIngest
 from autorl_tui.engine.instrument.metrics import MetricsCollector
 from autorl_tui.engine.instrument.resources import ProcessTreeSampler
 from autorl_tui.engine.instrument.revisions import RevisionTracker
@@ -422,19 +423,26 @@ class RunSupervisor:
         handle = self.handle
         out_tail = FileTail(handle.stdout_path, offsets.get("stdout", 0))
         err_tail = FileTail(handle.stderr_path, offsets.get("stderr", 0))
+        stored = self.store.one("SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(message) + COALESCE(LENGTH(data), 0)), 0) AS b "
+                                "FROM events WHERE run_id=? AND kind IN ('stdout', 'stderr', 'action')", (self.run_id,))
+        cap = self.spec.get("options", {}).get("log_cap") or {}
         metrics = MetricsCollector(self.workspace.root, offsets.get("metrics"))
         last_rev = self.store.one("SELECT manifest FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))
         revisions = RevisionTracker(self.workspace.code, last_manifest=json.loads(last_rev["manifest"]) if last_rev else None)
         sampler = ProcessTreeSampler()
         self.parser = self.engine.make_parser(self.agent.output_format)
+        ingest = LogIngest(out_tail, err_tail, self.parser, stored_events=stored["n"], stored_bytes=stored["b"],
+                           max_events=int(cap.get("events", DEFAULT_MAX_EVENTS)),
+                           max_bytes=int(cap.get("bytes", DEFAULT_MAX_BYTES)))
         wait_task = asyncio.create_task(handle.wait())
         next_rev = next_res = 0.0
         try:
             while True:
                 done = wait_task.done()
-                final = done
-                self._pump_lines(out_tail.read_lines(final=final), "stdout")
-                self._pump_lines(err_tail.read_lines(final=final), "stderr")
+                # Reading, decoding and parsing happen off the loop, a bounded batch per pass.
+                batch = await asyncio.to_thread(ingest.read_batch, done)
+                final = done and batch.exhausted
+                self._pump_batch(batch, ingest, handle)
                 points, notes = await asyncio.to_thread(metrics.poll, final)
                 self._pump_metrics(points)
                 for note in notes:
@@ -452,9 +460,10 @@ class RunSupervisor:
                                         {"offsets": {"stdout": out_tail.offset, "stderr": err_tail.offset,
                                                      "metrics": metrics.offsets()}})
                 if final:
-                    if self.parser is not None:      # calls whose results never came (killed mid-command)
-                        for action in self.parser.finish():
-                            self._record_action(action)
+                    if ingest.dropped_lines:
+                        self.log("harness", f"{ingest.dropped_lines:,} log lines of attempt {self.attempt} were not "
+                                            f"stored (over the run's log cap); the full log is in {handle.stdout_path.parent}",
+                                 level="warning", data={"dropped_lines": ingest.dropped_lines})
                     break
                 if self._cancel_reason and handle.is_alive():
                     await handle.kill(self._cancel_reason)
@@ -464,7 +473,10 @@ class RunSupervisor:
                     self._kill_reason = "deadline"
                     self.log("harness", "deadline reached: killing the agent's process tree", level="warning")
                     await handle.kill("deadline")
-                await asyncio.wait({wait_task}, timeout=self.TAIL_INTERVAL_S)
+                if batch.exhausted:
+                    await asyncio.wait({wait_task}, timeout=self.TAIL_INTERVAL_S)
+                else:
+                    await asyncio.sleep(0)      # more is waiting: the next batch, after other work had its turn
         finally:
             if not wait_task.done():
                 wait_task.cancel()
@@ -479,18 +491,29 @@ class RunSupervisor:
         # Submissions received before the deadline are graded even if grading finishes after it.
         await self._stop_server(wait_inflight=True)
 
-    def _pump_lines(self, lines: list[str], stream: str) -> None:
-        for line in lines:
+    def _pump_batch(self, batch, ingest: LogIngest, handle: AgentHandle) -> None:
+        if batch.lines or batch.actions:
+            # Commit what earlier passes staged (rows + their offsets) so that this batch's rows can
+            # never be committed with an older offset by the store's size-triggered flush.
+            self.store.flush()
+        for stream, line in batch.lines:
             self.log(stream, line, level="info" if stream == "stdout" else "stderr")
-            if self.parser is not None and stream == "stdout":
-                for action in self.parser.feed(line):
-                    self._record_action(action)
+        for action, keep in batch.actions:
+            self._record_action(action, store=keep)
+        if batch.truncated_now:
+            self.log("harness", f"log truncated: this run's log cap ({ingest.max_events:,} events or "
+                                f"{ingest.max_bytes:,} bytes) is reached; later lines are not stored, the full log "
+                                f"is in {handle.stdout_path.parent}", level="warning",
+                     data={"max_events": ingest.max_events, "max_bytes": ingest.max_bytes,
+                           "log_dir": str(handle.stdout_path.parent)})
 
-    def _record_action(self, action) -> None:
+    def _record_action(self, action, store: bool = True) -> None:
         data = action.to_dict() if hasattr(action, "to_dict") else dict(action)
         summary = getattr(action, "summary", None)
         message = summary() if callable(summary) else str(data.get("kind"))
-        self.log("action", message, level="error" if data.get("kind") in ("error", "malformed") else "info", data=data)
+        if store:
+            self.log("action", message, level="error" if data.get("kind") in ("error", "malformed") else "info",
+                     data=data)
         if data.get("kind") == "usage":      # usage actions are increments (engine/instrument/actions.py)
             fields = {col: (self.run.get(col) or 0) + data[col] for col in ("tokens_in", "tokens_out", "cost_usd")
                       if data.get(col) is not None}

@@ -141,6 +141,17 @@ def check_snapshot_size(folder: Path, cap: int, base_model_bytes: int, size_fact
             f"save_pretrained() output (config, weights, tokenizer)", "too_large")
 
 
+def _open_regular_file(path: Path):
+    """Open for reading without blocking on a FIFO the agent swapped in after the folder was listed."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SubmissionRejected(f"{path.name} is not a regular file (a FIFO, socket or device): submit plain files",
+                                 "not_a_file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 def snapshot_folder(src: Path, dst: Path, max_bytes: int) -> Snapshot:
     """Copy src into dst (harness-owned) and hash the content: sha256 over sorted (path, file hash).
     Stops and refuses past max_bytes (the agent may grow a file after the size check)."""
@@ -151,22 +162,25 @@ def snapshot_folder(src: Path, dst: Path, max_bytes: int) -> Snapshot:
     outer = hashlib.sha256()
     total = 0
     entries = []
-    for path in sorted(p for p in src.rglob("*") if p.is_file()):
-        rel = path.relative_to(src)
-        target = tmp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        h = hashlib.sha256()
-        with open(path, "rb") as fin, open(target, "wb") as fout:
-            while chunk := fin.read(1 << 20):
-                h.update(chunk)
-                fout.write(chunk)
-                total += len(chunk)
-                if total > max_bytes:
-                    shutil.rmtree(tmp)
-                    raise SubmissionRejected(f"{src.name}/ grew past this run's snapshot cap of {_human(max_bytes)} "
-                                             f"({max_bytes} bytes) while it was copied: submit a finished folder",
-                                             "too_large")
-        entries.append((str(rel), h.hexdigest()))
+    try:
+        for path in sorted(p for p in src.rglob("*") if p.is_file()):
+            rel = path.relative_to(src)
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            h = hashlib.sha256()
+            with _open_regular_file(path) as fin, open(target, "wb") as fout:
+                while chunk := fin.read(1 << 20):
+                    h.update(chunk)
+                    fout.write(chunk)
+                    total += len(chunk)
+                    if total > max_bytes:
+                        raise SubmissionRejected(f"{src.name}/ grew past this run's snapshot cap of "
+                                                 f"{_human(max_bytes)} ({max_bytes} bytes) while it was copied: "
+                                                 f"submit a finished folder", "too_large")
+            entries.append((str(rel), h.hexdigest()))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)     # nothing half-written is left in the snapshots
+        raise
     for rel, digest in entries:
         outer.update(f"{rel}\0{digest}\n".encode())
     if dst.exists():

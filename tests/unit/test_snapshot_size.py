@@ -55,3 +55,16 @@ def test_a_folder_within_the_cap_is_copied_and_one_that_grows_past_it_is_refused
     assert err.value.code == "too_large"
     assert not (tmp_path / "snap" / "002").exists() and not (tmp_path / "snap" / "002.partial").exists()
     shutil.rmtree(tmp_path / "snap")
+
+
+def test_the_copy_opens_a_fifo_without_blocking_and_refuses_it(tmp_path):
+    """A FIFO swapped in after the folder was listed (the listing skips FIFOs): the open used by the
+    copy returns at once and refuses it."""
+    from autorl_tui.engine.submissions import _open_regular_file
+
+    os.mkfifo(tmp_path / "model.safetensors")
+    with pytest.raises(SubmissionRejected) as err:
+        _open_regular_file(tmp_path / "model.safetensors")
+    assert err.value.code == "not_a_file"
+    with _open_regular_file(_model(tmp_path / "v1") / "config.json") as fh:
+        assert fh.read() == b"{}"

@@ -35,7 +35,8 @@ class FileTail:
                     if max_bytes is not None and read >= max_bytes:
                         self.exhausted = False
                         break
-                    chunk = fh.read(self.max_read)
+                    want = self.max_read if max_bytes is None else max(1, min(self.max_read, max_bytes - read))
+                    chunk = fh.read(want)
                     if not chunk:
                         break
                     read += len(chunk)
@@ -57,7 +58,7 @@ class FileTail:
                         head, self._partial = self._partial[:MAX_LINE], self._partial[MAX_LINE:]
                         self.offset += len(head)
                         lines.append(head.decode("utf-8", errors="replace"))
-                    if len(chunk) < self.max_read:
+                    if len(chunk) < want:
                         break
         except FileNotFoundError:
             return lines

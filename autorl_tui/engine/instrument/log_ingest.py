@@ -20,6 +20,7 @@ DEFAULT_MAX_EVENTS = 100_000
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 BATCH_LINES = 1000                  # stored lines per tick (below the store's auto-flush of 2000 rows)
 BATCH_BYTES = 4 * 1024 * 1024       # bytes read per stream per tick once nothing more is stored
+STORED_BATCH_BYTES = 512 * 1024     # ... and while lines are still stored (1,000 lines are rarely more)
 STORED_KINDS = ("stdout", "stderr", "action")
 
 
@@ -64,7 +65,7 @@ class LogIngest:
             if self.capped:
                 lines = tail.read_lines(final=final, max_bytes=BATCH_BYTES)
             else:
-                lines = tail.read_lines(final=final, max_lines=BATCH_LINES, max_bytes=BATCH_BYTES)
+                lines = tail.read_lines(final=final, max_lines=BATCH_LINES, max_bytes=STORED_BATCH_BYTES)
             batch.exhausted = batch.exhausted and tail.exhausted
             for line in lines:
                 if self._take(line):

@@ -15,7 +15,7 @@ from autorl_tui.exitcodes import UsageError
 EXECUTORS = ("local", "docker")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
-             "cost_budget", "description", "threads"}
+             "cost_budget", "description", "threads", "log_cap"}
 
 
 @dataclass
@@ -80,13 +80,27 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     if not isinstance(gpus, int) or gpus < 0:
         raise UsageError(f"plan {where}: gpus_per_run must be a non-negative integer")
     priority = int(raw.get("priority", 0))
-    options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads")
+    _check_log_cap(raw.get("log_cap"), where)
+    options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap")
                if k in raw}
     runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, gpus=gpus,
                        driver=d, priority=priority, options=dict(options))
             for t, a, m, d, s in itertools.product(tasks, agents, models, drivers, seeds)]
     name = str(raw.get("name") or Path(where).stem)
     return Plan(name=name, source=text, runs=runs, raw=raw)
+
+
+def _check_log_cap(cap, where: str) -> None:
+    """`log_cap: {events: N, bytes: B}`: how many stdout/stderr/action events (and bytes of them) a
+    run stores at most (engine/instrument/log_ingest.py has the defaults)."""
+    if cap is None:
+        return
+    if not isinstance(cap, dict) or set(cap) - {"events", "bytes"}:
+        raise UsageError(f"plan {where}: log_cap must be a mapping with 'events' and/or 'bytes', "
+                         f"e.g. log_cap: {{events: 100000, bytes: 67108864}}; got {cap!r}")
+    for key, value in cap.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"plan {where}: log_cap.{key} must be a positive whole number, got {value!r}")
 
 
 def load_plan(path: str | Path) -> Plan:

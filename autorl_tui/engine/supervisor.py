@@ -22,12 +22,15 @@ from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, Execu
 from autorl_tui.engine.grading_api import ApiError, GradingServer
 from autorl_tui.engine.grading_client import GradingOutcome, run_grader
 from autorl_tui.engine.instrument.filetail import FileTail
+from autorl_tui.engine.instrument.log_ingest import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, LogIngest
 from autorl_tui.engine.instrument.metrics import MetricsCollector
 from autorl_tui.engine.instrument.sessions import SessionTracker
 from autorl_tui.engine.instrument.resources import ProcessTreeSampler
 from autorl_tui.engine.instrument.revisions import RevisionTracker
 from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, check_model_path_text,
-                                           resolve_submission_path, snapshot_folder)
+                                           check_snapshot_size, folder_bytes, resolve_submission_path, snapshot_cap,
+                                           snapshot_folder)
+from autorl_tui.engine.safe_files import write_replace
 from autorl_tui.engine.workspace import Workspace, agent_environment, build_workspace, write_run_meta
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.grading import GRADER_VERSION
@@ -106,6 +109,7 @@ class RunSupervisor:
         self._baseline_dev: float | None = run.get("baseline_dev_score")
         self._baseline_grading_s: float | None = None
         self._adopt_attempt: dict | None = None
+        self._base_model_bytes: int | None = None
         self.parser = None
         self._collector: MetricsCollector | None = None
 
@@ -348,16 +352,17 @@ class RunSupervisor:
         except UsageError as exc:
             raise RunFailure("agent", f"agent spec {self.agent.source}: {exc}") from None
 
-    def _write_prompt(self) -> None:
+    def _write_prompt(self, instructions: str) -> None:
         """The prompt every LLM agent gets (one versioned template, docs/agents.md): written to the
-        workspace as prompt.md; its text is kept in the store (a blob) and its version on an event."""
+        workspace as prompt.md; its text is kept in the store (a blob) and its version on an event.
+        Built from the harness's own texts, never read back from the agent-writable workspace."""
         from autorl_tui.catalog.prompts import build_agent_prompt
 
         root = self.workspace.root
-        text, version = build_agent_prompt((root / "description.md").read_text(), (root / "instructions.md").read_text(),
+        text, version = build_agent_prompt(self.card.description, instructions,
                                            float(self.run["budget_s"]), task_name=getattr(self.card, "name", None) or self.card.id,
                                            workspace=str(root), deadline=self.deadline)
-        (root / "prompt.md").write_text(text)
+        write_replace(root, "prompt.md", text.encode(), mode=0o644)
         digest = self.store.put_blob(text.encode())
         self.log("harness", f"agent prompt {version}", data={"prompt_version": version, "prompt_blob": digest})
 
@@ -415,9 +420,9 @@ class RunSupervisor:
         await self._start_server()
         self.started_at = time.time()
         self.deadline = self.started_at + float(self.run["budget_s"])
-        write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]), budget_s=float(self.run["budget_s"]), start=self.started_at,
-                       deadline=self.deadline)
-        self._write_prompt()
+        instructions = write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]),
+                                      budget_s=float(self.run["budget_s"]), start=self.started_at, deadline=self.deadline)
+        self._write_prompt(instructions)
         spec = self._launch_spec(self.server.url)
         # Journal first: the attempt and the run's clock are on disk before the agent exists.
         self.store.insert("attempts", {"run_id": self.run_id, "number": self.attempt, "state": "starting",
@@ -447,26 +452,30 @@ class RunSupervisor:
         handle = self.handle
         out_tail = FileTail(handle.stdout_path, offsets.get("stdout", 0))
         err_tail = FileTail(handle.stderr_path, offsets.get("stderr", 0))
+        stored = self.store.one("SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(message) + COALESCE(LENGTH(data), 0)), 0) AS b "
+                                "FROM events WHERE run_id=? AND kind IN ('stdout', 'stderr', 'action')", (self.run_id,))
+        cap = self.spec.get("options", {}).get("log_cap") or {}
         metrics = self._metrics_collector(offsets.get("metrics"))
         last_rev = self.store.one("SELECT manifest FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))
         revisions = RevisionTracker(self.workspace.code, last_manifest=json.loads(last_rev["manifest"]) if last_rev else None)
         sampler = ProcessTreeSampler()
         self.parser = self.engine.make_parser(self.agent.output_format)
+        ingest = LogIngest(out_tail, err_tail, self.parser, stored_events=stored["n"], stored_bytes=stored["b"],
+                           max_events=int(cap.get("events", DEFAULT_MAX_EVENTS)),
+                           max_bytes=int(cap.get("bytes", DEFAULT_MAX_BYTES)))
         wait_task = asyncio.create_task(handle.wait())
         next_rev = next_res = 0.0
         try:
             while True:
                 done = wait_task.done()
-                final = done
-                out_lines = out_tail.read_lines(final=final)
-                err_lines = err_tail.read_lines(final=final)
-                metrics.feed_stdout(out_lines)        # transformers prints its log dicts on stdout,
-                metrics.feed_stdout(err_lines)        # or stderr when the agent redirects it
+                # Reading, decoding and parsing happen off the loop, a bounded batch per pass; the
+                # transformers/TRL log dicts in those lines feed the metrics collector there too.
+                batch = await asyncio.to_thread(self._read_logs, ingest, metrics, done)
+                final = done and batch.exhausted
                 points, notes = await asyncio.to_thread(metrics.poll, final)
                 # Rows are appended after the await, then the offsets staged: the engine's flush
                 # loop (which runs at awaits) commits both or neither.
-                self._pump_lines(out_lines, "stdout")
-                self._pump_lines(err_lines, "stderr")
+                self._pump_batch(batch, ingest, handle)
                 self._pump_metrics(points, metrics.take_upgrades())
                 for note in notes:
                     self._metrics_note(note)
@@ -484,9 +493,10 @@ class RunSupervisor:
                     next_res = now + self.RESOURCE_INTERVAL_S
                     self._sample_resources(sampler)
                 if final:
-                    if self.parser is not None:      # calls whose results never came (killed mid-command)
-                        for action in self.parser.finish():
-                            self._record_action(action)
+                    if ingest.dropped_lines:
+                        self.log("harness", f"{ingest.dropped_lines:,} log lines of attempt {self.attempt} were not "
+                                            f"stored (over the run's log cap); the full log is in {handle.stdout_path.parent}",
+                                 level="warning", data={"dropped_lines": ingest.dropped_lines})
                     break
                 if self._cancel_reason and handle.is_alive():
                     await handle.kill(self._cancel_reason)
@@ -496,7 +506,10 @@ class RunSupervisor:
                     self._kill_reason = "deadline"
                     self.log("harness", "deadline reached: killing the agent's process tree", level="warning")
                     await handle.kill("deadline")
-                await asyncio.wait({wait_task}, timeout=self.TAIL_INTERVAL_S)
+                if batch.exhausted:
+                    await asyncio.wait({wait_task}, timeout=self.TAIL_INTERVAL_S)
+                else:
+                    await asyncio.sleep(0)      # more is waiting: the next batch, after other work had its turn
         finally:
             if not wait_task.done():
                 wait_task.cancel()
@@ -511,18 +524,36 @@ class RunSupervisor:
         # Submissions received before the deadline are graded even if grading finishes after it.
         await self._stop_server(wait_inflight=True)
 
-    def _pump_lines(self, lines: list[str], stream: str) -> None:
-        for line in lines:
-            self.log(stream, line, level="info" if stream == "stdout" else "stderr")
-            if self.parser is not None and stream == "stdout":
-                for action in self.parser.feed(line):
-                    self._record_action(action)
+    @staticmethod
+    def _read_logs(ingest: LogIngest, metrics: MetricsCollector, final: bool):
+        """In a worker thread: one bounded batch of the agent's output, its metric lines fed on."""
+        batch = ingest.read_batch(final)
+        metrics.feed_stdout(batch.read)      # transformers prints its log dicts on stdout (or stderr)
+        return batch
 
-    def _record_action(self, action) -> None:
+    def _pump_batch(self, batch, ingest: LogIngest, handle: AgentHandle) -> None:
+        if batch.lines or batch.actions:
+            # Commit what earlier passes staged (rows + their offsets) so that this batch's rows can
+            # never be committed with an older offset by the store's size-triggered flush.
+            self.store.flush()
+        for stream, line in batch.lines:
+            self.log(stream, line, level="info" if stream == "stdout" else "stderr")
+        for action, keep in batch.actions:
+            self._record_action(action, store=keep)
+        if batch.truncated_now:
+            self.log("harness", f"log truncated: this run's log cap ({ingest.max_events:,} events or "
+                                f"{ingest.max_bytes:,} bytes) is reached; later lines are not stored, the full log "
+                                f"is in {handle.stdout_path.parent}", level="warning",
+                     data={"max_events": ingest.max_events, "max_bytes": ingest.max_bytes,
+                           "log_dir": str(handle.stdout_path.parent)})
+
+    def _record_action(self, action, store: bool = True) -> None:
         data = action.to_dict() if hasattr(action, "to_dict") else dict(action)
         summary = getattr(action, "summary", None)
         message = summary() if callable(summary) else str(data.get("kind"))
-        self.log("action", message, level="error" if data.get("kind") in ("error", "malformed") else "info", data=data)
+        if store:
+            self.log("action", message, level="error" if data.get("kind") in ("error", "malformed") else "info",
+                     data=data)
         if data.get("kind") == "usage":      # usage actions are increments (engine/instrument/actions.py)
             fields = {col: (self.run.get(col) or 0) + data[col] for col in ("tokens_in", "tokens_out", "cost_usd")
                       if data.get(col) is not None}
@@ -789,17 +820,28 @@ class RunSupervisor:
         return self._response(row)
 
     async def _intake(self, model_path: str, seq: int) -> tuple[Any, int | None]:
-        """Resolve, check and snapshot the folder; the code revision it was submitted with."""
+        """Resolve, check, measure and snapshot the folder; the code revision it was submitted with."""
         try:
             real = resolve_submission_path(self.workspace.root, model_path)
             check_model_folder(real)
-            snap = await asyncio.to_thread(snapshot_folder, real, self.engine.home.snapshots / self.run_id / f"{seq:03d}")
+            base_bytes, cap, factor = self._snapshot_cap()
+            await asyncio.to_thread(check_snapshot_size, real, cap, base_bytes, factor)
+            snap = await asyncio.to_thread(snapshot_folder, real,
+                                           self.engine.home.snapshots / self.run_id / f"{seq:03d}", cap)
         except (OSError, RuntimeError) as exc:    # unreadable files, name too long, a symlink loop, ...
             raise SubmissionRejected(f"cannot read {model_path[:300]!r}: {exc}: make the folder and its files "
                                      f"readable regular files (no symlink loops, names under 255 bytes)",
                                      "unreadable") from None
         tracker = RevisionTracker(self.workspace.code, last_manifest=self._last_manifest())
         return snap, await self._snapshot_revision(tracker, "submission")
+
+    def _snapshot_cap(self) -> tuple[int, int, float | None]:
+        """(base model bytes, snapshot cap, size factor): the cap is relative to the base model's size
+        (harness-owned files, measured once per supervisor)."""
+        if self._base_model_bytes is None:
+            self._base_model_bytes = folder_bytes(self.workspace.model_dir)[0]
+        factor = self.card.submission_cap.get("size_factor")
+        return self._base_model_bytes, snapshot_cap(self._base_model_bytes, factor), factor
 
     def _mark_duplicate(self, sub_id: int, seq: int, earlier: dict) -> dict:
         row = self._set_submission(sub_id, status="duplicate", duplicate_of=earlier["id"], score=earlier["score"],

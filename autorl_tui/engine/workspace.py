@@ -18,6 +18,7 @@ import jinja2
 
 from autorl_tui.catalog.tasks import TaskCard
 from autorl_tui.durations import format_duration
+from autorl_tui.engine.safe_files import write_replace
 
 INSTRUCTIONS_TEMPLATE = Path(__file__).resolve().parents[1] / "builtin" / "prompts" / "instructions.md.j2"
 AGENT_WRITABLE = ("code", "output", "logs", ".home")
@@ -134,23 +135,22 @@ def build_workspace(root: Path, *, card: TaskCard, model_name: str, model_path: 
 
 
 def data_files(ws: Workspace) -> list[str]:
+    # data/ is harness-owned (read-only to the agent): listing it follows nothing the agent made
     return sorted(str(p.relative_to(ws.root)) for p in ws.data.rglob("*") if p.is_file())[:20]
 
 
 def write_run_meta(ws: Workspace, *, card: TaskCard, budget_s: float, start: float, deadline: float,
-                   seed: int = 0, last_submit_time: float | None = None) -> None:
+                   seed: int = 0, last_submit_time: float | None = None) -> str:
+    """(Re)write run_meta.json and instructions.md; returns the instructions' text.
+
+    The workspace root is the agent's: it may have planted links at these names or at any
+    temporary name, so both go through `write_replace` (never through a link)."""
     meta = {"task": card.id, "seed": seed, "start_time": start, "timeout_s": budget_s, "deadline": deadline,
             "last_submit_time": last_submit_time, "written_at": time.time()}
-    _write_readonly(ws.run_meta, json.dumps(meta, indent=2) + "\n")
-    _write_readonly(ws.root / "instructions.md",
-                    render_instructions(card, ws.model_name, budget_s, start, deadline, data_files(ws)))
-
-
-def _write_readonly(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.chmod(tmp, 0o444)
-    os.replace(tmp, path)
+    instructions = render_instructions(card, ws.model_name, budget_s, start, deadline, data_files(ws))
+    write_replace(ws.root, ws.run_meta.name, (json.dumps(meta, indent=2) + "\n").encode(), mode=0o444)
+    write_replace(ws.root, "instructions.md", instructions.encode(), mode=0o444)
+    return instructions
 
 
 def agent_environment(ws: Workspace, *, task_id: str, grading_url: str, deadline: float, seed: int,

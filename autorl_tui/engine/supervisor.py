@@ -730,6 +730,8 @@ class RunSupervisor:
         raise ApiError(422, body.pop("error"), body.pop("code"), body)
 
     def _mirror_scores(self) -> None:
+        if self.workspace is None:
+            return
         rows = self.store.query("SELECT seq, path, status, score, error, received_at, graded_at FROM submissions "
                                 "WHERE run_id=? AND status IN ('scored', 'error')", (self.run_id,))
         try:

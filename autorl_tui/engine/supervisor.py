@@ -712,18 +712,21 @@ class RunSupervisor:
     def _response(self, row: dict, duplicate: bool = False) -> dict:
         """The answer to a submission: AutoRL-Bench's fields as of `row` (for a duplicate, `row` is the
         earlier submission, so its answer comes back unchanged) plus ours."""
-        rows = self.store.query("SELECT seq, path, status, score, error, received_at, graded_at FROM submissions "
-                                "WHERE run_id=? AND status IN ('scored', 'error')", (self.run_id,))
-        answer = abapi.response_as_of(rows, row, self._baseline_dev)
+        answer = abapi.response_as_of(self._graded_rows(), row, self._baseline_dev)
         if row["status"] == "scored":
             answer["improvement"] = row["improvement"]
         return {**answer, "duplicate": duplicate, "status": "duplicate" if duplicate else row["status"],
                 "run_elapsed_seconds": round(time.time() - (self.started_at or time.time()), 1)}
 
+    def _graded_rows(self) -> list[dict]:
+        """The submissions AutoRL-Bench keeps in scores.json: graded, scored or failed."""
+        return self.store.query("SELECT seq, path, status, score, error, received_at, graded_at FROM submissions "
+                               "WHERE run_id=? AND status IN ('scored', 'error')", (self.run_id,))
+
     def _failed_answer(self, row: dict, seq: int) -> dict:
         """A failed grading: AutoRL-Bench answers 200 with score 0.0 and `error`; our own contract
         answers 422 `grading_failed` with the same body (docs/autorl-bench.md)."""
-        body = {**self._response(row), "code": "grading_failed", "submission_id": seq,
+        body = {**self._response(row), "code": "grading_failed",
                 "error": f"submission {seq} could not be graded: {row['error']}"}
         if getattr(self.agent, "grading_api", "autorl-tui") == "autorl-bench":
             return body
@@ -732,10 +735,8 @@ class RunSupervisor:
     def _mirror_scores(self) -> None:
         if self.workspace is None:
             return
-        rows = self.store.query("SELECT seq, path, status, score, error, received_at, graded_at FROM submissions "
-                                "WHERE run_id=? AND status IN ('scored', 'error')", (self.run_id,))
         try:
-            abapi.write_scores_mirror(self.workspace.root, rows, self._baseline_dev)
+            abapi.write_scores_mirror(self.workspace.root, self._graded_rows(), self._baseline_dev)
         except OSError as exc:   # the agent owns the folder: a mirror it broke is its loss, never the run's
             self.log("harness", f"scores.json mirror not written: {exc}", level="warning")
 

@@ -159,10 +159,10 @@ def find_agent(name: str, search_path: list[Path]) -> AgentSpec:
     candidate = Path(name)
     if candidate.suffix in (".yaml", ".yml") and candidate.exists():
         return load_agent_spec(candidate)
-    from autorl_tui.catalog.autorl_bench import is_agent_folder, load_agent_folder
+    from autorl_tui.catalog.autorl_bench import CONFIG, START_DEFAULT, load_agent_folder
 
-    if is_agent_folder(candidate):
-        return load_agent_folder(candidate)
+    if candidate.is_dir() and ((candidate / START_DEFAULT).exists() or (candidate / CONFIG).exists()):
+        return load_agent_folder(candidate)     # an AutoRL-Bench folder by path: its own error if broken
     broken = f"; {len(errors)} spec(s) could not be loaded: {' | '.join(errors)}" if errors else ""
     raise UsageError(f"unknown agent {name!r}; known agents: {', '.join(sorted(agents)) or 'none'} "
                      f"(searched {', '.join(map(str, search_path))}; or give a path to a spec .yaml or to an AutoRL-Bench agent "

@@ -49,7 +49,8 @@ def is_agent_folder(path: Path) -> bool:
     path = Path(path)
     if not path.is_dir() or (path / "agent.yaml").exists():
         return False
-    return (path / START_DEFAULT).is_file() or (path / CONFIG).is_file() and _start_name(path) is not None
+    start = _start_name(path) if (path / CONFIG).is_file() else START_DEFAULT
+    return start is not None and (path / start).is_file()
 
 
 def _start_name(folder: Path) -> str | None:

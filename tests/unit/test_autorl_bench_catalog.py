@@ -94,3 +94,11 @@ def test_gpu_choice_and_answers_as_of_a_submission():
     assert [e["score"] for e in abapi.ledger(rows, 40.0)] == [50.0, 0.0, 70.0]
     t = abapi.time_fields(start=1000.5, budget_s=60, deadline=1060.5, last_submit=None)
     assert t["start_time"] == 1000 and t["timeout_s"] == 60 and t["remaining"] == 0 and t["end_time"] is None
+
+
+def test_a_broken_folder_named_by_path_says_why(tmp_path):
+    d = tmp_path / "broken"
+    d.mkdir()
+    (d / "config.yaml").write_text("start: nothere.sh\n")
+    with pytest.raises(UsageError, match="nothere.sh"):
+        find_agent(str(d), [])

@@ -107,4 +107,9 @@ def load_plan(path: str | Path) -> Plan:
     p = Path(path)
     if not p.exists():
         raise UsageError(f"plan file {p} does not exist")
-    return parse_plan(p.read_text(), str(p))
+    plan = parse_plan(p.read_text(), str(p))
+    for run in plan.runs:   # an agent folder's path (AutoRL-Bench style) may be relative to the plan
+        given = Path(run.agent)
+        if "/" in run.agent and not given.is_absolute() and not given.exists() and (p.parent / given).exists():
+            run.agent = str((p.parent / given).resolve())
+    return plan

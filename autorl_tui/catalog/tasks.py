@@ -164,6 +164,11 @@ def find_task(task_id: str, search_path: list[Path]) -> TaskCard:
         card = root / task_id / "task.yaml"
         if card.exists():
             return load_task_card(card)
+    from autorl_tui.catalog.autorl_bench import task_alias
+
+    ours = task_alias(task_id)     # AutoRL-Bench's task ids (e.g. alpacaeval → alpaca-judge)
+    if ours is not None and ours != task_id:
+        return find_task(ours, search_path)
     known = ", ".join(sorted(list_tasks(search_path))) or "none"
     raise UsageError(f"unknown task {task_id!r}; known tasks: {known} (searched {', '.join(map(str, search_path))})")
 

@@ -71,7 +71,8 @@ def list_runs(args) -> int:
         table.add_column(col)
     for r in rows:
         table.add_row(r["id"], r["state"], r["task"], r["agent"], r["model"], str(r["seed"]), f"{r['budget_s']:.0f}s",
-                      _fmt(r["baseline_score"]), _fmt(r["best_dev_score"]), _fmt(r["test_score"]),
+                      _fmt(r["baseline_score"]), _fmt(r["best_dev_score"]),
+                      "imported: no test" if r.get("imported_from") else _fmt(r["test_score"]),
                       _fmt(r["improvement"]), time.strftime("%H:%M:%S", time.localtime(r["ended_at"])) if r["ended_at"] else "-")
     Console().print(table)
     return 0

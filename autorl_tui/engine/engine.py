@@ -223,9 +223,11 @@ class Engine:
         ids = []
         n = self._next_run_number()
         for i, (req, spec) in enumerate(zip(plan.runs, specs)):
-            run_id = f"r{n + i:04d}-{_slug(req.task)}-{_slug(req.agent)}-s{req.seed}"
+            # By the card's id and the spec's name: a plan may use an alias or an agent folder's path.
+            task_id, agent_name = spec["task"]["id"], spec["agent"]["name"]
+            run_id = f"r{n + i:04d}-{_slug(task_id)}-{_slug(agent_name)}-s{req.seed}"
             self.store.insert("runs", {
-                "id": run_id, "plan_id": plan_id, "plan_name": plan.name, "task": req.task, "level": spec["level"],
+                "id": run_id, "plan_id": plan_id, "plan_name": plan.name, "task": task_id, "level": spec["level"],
                 "agent": spec["agent"]["name"], "model": req.model, "driver": req.driver, "seed": req.seed,
                 "budget_s": req.budget_s, "executor": req.executor, "gpus_requested": req.gpus,
                 "priority": req.priority, "queue_pos": max_pos + 1 + i, "state": "queued", "created_at": now,

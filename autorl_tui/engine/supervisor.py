@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
+from autorl_tui.engine import autorl_bench_api as abapi
 from autorl_tui.engine import events as ev
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.grading_api import ApiError, GradingServer
@@ -273,12 +274,14 @@ class RunSupervisor:
         floor = max(GRADING_FLOOR_S, 3 * (self._baseline_grading_s or 0.0))
         return min(limit, max(floor, self.deadline - time.time() + GRADING_GRACE_S))
 
-    async def _grade(self, model_path: Path, split: str, work_dir: Path, for_submission: bool = False) -> GradingOutcome:
+    async def _grade(self, model_path: Path, split: str, work_dir: Path, for_submission: bool = False,
+                     gpus: list[str] | None = None) -> GradingOutcome:
         async with self.engine.grading_slots:
             timeout = self._grading_timeout(for_submission)
             self.log("grading", f"grading {model_path.name} on {split}",
                      data={"split": split, "phase": "start", "timeout_s": round(timeout, 1)})
-            outcome = await run_grader(self._grading_request(model_path, split), work_dir, gpus=self.gpus,
+            outcome = await run_grader(self._grading_request(model_path, split), work_dir,
+                                       gpus=self.gpus if gpus is None else gpus,
                                        threads=self.engine.grader_threads, timeout_s=timeout)
             if outcome.ok:
                 self.log("grading", f"graded {model_path.name} on {split}: {outcome.score:.2f}",
@@ -422,6 +425,7 @@ class RunSupervisor:
         self.deadline = self.started_at + float(self.run["budget_s"])
         instructions = write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]),
                                       budget_s=float(self.run["budget_s"]), start=self.started_at, deadline=self.deadline)
+        self._mirror_scores()
         self._write_prompt(instructions)
         spec = self._launch_spec(self.server.url)
         # Journal first: the attempt and the run's clock are on disk before the agent exists.
@@ -737,12 +741,35 @@ class RunSupervisor:
         return best, total
 
     def _response(self, row: dict, duplicate: bool = False) -> dict:
-        best, total = self._submission_summary()
-        return {"submission_id": row["seq"], "score": row["score"], "baseline_score": self._baseline_dev,
-                "improvement": row["improvement"],
-                "best": {"submission_id": best["seq"], "score": best["score"]} if best else None,
-                "total_submissions": total, "elapsed_seconds": round(time.time() - (self.started_at or time.time()), 1),
-                "duplicate": duplicate, "status": row["status"]}
+        """The answer to a submission: AutoRL-Bench's fields as of `row` (for a duplicate, `row` is the
+        earlier submission, so its answer comes back unchanged) plus ours."""
+        answer = abapi.response_as_of(self._graded_rows(), row, self._baseline_dev)
+        if row["status"] == "scored":
+            answer["improvement"] = row["improvement"]
+        return {**answer, "duplicate": duplicate, "status": "duplicate" if duplicate else row["status"],
+                "run_elapsed_seconds": round(time.time() - (self.started_at or time.time()), 1)}
+
+    def _graded_rows(self) -> list[dict]:
+        """The submissions AutoRL-Bench keeps in scores.json: graded, scored or failed."""
+        return self.store.query("SELECT seq, path, status, score, error, received_at, graded_at FROM submissions "
+                               "WHERE run_id=? AND status IN ('scored', 'error')", (self.run_id,))
+
+    def _failed_answer(self, row: dict, seq: int) -> dict:
+        """A failed grading: AutoRL-Bench answers 200 with score 0.0 and `error`; our own contract
+        answers 422 `grading_failed` with the same body (docs/autorl-bench.md)."""
+        body = {**self._response(row), "code": "grading_failed",
+                "error": f"submission {seq} could not be graded: {row['error']}"}
+        if getattr(self.agent, "grading_api", "autorl-tui") == "autorl-bench":
+            return body
+        raise ApiError(422, body.pop("error"), body.pop("code"), body)
+
+    def _mirror_scores(self) -> None:
+        if self.workspace is None:
+            return
+        try:
+            abapi.write_scores_mirror(self.workspace.root, self._graded_rows(), self._baseline_dev)
+        except OSError as exc:   # the agent owns the folder: a mirror it broke is its loss, never the run's
+            self.log("harness", f"scores.json mirror not written: {exc}", level="warning")
 
     def _check_cap(self, now: float) -> None:
         cap = self.card.submission_cap
@@ -755,7 +782,7 @@ class RunSupervisor:
             raise ApiError(429, f"one submission every {cap['min_interval_s']}s: try again in {wait:.0f}s", "rate",
                            {"retry_after_s": round(wait, 1)})
 
-    async def submit(self, model_path) -> dict:
+    async def submit(self, model_path, gpu=None) -> dict:
         """Take a submission in, grade it (or join the grading of identical content) and answer.
 
         Nothing is recorded for a request that cannot name a folder (checked first). Once its row is
@@ -768,6 +795,10 @@ class RunSupervisor:
         if now > self.deadline:
             raise ApiError(409, "the budget is exhausted: submissions after the deadline are not graded", "deadline")
         check_model_path_text(model_path)
+        try:
+            grading_gpus = abapi.choose_gpus(gpu, list(self.gpus))
+        except abapi.GpuRefused as exc:
+            raise ApiError(400, str(exc), exc.code, {"available_gpus": exc.available}) from None
         async with self._submit_lock:
             self._check_cap(now)
             seq = self.store.one("SELECT COALESCE(MAX(seq), 0) AS n FROM submissions WHERE run_id=?",
@@ -799,7 +830,8 @@ class RunSupervisor:
                 return self._mark_duplicate(sub_id, seq, earlier)
             task = self._grading_by_hash.get(snap.content_hash)
             if task is None:
-                task = asyncio.create_task(self._grade_submission(sub_id, snap.path, snap.content_hash, seq))
+                task = asyncio.create_task(self._grade_submission(sub_id, snap.path, snap.content_hash, seq,
+                                                                  grading_gpus))
                 self._inflight.add(task)
                 self._grading_by_hash[snap.content_hash] = task
                 task.add_done_callback(self._inflight.discard)
@@ -815,8 +847,7 @@ class RunSupervisor:
                                        error=f"same content as submission {row['seq']}, which could not be graded: "
                                              f"{row['error']}")
         if row["status"] == "error":
-            raise ApiError(422, f"submission {seq} could not be graded: {row['error']}", "grading_failed",
-                           {"submission_id": seq})
+            return self._failed_answer(row, seq)
         return self._response(row)
 
     async def _intake(self, model_path: str, seq: int) -> tuple[Any, int | None]:
@@ -848,16 +879,17 @@ class RunSupervisor:
                                    improvement=earlier["improvement"], graded_at=time.time())
         self.log("submission", f"submission {seq} has the same content as submission {earlier['seq']}: "
                                f"returning its result", data={"submission_id": sub_id, "duplicate_of": earlier["id"]})
-        return {**self._response(row, duplicate=True), "duplicate_of": earlier["seq"]}
+        return {**self._response(earlier, duplicate=True), "duplicate_of": earlier["seq"]}
 
     def _last_manifest(self) -> dict | None:
         row = self.store.one("SELECT manifest FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))
         return json.loads(row["manifest"]) if row else None
 
-    async def _grade_submission(self, sub_id: int, snapshot: Path, content_hash: str, seq: int) -> dict:
+    async def _grade_submission(self, sub_id: int, snapshot: Path, content_hash: str, seq: int,
+                                gpus: list[str] | None = None) -> dict:
         """Grade and record; whatever happens, the submission ends `scored` or `error`."""
         try:
-            return await self._grade_and_record(sub_id, snapshot, seq)
+            return await self._grade_and_record(sub_id, snapshot, seq, gpus)
         except Exception as exc:  # noqa: BLE001 - recorded against this submission, never the run
             self.log("error", f"submission {seq}: grading failed in the harness: {type(exc).__name__}: {exc}",
                      level="error", data={"submission_id": sub_id, "traceback": traceback.format_exc()})
@@ -866,10 +898,12 @@ class RunSupervisor:
                 return row
             return self._set_submission(sub_id, status="error", graded_at=time.time(),
                                         error=f"the harness failed while grading it ({type(exc).__name__}: {exc})")
+        finally:
+            self._mirror_scores()
 
-    async def _grade_and_record(self, sub_id: int, snapshot: Path, seq: int) -> dict:
+    async def _grade_and_record(self, sub_id: int, snapshot: Path, seq: int, gpus: list[str] | None = None) -> dict:
         work = self.engine.home.run_dir(self.run_id) / "grading" / f"submission-{seq:03d}"
-        outcome = await self._grade(snapshot, "dev", work, for_submission=True)
+        outcome = await self._grade(snapshot, "dev", work, for_submission=True, gpus=gpus)
         if not outcome.ok:
             return self._set_submission(sub_id, status="error", error=outcome.error, graded_at=time.time(),
                                         grading_s=outcome.wall_s)
@@ -893,10 +927,15 @@ class RunSupervisor:
         return row
 
     def time_info(self) -> dict:
+        """Ours (deadline, remaining_seconds, ...) and AutoRL-Bench's run_meta fields with `now` and
+        `remaining`, from the run's own clock (never from run_meta.json, which the agent could replace)."""
         now = time.time()
-        return {"now": now, "start_time": self.started_at, "deadline": self.deadline,
-                "remaining_seconds": max(0.0, (self.deadline or now) - now), "budget_seconds": self.run["budget_s"],
-                "state": self.state}
+        last = self.store.one("SELECT MAX(graded_at) AS t FROM submissions WHERE run_id=? AND status IN "
+                              "('scored', 'error')", (self.run_id,))["t"]
+        return {"deadline": self.deadline, "remaining_seconds": max(0.0, (self.deadline or now) - now),
+                "budget_seconds": self.run["budget_s"], "state": self.state,
+                **abapi.time_fields(start=self.started_at, budget_s=float(self.run["budget_s"]),
+                                    deadline=self.deadline, last_submit=last, end=self.run.get("ended_at"))}
 
     def submissions_info(self) -> list[dict]:
         rows = self.store.query("SELECT seq, path, status, score, improvement, error, received_at, graded_at, "
@@ -904,7 +943,9 @@ class RunSupervisor:
         return [{"submission_id": r.pop("seq"), **r} for r in rows]
 
     def health_info(self) -> dict:
-        return {"ok": True, "run_id": self.run_id, "task": self.card.id if self.card else None, "state": self.state}
+        return {"ok": True, "status": "ok", "run_id": self.run_id, "task": self.card.id if self.card else None,
+                "state": self.state, "workspace": str(self.workspace.root) if self.workspace else None,
+                "available_gpus": list(self.gpus)}
 
     # ------------------------------------------------------------------ operator commands
     async def cancel(self, reason: str) -> None:

@@ -138,6 +138,8 @@ def _runs_view(conn) -> str:
         extra.append("r.baseline_score AS baseline_dev_score")
     if "dev_improvement" not in cols:
         extra.append("r.best_dev_score - r.baseline_score AS dev_improvement")
+    if "imported_from" not in cols:
+        extra.append("CAST(NULL AS VARCHAR) AS imported_from")
     return "CREATE OR REPLACE TEMP VIEW runs_v AS SELECT r.*" + "".join(", " + e for e in extra) + " FROM s.runs r"
 
 

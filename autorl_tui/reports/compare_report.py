@@ -119,7 +119,8 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
         "agents": agents, "tasks": tasks, "levels": levels, "drivers": drivers,
         "runs": [{k: r[k] for k in ("run_id", "task", "level", "agent", "driver", "model", "seed", "state",
                                     "baseline_score", "baseline_dev_score", "best_dev_score", "test_score",
-                                    "improvement", "n_submissions", "n_dropped", "wall_s")} for r in runs],
+                                    "improvement", "n_submissions", "n_dropped", "wall_s", "imported_from")}
+                 for r in runs],
         "matrix": matrix, "by_level": by_level, "by_driver": by_driver, "radar": radar,
         "pass_at_k": pass_at_k, "gates": gates,
     }

@@ -9,6 +9,7 @@ from typing import Any
 
 from autorl_tui import __version__
 from autorl_tui.grading.types import FAILURE_KINDS
+from autorl_tui.interop import autorl_bench_metrics
 from autorl_tui.reports import svg
 from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.reports.analytics import PHASES, Analytics
@@ -74,7 +75,10 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
             "dev_improvement": run["dev_improvement"], "best_submission_id": run["best_submission_id"],
             "best_submission_seq": best["seq"] if best else None, "state": run["state"],
             "end_reason": run["end_reason"], "failure_source": run["failure_source"],
+            "imported_from": run["imported_from"],
         },
+        # AutoRL-Bench's ten run diagnostics, computed as its code does (interop/autorl_bench_metrics.py)
+        "autorl_bench": autorl_bench_metrics.for_run({**run, "spec": spec}, subs),
         "timeline": {
             "n_submissions": run["n_submissions"], "n_scored": run["n_scored"], "n_dropped": run["n_dropped"],
             "time_to_first_valid_s": run["time_to_first_valid_s"], "time_to_best_s": run["time_to_best_s"],

@@ -244,6 +244,19 @@ class Store:
                 raise
             return len(rows)
 
+    def write_atomically(self, statements: list[tuple[str, tuple]]) -> None:
+        """Run the statements in one transaction (after flushing buffered rows): all or nothing."""
+        with self._lock:
+            self.flush()
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in statements:
+                    self._conn.execute(sql, params)
+                self._conn.execute("COMMIT")
+            except Exception:
+                self._conn.execute("ROLLBACK")
+                raise
+
     def put_blob(self, content: bytes) -> str:
         import hashlib
 

@@ -265,6 +265,32 @@ def check_run_report(db, r: dict) -> set[str]:
     assert c["grading_s"] == pytest.approx(sum(s["grading_s"] or 0 for s in subs))
     checked.add("cost")
 
+    # AutoRL-Bench's diagnostics, by its definitions (core/metrics.py): graded entries in order, a
+    # failed grading as 0.0, valid = score > 0, whole seconds from the agent's start.
+    ab = r["autorl_bench"]
+    graded = [s for s in subs if s["status"] in ("scored", "error")]
+    traj = [0.0 if s["status"] == "error" else (s["score"] or 0.0) for s in graded]
+    start, end = run["started_at"], run["ended_at"]
+    assert ab["score_trajectory"] == pytest.approx(traj)
+    assert ab["valid_submission_rate"] == (pytest.approx(sum(x > 0 for x in traj) / len(traj)) if traj else None)
+    first = next((i for i, x in enumerate(traj) if x > 0), None)
+    assert ab["first_valid_idx"] == (None if first is None else first + 1)
+    since = lambda sub: int(sub["graded_at"] - start)  # noqa: E731
+    if first is not None and start:
+        assert abs(ab["first_valid_delay"] - since(graded[first])) <= 1
+    if traj and start:
+        best = traj.index(max(traj))
+        assert abs(ab["time_to_best"] - since(graded[best])) <= 1
+    if len(traj) >= 2:
+        ups = sum(b > a for a, b in zip(traj, traj[1:]))
+        assert ab["monotonic_ratio"] == pytest.approx(ups / (len(traj) - 1))
+    if start and end and run["budget_s"]:
+        assert ab["time_used_ratio"] == pytest.approx((end - start) / run["budget_s"])
+    if end and graded:
+        assert ab["last_submit_gap"] == int(end - max(s["graded_at"] for s in graded))
+    assert ab["copy_model_count"] is None or ab["copy_model_count"] >= 0
+    checked.add("autorl_bench")
+
     numeric_sections = {k for k, v in r.items() if has_number(v)}
     assert numeric_sections - checked <= {"schema_version", "generated_at", "limits"}
     return checked

@@ -126,5 +126,7 @@ async def _run(args, plan) -> int:
         loop.remove_signal_handler(signal.SIGTERM)
         await engine.stop(cancel_runs=interrupted)
     if interrupted:
+        print(f"interrupted: the plan's runs were cancelled; run one again with "
+              f"`autorl-tui --home {engine.home.root} retry RUN` (or press r on it in the console)", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)

@@ -210,6 +210,13 @@ class Analytics:
         row["spec"] = _decode_json(row["spec"]) or {}
         return row
 
+    def resolve_run_id(self, given: str) -> str:
+        """The full id of a run given by its id, short id (`r0001`) or a unique prefix."""
+        from autorl_tui.store.run_ids import match_run_id
+
+        rows = self.sql("SELECT run_id FROM run_summary WHERE starts_with(run_id, $p)", {"p": given})
+        return match_run_id(given, [r["run_id"] for r in rows], str(self.store_path))
+
     def runs(self, ids: list[str] | None = None, plan: str | None = None) -> list[dict]:
         if plan is not None:
             rows = self.query("runs_by_plan", plan=plan)

@@ -17,6 +17,7 @@ from textual.widgets import Footer, Input, Label, Select, SelectionList, Static,
 from autorl_tui.catalog.plans import parse_plan
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.tui.actions import bindings
+from autorl_tui.tui.widgets.checklist import CheckList
 
 
 def plan_yaml(name: str, tasks, agents, models, seeds: str, budget: str, executor: str, gpus: str,
@@ -60,13 +61,13 @@ class NewPlanScreen(Screen):
                 with Horizontal(id="pickers"):
                     with Vertical():
                         yield Label("Tasks")
-                        yield SelectionList[str](id="tasks")
+                        yield CheckList(id="tasks")
                     with Vertical():
                         yield Label("Agents")
-                        yield SelectionList[str](id="agents")
+                        yield CheckList(id="agents")
                     with Vertical():
                         yield Label("Models")
-                        yield SelectionList[str](id="models")
+                        yield CheckList(id="models")
                 with Horizontal(classes="field-row"):
                     yield Label("Seeds", classes="field-label")
                     yield Input("0", id="seeds", placeholder="0,1,2")

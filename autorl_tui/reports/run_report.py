@@ -56,6 +56,7 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
     subs = a.submissions(run_id)
     best = next((s for s in subs if s["submission_id"] == run["best_submission_id"]), None)
     phases = a.phases(run_id)
+    agent_s = a.agent_time(run)
     stats = a.metric_stats(run_id)
     checks = a.danger_signals(run_id, stats)
     series = a.metric_series(run_id, LIMITS["metric_points"], t0=run["started_at"] or run["created_at"])
@@ -77,8 +78,8 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
         "timeline": {
             "n_submissions": run["n_submissions"], "n_scored": run["n_scored"], "n_dropped": run["n_dropped"],
             "time_to_first_valid_s": run["time_to_first_valid_s"], "time_to_best_s": run["time_to_best_s"],
-            "wall_s": run["wall_s"],
-            "budget_used": (run["wall_s"] / run["budget_s"]) if run["wall_s"] is not None and run["budget_s"] else None,
+            "wall_s": run["wall_s"], "agent_s": agent_s,
+            "budget_used": (agent_s / run["budget_s"]) if agent_s is not None and run["budget_s"] else None,
             "submissions": [{k: s[k] for k in ("submission_id", "seq", "status", "score", "improvement", "test_score",
                                                 "t_s", "latency_s", "inference_s", "grading_s", "best_so_far",
                                                 "is_best", "error", "revision_id", "path", "metrics")}

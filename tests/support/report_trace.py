@@ -96,7 +96,13 @@ def check_run_report(db, r: dict) -> set[str]:
         assert t["time_to_best_s"] == pytest.approx(best["received_at"] - t0)
     if run["ended_at"] is not None and run["started_at"] is not None:
         assert t["wall_s"] == pytest.approx(run["ended_at"] - run["started_at"])
-        assert t["budget_used"] == pytest.approx((run["ended_at"] - run["started_at"]) / run["budget_s"])
+        # the budget is the agent's: its start to its last attempt's end, not the grading after it
+        ends = [x["ended_at"] for x in att if x["ended_at"] is not None]
+        live = any(x["ended_at"] is None and x["started_at"] is not None for x in att)
+        agent_end = min(max(ends), run["ended_at"]) if ends and not live else run["ended_at"]
+        assert t["agent_s"] == pytest.approx(agent_end - run["started_at"])
+        assert t["budget_used"] == pytest.approx((agent_end - run["started_at"]) / run["budget_s"])
+        assert r["cost"]["agent_s"] == t["agent_s"] and r["cost"]["budget_used"] == t["budget_used"]
     running = None
     for got, s in zip(t["submissions"], subs, strict=True):
         assert (got["submission_id"], got["seq"], got["status"], got["score"], got["improvement"], got["test_score"],

@@ -1,5 +1,6 @@
 """The hand-written SVG charts: valid XML, axes with sensible ticks, gaps for missing values."""
 
+import re
 import xml.etree.ElementTree as ET
 
 from autorl_tui.reports import svg
@@ -51,3 +52,19 @@ def test_radar_needs_three_axes_and_keeps_values_inside():
     size = float(root.get("width"))
     for c in root.iter(f"{NS}circle"):
         assert 0 <= float(c.get("cx")) <= size
+
+
+def test_time_axis_ticks_sit_at_round_durations_and_read_their_true_value():
+    ticks = svg.time_ticks(0, 280, 6)
+    assert ticks[:4] == [0, 60, 120, 180] and ticks[-1] >= 280
+    assert [svg.fmt_duration(t) for t in (0, 59, 60, 150, 200, 250, 3600, 5430)] == \
+        ["0s", "59s", "1m", "2m30s", "3m20s", "4m10s", "1h", "1h30m30s"]
+    for lo, hi in ((0, 45), (0, 1740), (12, 7300), (0, 90000)):
+        ticks = svg.time_ticks(lo, hi, 8)
+        step = ticks[1] - ticks[0]
+        assert step in svg.TIME_STEPS or step % 86400 == 0
+        assert ticks[0] <= lo and ticks[-1] >= hi and len(ticks) <= 12
+    chart = svg.score_timeline([{"seq": 1, "score": 50.0, "t_s": 150.0, "status": "scored", "selected": True}],
+                               baseline=20.0, budget_s=300.0)
+    labels = re.findall(r'text-anchor="middle">([^<]+)</text>', chart)
+    assert {"1m", "2m", "3m", "4m", "5m"} <= set(labels), labels

@@ -485,6 +485,13 @@ class Analytics:
                           chars=chars)
 
     # ------------------------------------------------------------------ code
+    def commands(self, run_id: str, limit: int = 5000) -> list[dict]:
+        """The agent's actions and output lines that name a script (`python code/train.py`), in
+        order: which files a submitted pipeline ran."""
+        return self.sql("SELECT ts, message FROM s.events WHERE run_id = $id AND kind IN ('action', 'stdout') "
+                        "AND regexp_matches(message, '\\.(py|sh)\\b') ORDER BY id LIMIT $n",
+                        {"id": run_id, "n": limit})
+
     def revisions(self, run_id: str) -> list[dict]:
         rows = self.query("revisions", run_id=run_id, t0=self._t0(run_id))
         for row in rows:

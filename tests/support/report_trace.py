@@ -176,12 +176,18 @@ def check_run_report(db, r: dict) -> set[str]:
     assert r["revisions"]["n_change"] == sum(x["reason"] == "change" for x in revs.values())
     first = min(revs.values(), key=lambda x: x["seq"]) if revs else None
     prev, prev_id = (json.loads(first["manifest"]), first["id"]) if first else ({}, None)
+    prev_submitted = None
     for got, s in zip(r["revisions"]["by_submission"], subs, strict=True):
         rev = revs.get(s["revision_id"])
         if rev is None:
             assert got["revision_seq"] is None
             continue
         man = json.loads(rev["manifest"])
+        if rev["id"] == prev_submitted:  # the same code as the submission before: said, not repeated
+            assert got["unchanged"] and got["files"] == [] and (got["lines_added"], got["lines_removed"]) == (0, 0)
+            continue
+        assert not got["unchanged"]
+        prev_submitted = rev["id"]
         if rev["id"] == prev_id:        # the submission is the first snapshot itself: no base, all of it is new
             assert got["base"] is None
             prev = {}

@@ -22,7 +22,7 @@ async def _resume(args) -> int:
     import sys
 
     from autorl_tui.commands._batch import engine_from_args
-    from autorl_tui.commands._display import make_display, print_summary
+    from autorl_tui.commands._display import make_display, print_next, print_summary
     from autorl_tui.engine.supervisor import ACTIVE_STATES
 
     engine = engine_from_args(args, role="resume")
@@ -37,6 +37,7 @@ async def _resume(args) -> int:
         rows = await engine.wait_runs(run_ids)
         display.stop()
         print_summary(engine, rows)
+        print_next(engine.home.root, rows)
     finally:
         await engine.stop()
     return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)

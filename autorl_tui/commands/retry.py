@@ -54,7 +54,7 @@ async def _hand_over(home, run_id: str) -> int:
 
 async def _retry_here(args, run_id: str) -> int:
     from autorl_tui.commands._batch import engine_from_args
-    from autorl_tui.commands._display import make_display, print_summary
+    from autorl_tui.commands._display import make_display, print_next, print_summary
 
     engine = engine_from_args(args, role="retry")
     await engine.start()
@@ -65,6 +65,7 @@ async def _retry_here(args, run_id: str) -> int:
         rows = await engine.wait_runs([new_id])
         display.stop()
         print_summary(engine, rows)
+        print_next(engine.home.root, rows)
     finally:
         await engine.stop()
     return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)

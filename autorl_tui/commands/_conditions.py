@@ -36,7 +36,8 @@ def run_conditions(query, run_id: str, cores: int | None = None) -> dict:
     cpu = query("SELECT AVG(cpu_percent) AS mean, COUNT(*) AS n FROM resources WHERE run_id=?", (run_id,))[0]
     lines = [r["message"] for r in query("SELECT message FROM events WHERE run_id=? AND kind='stdout' ORDER BY id",
                                          (run_id,))]
-    budget_stops = [l for l in lines if "stopping:" in l or "not enough budget" in l or "overran its time" in l]
+    budget_stops = [l for l in lines if ("stopping:" in l and " left" in l) or "not enough budget" in l
+                    or "overran its time" in l]
     share = None if cpu["mean"] is None else cpu["mean"] / 100.0
     return {"cores": cores, "agent_cores": share, "samples": cpu["n"], "stages": training_steps(lines),
             "budget_stops": budget_stops, "load": os.getloadavg()[0]}

@@ -52,13 +52,16 @@ def diff_manifests(old: dict[str, str], new: dict[str, str], fetch: Callable[[st
     return {"files": files, "lines_added": added, "lines_removed": removed, "truncated": truncated}
 
 
-_SCRIPT = re.compile(r"[\w./-]+\.(?:py|sh)\b")
+# a script given to an interpreter or launcher (options before it skipped): what a command ran,
+# as opposed to a file merely mentioned ("wrote train.py, sft.py")
+_RUN = re.compile(r"(?:\bpython[\d.]*|\bbash|\bsh|\btorchrun|\bdeepspeed|\baccelerate\s+launch|\buv\s+run)"
+                  r"(?:\s+-\S+(?:\s+\d+)?)*\s+([\w./-]+\.(?:py|sh))\b")
 
 
 def files_run(commands: list[str], paths) -> set[str]:
-    """Which of `paths` (relative to code/) the commands ran or named: `python code/train.py`,
-    `bash run.sh`, `accelerate launch /ws/code/sft.py` all name their file."""
-    named = {m.group(0) for c in commands for m in _SCRIPT.finditer(c)}
+    """Which of `paths` (relative to code/) the commands ran: `python code/train.py`, `bash run.sh`,
+    `accelerate launch /ws/code/sft.py` ran their file; a line that only names a file did not."""
+    named = {m.group(1) for c in commands for m in _RUN.finditer(c)}
     out = set()
     for path in paths:
         for n in named:

@@ -77,11 +77,12 @@ def test_diff_lists_the_files_the_pipeline_ran_first_and_gives_them_the_line_bud
              "n2": b"".join(b"line %d\n" % i for i in range(50)), "t1": b"lr = 1\n", "t2": b"lr = 2\n"}
     old = {"aaa_notes.md": "n1", "helpers.py": "a1", "train.py": "t1"}
     new = {"aaa_notes.md": "n2", "helpers.py": "a2", "train.py": "t2"}
-    ran = files_run(["[reference] running python code/train.py --steps 10", "cat notes"], new.keys())
+    ran = files_run(["[reference] wrote the pipeline: helpers.py, train.py", "[reference] running python code/train.py "
+                     "--steps 10", "cat notes"], new.keys())
     assert ran == {"train.py"}
     d = diff_manifests(old, new, blobs.get, max_lines_per_file=200, max_lines_total=20, first=ran)
     assert [f["path"] for f in d["files"]] == ["train.py", "aaa_notes.md", "helpers.py"]
     assert d["files"][0]["ran"] and "+lr = 2" in d["files"][0]["diff"] and not d["files"][0]["truncated"]
     assert d["files"][1]["truncated"]          # the unrelated long file gets what is left
-    assert files_run(["accelerate launch /ws/code/sub/sft.py", "bash run.sh"], ["sub/sft.py", "run.sh", "x.py"]) == \
-        {"sub/sft.py", "run.sh"}
+    assert files_run(["accelerate launch --num_processes 2 /ws/code/sub/sft.py", "bash run.sh", "python3 -u x.py",
+                      "edited y.py"], ["sub/sft.py", "run.sh", "x.py", "y.py"]) == {"sub/sft.py", "run.sh", "x.py"}

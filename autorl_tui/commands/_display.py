@@ -161,7 +161,10 @@ class RichDisplay(PlainDisplay):
         table = Table(title=f"plan {getattr(self, 'plan_name', '')}", expand=True,
                       caption=progress_line(p) if p else None)
         for col in ("run", "state", "elapsed / budget", "baseline", "best dev", "test", "last output"):
-            table.add_column(col, overflow="fold")
+            if col == "run":       # never cut or folded
+                table.add_column(col, no_wrap=True, min_width=max(map(len, getattr(self, "order", []) or ["run"])))
+            else:
+                table.add_column(col, overflow="fold")
         now = time.time()
         for rid in getattr(self, "order", []):
             r = self.engine.store.get("runs", rid) if self.engine.store else None
@@ -212,7 +215,8 @@ def print_summary(engine, rows: list[dict], stream=None, query=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream or sys.stdout, width=160)
+    out = stream or sys.stdout
+    console = Console(file=out, width=None if out.isatty() else 160)   # a terminal's own width; logs: 160
     table = Table(title="summary (scores 0-100; baseline = base model on the same split)")
     id_width = max((len(r["id"]) for r in rows), default=3)
     for col in ("run", "state", "baseline dev", "submissions (dev)", "best dev", "baseline test", "test (selected)",
@@ -221,15 +225,26 @@ def print_summary(engine, rows: list[dict], stream=None, query=None) -> None:
             table.add_column(col, no_wrap=True, min_width=id_width)
         else:
             table.add_column(col, overflow="fold")
+    narrow = console.width < 140     # ten columns do not fit: one block of lines per run instead
+    if narrow:
+        console.print("summary (scores 0-100; baseline = base model on the same split)", style="bold")
     for r in summary_rows(engine, rows, query):
         subs = ", ".join(f"v{s['seq']}:{_f(s['score'])}" if s["status"] in ("scored", "duplicate")
                          else f"v{s['seq']}:{s['status']}" for s in r["submissions"]) or "-"
         imp = r.get("improvement")
-        table.add_row(r["id"], r["state"], _f(r.get("baseline_dev_score")), subs, _f(r.get("best_dev_score")),
-                      _f(r.get("baseline_score")), _f(r.get("test_score")),
-                      "-" if imp is None else f"{imp:+.1f}", format_duration(r["wall_s"]) if r["wall_s"] else "-",
-                      r.get("end_reason") or r.get("failure_source") or "-")
-    console.print(table)
+        cells = (r["id"], r["state"], _f(r.get("baseline_dev_score")), subs, _f(r.get("best_dev_score")),
+                 _f(r.get("baseline_score")), _f(r.get("test_score")),
+                 "-" if imp is None else f"{imp:+.1f}", format_duration(r["wall_s"]) if r["wall_s"] else "-",
+                 r.get("end_reason") or r.get("failure_source") or "-")
+        if narrow:
+            console.print(f"{cells[0]}  {cells[1]}", markup=False, highlight=False)
+            console.print(f"  dev: baseline {cells[2]}, submissions {cells[3]}, best {cells[4]}", markup=False)
+            console.print(f"  test: baseline {cells[5]}, selected {cells[6]}, improvement {cells[7]}", markup=False)
+            console.print(f"  wall time {cells[8]}; {cells[9]}", markup=False)
+        else:
+            table.add_row(*cells)
+    if not narrow:
+        console.print(table)
 
 
 def print_next(home_root, rows: list[dict], plan_name: str | None = None, exports: dict | None = None,

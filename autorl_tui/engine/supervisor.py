@@ -19,6 +19,8 @@ from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
 from autorl_tui.engine import autorl_bench_api as abapi
 from autorl_tui.engine import events as ev
+from autorl_tui.durations import format_duration
+from autorl_tui.progress import describe as describe_progress
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.grading_api import ApiError, GradingServer
 from autorl_tui.engine.grading_client import GradingOutcome, run_grader
@@ -234,18 +236,35 @@ class RunSupervisor:
                                 + self.engine.agent_search_path())
 
     async def _subprocess_json(self, argv: list[str]) -> dict:
+        """Run a worker; its `{"progress": ...}` lines become `preparing: ...` events as they come,
+        its last other JSON line is the result."""
         env = dict(os.environ)
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         env.setdefault("GOMP_SPINCOUNT", "1000")
         proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                                                    stdin=asyncio.subprocess.DEVNULL, env=env)
-        stdout, stderr = await proc.communicate()
-        lines = [l for l in stdout.decode(errors="replace").splitlines() if l.startswith("{")]
-        if not lines:
+                                                    stdin=asyncio.subprocess.DEVNULL, env=env, limit=2 ** 24)
+        stderr_task = asyncio.ensure_future(proc.stderr.read())
+        result = None
+        async for raw in proc.stdout:
+            line = raw.decode(errors="replace").strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and isinstance(msg.get("progress"), dict):
+                p = msg["progress"]
+                self.log("harness", f"preparing: {describe_progress(p)}", data={"phase": "prepare", "progress": p})
+            else:
+                result = msg
+        stderr = await stderr_task
+        await proc.wait()
+        if result is None:
             tail = stderr.decode(errors="replace").strip().splitlines()[-5:]
             return {"ok": False, "kind": "infra",
                     "error": f"{argv[2]} exited with code {proc.returncode}: {' | '.join(tail) or 'no output'}"}
-        return json.loads(lines[-1])
+        return result
 
     # ------------------------------------------------------------------ grading
     def _grading_request(self, model_path: Path, split: str) -> dict:
@@ -314,6 +333,14 @@ class RunSupervisor:
         self._baseline_dev = scores["dev"]
         self.update_run(baseline_dev_score=scores["dev"], baseline_score=scores["test"])
 
+    async def _grading_heartbeat(self, what: str, every_s: float = 30.0) -> None:
+        """The grader reports only at its end: say it is still at work, with the time so far."""
+        t0 = time.monotonic()
+        while True:
+            await asyncio.sleep(every_s)
+            self.log("harness", f"{what}: still grading, {format_duration(time.monotonic() - t0)} so far",
+                     data={"phase": "baseline", "elapsed_s": round(time.monotonic() - t0)})
+
     async def _baseline(self, split: str, model_key: str) -> float:
         cached = self.store.one(
             "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? AND grader_version=? AND split=?",
@@ -325,7 +352,14 @@ class RunSupervisor:
                      data={"split": split, "baseline_id": cached["id"], "cached": True})
             return cached["score"]
         work = self.engine.home.run_dir(self.run_id) / "grading" / f"baseline-{split}"
-        outcome = await self._grade(self.model_path, split, work)
+        n = _count_items(self.split_paths.get(split))
+        what = f"baseline on {split}: grading the base model on {n if n is not None else 'the'} sample(s)"
+        self.log("harness", what, data={"phase": "baseline", "split": split, "progress": {"step": what, "total": n}})
+        heartbeat = asyncio.ensure_future(self._grading_heartbeat(what))
+        try:
+            outcome = await self._grade(self.model_path, split, work)
+        finally:
+            heartbeat.cancel()
         if not outcome.ok:
             raise RunFailure("grader", f"baseline grading on {split} failed: {outcome.error}")
         if split == "dev":
@@ -975,3 +1009,14 @@ class RunSupervisor:
         write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]), budget_s=float(self.run["budget_s"]), start=self.started_at,
                        deadline=self.deadline)
         self.log("harness", f"budget extended by {seconds:.0f}s", data={"deadline": self.deadline})
+
+
+def _count_items(path: str | None) -> int | None:
+    """Items in a materialized .jsonl split (None for folder splits)."""
+    if not path or not str(path).endswith(".jsonl"):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    except OSError:
+        return None

@@ -157,17 +157,25 @@ def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task
         primary_ok = any(r["verdict"] == "up" for r in primary_rows)
         regressions = [r["task"] for r in others if r["verdict"] == "regressed"]
         insufficient = [r["task"] for r in rows if r["verdict"] == "insufficient"]
+        # one seed (or failed runs) cannot tell: such a gate is "insufficient", never a FAIL
+        primary_verdict = "pass" if primary_ok else \
+            "insufficient" if any(r["verdict"] == "insufficient" for r in primary_rows) else "fail"
+        others_insufficient = [r["task"] for r in others if r["verdict"] == "insufficient"]
+        regress_verdict = "fail" if regressions else "insufficient" if others_insufficient else "pass"
         gate_primary = {"name": "primary metric up beyond seed noise",
-                        "passed": primary_ok,
+                        "passed": primary_ok, "verdict": primary_verdict,
                         "detail": (f"{primary_task}: " if primary_task else "any task: ")
                         + ("; ".join(f"{r['task']} {r['verdict']}" for r in primary_rows) or "no runs")}
         gate_regress = {"name": "no regression beyond noise on the other tasks",
-                        "passed": not regressions,
+                        "passed": not regressions, "verdict": regress_verdict,
                         "detail": ("regressed: " + ", ".join(regressions)) if regressions else
                         ("no other tasks" if not others else "none regressed")
                         + (f" (insufficient seeds: {', '.join(insufficient)})" if insufficient else "")}
+        verdicts = (primary_verdict, regress_verdict)
         out.append({"agent": agent, "cells": rows, "gates": [gate_primary, gate_regress],
-                    "passed": gate_primary["passed"] and gate_regress["passed"]})
+                    "passed": gate_primary["passed"] and gate_regress["passed"],
+                    "verdict": "fail" if "fail" in verdicts else "insufficient" if "insufficient" in verdicts
+                    else "pass"})
     return out
 
 

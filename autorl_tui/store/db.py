@@ -289,9 +289,16 @@ class Store:
         return zlib.decompress(row["content"]) if row["encoding"] == "zlib" else bytes(row["content"])
 
     def close(self) -> None:
+        """Flush, fold the WAL back into store.db and close: after this, store.db alone is the whole
+        record (a copy of it needs no -wal file). A reader still open elsewhere can hold part of the
+        WAL back; SQLite then finishes the checkpoint when the last connection closes."""
         with self._lock:
             try:
                 self.flush()
+                try:
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error:
+                    pass
             finally:
                 self._conn.close()
 

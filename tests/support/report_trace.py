@@ -96,7 +96,13 @@ def check_run_report(db, r: dict) -> set[str]:
         assert t["time_to_best_s"] == pytest.approx(best["received_at"] - t0)
     if run["ended_at"] is not None and run["started_at"] is not None:
         assert t["wall_s"] == pytest.approx(run["ended_at"] - run["started_at"])
-        assert t["budget_used"] == pytest.approx((run["ended_at"] - run["started_at"]) / run["budget_s"])
+        # the budget is the agent's: its start to its last attempt's end, not the grading after it
+        ends = [x["ended_at"] for x in att if x["ended_at"] is not None]
+        live = any(x["ended_at"] is None and x["started_at"] is not None for x in att)
+        agent_end = min(max(ends), run["ended_at"]) if ends and not live else run["ended_at"]
+        assert t["agent_s"] == pytest.approx(agent_end - run["started_at"])
+        assert t["budget_used"] == pytest.approx((agent_end - run["started_at"]) / run["budget_s"])
+        assert r["cost"]["agent_s"] == t["agent_s"] and r["cost"]["budget_used"] == t["budget_used"]
     running = None
     for got, s in zip(t["submissions"], subs, strict=True):
         assert (got["submission_id"], got["seq"], got["status"], got["score"], got["improvement"], got["test_score"],
@@ -184,12 +190,18 @@ def check_run_report(db, r: dict) -> set[str]:
     assert r["revisions"]["n_change"] == sum(x["reason"] == "change" for x in revs.values())
     first = min(revs.values(), key=lambda x: x["seq"]) if revs else None
     prev, prev_id = (json.loads(first["manifest"]), first["id"]) if first else ({}, None)
+    prev_submitted = None
     for got, s in zip(r["revisions"]["by_submission"], subs, strict=True):
         rev = revs.get(s["revision_id"])
         if rev is None:
             assert got["revision_seq"] is None
             continue
         man = json.loads(rev["manifest"])
+        if rev["id"] == prev_submitted:  # the same code as the submission before: said, not repeated
+            assert got["unchanged"] and got["files"] == [] and (got["lines_added"], got["lines_removed"]) == (0, 0)
+            continue
+        assert not got["unchanged"]
+        prev_submitted = rev["id"]
         if rev["id"] == prev_id:        # the submission is the first snapshot itself: no base, all of it is new
             assert got["base"] is None
             prev = {}

@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +100,14 @@ def test_card_size_factor_must_be_positive(tmp_path):
 def test_bad_plans_are_explained(text, msg):
     with pytest.raises(UsageError, match=msg):
         parse_plan(text)
+
+
+def test_commands_without_home_never_reach_the_users_home_in_tests():
+    """conftest points $AUTORL_HOME and $XDG_DATA_HOME at a temporary folder for the session, so a
+    command run without --home (like `tasks validate PATH`) writes there, not into ~/.local/share."""
+    import tempfile
+
+    from autorl_tui.home import default_home
+
+    for path in (resolve_home(None), default_home()):
+        assert path.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()), path

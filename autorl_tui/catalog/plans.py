@@ -13,9 +13,10 @@ from autorl_tui.durations import parse_duration
 from autorl_tui.exitcodes import UsageError
 
 EXECUTORS = ("local", "docker")
+ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
-             "cost_budget", "description", "threads"}
+             "cost_budget", "description", "threads", "isolation"}
 
 
 @dataclass
@@ -26,6 +27,7 @@ class RunRequest:
     seed: int
     budget_s: float
     executor: str = "local"
+    isolation: str = "sandbox"   # local executor: "none" runs the agent unisolated (every report says so)
     gpus: int = 0
     driver: str | None = None
     priority: int = 0
@@ -76,13 +78,18 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     executor = raw.get("executor", "local")
     if executor not in EXECUTORS:
         raise UsageError(f"plan {where}: executor {executor!r} must be one of {', '.join(EXECUTORS)}")
+    isolation = raw.get("isolation", "sandbox")
+    if isolation not in ISOLATIONS:
+        raise UsageError(f"plan {where}: isolation {isolation!r} must be one of {', '.join(ISOLATIONS)} "
+                         f"(`none` runs local agents unisolated, as the harness user)")
     gpus = raw.get("gpus_per_run", 0)
     if not isinstance(gpus, int) or gpus < 0:
         raise UsageError(f"plan {where}: gpus_per_run must be a non-negative integer")
     priority = int(raw.get("priority", 0))
     options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads")
                if k in raw}
-    runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, gpus=gpus,
+    runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, isolation=isolation,
+                       gpus=gpus,
                        driver=d, priority=priority, options=dict(options))
             for t, a, m, d, s in itertools.product(tasks, agents, models, drivers, seeds)]
     name = str(raw.get("name") or Path(where).stem)

@@ -241,7 +241,8 @@ class RunSupervisor:
     def _grading_request(self, model_path: Path, split: str) -> dict:
         options = {**self.card.scorer_options, **self.spec.get("scorer_options", {})}
         if self.card.scorer == "judge":
-            options.setdefault("cache_path", str(self.engine.home.cache / "judge.sqlite"))
+            # In a folder of its own: the sandboxed grader writes there and nowhere else in the cache.
+            options.setdefault("cache_path", str(self.engine.home.cache / "judge" / "judge.sqlite"))
         # Graders get only the environment they need: the judge's key variable (named in the card).
         pass_env = list(options.get("pass_env", [])) + ["AUTORL_JUDGE_URL"]
         if options.get("api_key_env"):

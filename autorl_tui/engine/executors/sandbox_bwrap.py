@@ -195,15 +195,17 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def chown_tree(root: Path, uid: int, subdirs: tuple[str, ...]) -> None:
-    """Give root (the folder itself) and everything under root/<subdir> to uid, never following a
-    link (an earlier attempt's agent, under another uid, may have left anything there)."""
+def chown_tree(root: Path, uid: int, entries: tuple[str, ...] | None = None) -> None:
+    """Give root (the folder itself) and everything under root/<entry> (all entries when None) to
+    uid, never following a link (an earlier sandbox, under another uid, may have left anything there)."""
     os.chown(root, uid, uid, follow_symlinks=False)
-    for sub in subdirs:
-        top = root / sub
-        if not top.is_dir() or top.is_symlink():
+    for name in (os.listdir(root) if entries is None else entries):
+        top = root / name
+        if not (top.exists() or top.is_symlink()):
             continue
         os.chown(top, uid, uid, follow_symlinks=False)
+        if top.is_symlink() or not top.is_dir():
+            continue
         for dirpath, dirnames, filenames in os.walk(top):
-            for name in dirnames + filenames:
-                os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+            for entry in dirnames + filenames:
+                os.chown(os.path.join(dirpath, entry), uid, uid, follow_symlinks=False)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs and starts the system parts the tests use for real: Docker Engine, Chromium, tmux, npm.
+# Installs and starts the system parts the tests use for real: Docker Engine, Chromium, tmux, npm,
+# bubblewrap.
 # Idempotent; needs root (apt-get). Prints what it does.
 set -euo pipefail
 need=()
@@ -10,6 +11,9 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 # The agent tests install the real agent CLIs (Claude Code, Codex, Gemini CLI, opencode) with npm.
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# Local agents and the grader run in a bubblewrap sandbox, dropping to their uid with setpriv.
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+[ -x /usr/bin/setpriv ] || need+=(util-linux)
 # The code sandbox runs generated code with a system interpreter whose stdlib any uid can read.
 [ -x /usr/bin/python3 ] || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then

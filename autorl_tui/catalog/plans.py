@@ -42,6 +42,20 @@ class Plan:
     raw: dict[str, Any]
 
 
+def isolation_of(req: RunRequest) -> str:
+    """How a run's agent is isolated, as it is recorded (run spec `isolation`) and reported:
+    `bwrap` (local sandbox), `docker`, or `none` (unisolated: the plan said `isolation: none`)."""
+    if req.executor == "docker":
+        return "docker"
+    return "none" if req.isolation == "none" else "bwrap"
+
+
+def recorded_isolation(spec: dict | None, executor: str | None) -> str:
+    """The isolation of a stored run; runs recorded before the field existed say `unrecorded`."""
+    value = (spec or {}).get("isolation") if isinstance(spec, dict) else None
+    return value or ("docker" if executor == "docker" else "unrecorded")
+
+
 def _as_list(raw: dict, key: str, where: str, default=None) -> list:
     value = raw.get(key, default)
     if value is None:

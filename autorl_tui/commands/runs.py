@@ -54,6 +54,14 @@ def list_runs(args) -> int:
         if where:
             sql += " WHERE " + " AND ".join(where)
         rows = [dict(r) for r in conn.execute(sql + " ORDER BY created_at DESC, id DESC", params)]
+    from autorl_tui.catalog.plans import recorded_isolation
+
+    for r in rows:
+        try:
+            spec = json.loads(r.get("spec") or "{}")
+        except ValueError:
+            spec = {}
+        r["isolation"] = recorded_isolation(spec, r.get("executor"))
     if args.json:
         for r in rows:
             r.pop("spec", None)
@@ -70,7 +78,8 @@ def list_runs(args) -> int:
     for col in ("run", "state", "task", "agent", "model", "seed", "budget", "baseline", "best dev", "test", "Δ", "ended"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["id"], r["state"], r["task"], r["agent"], r["model"], str(r["seed"]), f"{r['budget_s']:.0f}s",
+        run_cell = r["id"] + (" [bold red]UNISOLATED[/]" if r["isolation"] == "none" else "")
+        table.add_row(run_cell, r["state"], r["task"], r["agent"], r["model"], str(r["seed"]), f"{r['budget_s']:.0f}s",
                       _fmt(r["baseline_score"]), _fmt(r["best_dev_score"]), _fmt(r["test_score"]),
                       _fmt(r["improvement"]), time.strftime("%H:%M:%S", time.localtime(r["ended_at"])) if r["ended_at"] else "-")
     Console().print(table)

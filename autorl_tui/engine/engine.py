@@ -15,7 +15,7 @@ from pathlib import Path
 
 from autorl_tui.catalog.agents import agent_search_path, find_agent
 from autorl_tui.catalog.models import BUILTIN_MODELS, resolve_model
-from autorl_tui.catalog.plans import Plan, RunRequest
+from autorl_tui.catalog.plans import Plan, RunRequest, isolation_of
 from autorl_tui.catalog.tasks import DataUnavailable, find_task, local_data_root, task_search_path
 from autorl_tui.engine import events as ev
 from autorl_tui.engine.events import EventBus
@@ -25,13 +25,6 @@ from autorl_tui.exitcodes import UsageError
 from autorl_tui.home import EngineLock, Home
 from autorl_tui.store import Store
 from autorl_tui.store.db import decode_row
-
-def isolation_of(req: RunRequest) -> str:
-    """How the run's agent is isolated, as reports show it: bwrap, docker, or none (unisolated)."""
-    if req.executor == "docker":
-        return "docker"
-    return "none" if req.isolation == "none" else "bwrap"
-
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-")[:24] or "x"

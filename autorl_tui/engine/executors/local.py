@@ -166,7 +166,10 @@ def _sandbox(spec: LaunchSpec) -> dict | None:
     if not spec.isolate:
         return None
     ro = [m.source for m in spec.mounts if m.target.startswith("/")]   # the agent's program folder
-    for d in spec.env.get("PATH", "").split(":"):   # the agent stack's own executables (e.g. an npm prefix)
+    dirs = spec.env.get("PATH", "").split(":")   # the agent stack's own executables (e.g. an npm prefix)
+    if isinstance(spec.command, list) and spec.command and os.path.isabs(spec.command[0]):
+        dirs.append(os.path.dirname(spec.command[0]))
+    for d in dirs:
         if d and os.path.isabs(d) and not d.startswith(("/usr/", "/bin", "/sbin")) and os.path.isdir(d):
             ro.append(Path(d).parent if Path(d).name == "bin" else Path(d))
     workspace = spec.workspace

@@ -151,8 +151,9 @@ def main(spec_path: str) -> int:
             workspace = Path(spec["workspace"])
             sb.chown_tree(workspace, uid, tuple(sandbox["writable"]))
             argv = command if isinstance(command, list) else ["/bin/sh", "-c", command]
-            if not os.path.isabs(argv[0]) and shutil.which(argv[0], path=spec["env"].get("PATH", "")) is None:
-                raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r} (not on the agent's PATH)")
+            exe = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0], path=spec["env"].get("PATH", ""))
+            if exe is None or not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+                raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r} (not an executable on the agent's PATH)")
             box = sb.Sandbox(uid=uid, chdir=workspace, ro=[Path(p) for p in sandbox["ro"]], rw=[workspace],
                              ro_inside=[Path(p) for p in sandbox["ro_inside"]], hide=[Path(p) for p in sandbox["hide"]],
                              gpus=bool(sandbox.get("gpus")))

@@ -153,3 +153,58 @@ def test_local_is_refused_where_the_host_cannot_isolate_unless_the_plan_says_iso
     assert load_json(tmp_path / "e.json")["isolation"] == "none"
     cli("compare", run_id, "--json", str(tmp_path / "c.json"), home=home, check=True)
     assert load_json(tmp_path / "c.json")["unisolated_runs"] == [run_id]
+
+
+@pytest.mark.docker
+def test_a_docker_runs_token_is_invisible_to_a_concurrent_local_agent(home, tmp_path, docker_available):
+    if not docker_available:
+        pytest.skip("DOCKER ENGINE NOT REACHABLE: the docker/local token test did not run")
+    import asyncio
+
+    import docker
+
+    from autorl_tui.catalog.plans import parse_plan
+    from autorl_tui.catalog.tasks import find_task, materialize
+    from autorl_tui.engine.engine import Engine
+    from autorl_tui.home import Home
+
+    card = find_task("arith-small", [TASKS])
+    for split in ("train", "dev", "test"):
+        materialize(card, split, home / "cache" / "tasks")
+    base = "tasks: [arith-small]\nmodels: [tiny]\nseeds: [0]\nbudget: 150s\n"
+    client = docker.from_env()
+
+    def docker_pids(engine, run_id):
+        row = engine.store.one("SELECT container_id FROM attempts WHERE run_id=? AND container_id IS NOT NULL", (run_id,))
+        if not row:
+            return None
+        top = client.containers.get(row["container_id"]).attrs["State"]["Pid"]
+        return [top] + [p.pid for p in psutil.Process(top).children(recursive=True)] if top else None
+
+    async def run():
+        engine = Engine(Home.open(str(home)), tasks_dirs=[TASKS], agents_dirs=[TEST_AGENTS], concurrency=2)
+        await engine.start()
+        try:
+            [victim] = await engine.enqueue_plan(parse_plan(base + "name: victim\nagents: [test-budget-hog]\nexecutor: docker\n"))
+            [attacker] = await engine.enqueue_plan(parse_plan(base + "name: attacker\nagents: [test-sandbox-attack]\n"))
+            ws = home / "workspaces" / attacker
+            end = time.time() + 400
+            pids = None
+            while time.time() < end and not (pids and (ws / "logs" / "ready").exists()):
+                pids = docker_pids(engine, victim)
+                await asyncio.sleep(0.2)
+            assert pids and (ws / "logs" / "ready").exists(), "both agents running at once"
+            (ws / "logs" / "targets.json").write_text(json.dumps({"pids": pids, "workspace": str(home / "workspaces" / victim)}))
+            await asyncio.wait_for(engine.wait_runs([attacker]), 300)
+            await engine.cancel(victim, "test over")
+            await asyncio.wait_for(engine.wait_runs([victim]), 300)
+            token = engine.store.one("SELECT grading_url FROM attempts WHERE run_id=?", (victim,))["grading_url"]
+            return load_json(ws / "logs" / "attack.json"), token
+        finally:
+            await engine.stop(cancel_runs=True)
+
+    r, token = asyncio.run(run())
+    assert r["other_pids"] and all(v.startswith("error") for probe in r["other_pids"].values() for v in probe.values())
+    assert set(r["visible_pids"].values()) == {"own or unreadable"}
+    assert token.rsplit("/", 1)[-1] not in json.dumps(r)
+    assert r["other_workspace_read"].startswith("error") and r["other_workspace_write"].startswith("error")

@@ -171,7 +171,7 @@ def _sandbox(spec: LaunchSpec) -> dict | None:
         dirs.append(os.path.dirname(spec.command[0]))
     for d in dirs:
         if d and os.path.isabs(d) and not d.startswith(("/usr/", "/bin", "/sbin")) and os.path.isdir(d):
-            ro.append(Path(d).parent if Path(d).name == "bin" else Path(d))
+            ro.append(Path(d).parent if Path(d).name in ("bin", ".bin") else Path(d))   # bin/ links into its prefix
     workspace = spec.workspace
     return {"ro": [str(p) for p in ro], "writable": list(spec.writable),
             "ro_inside": [str(workspace / "models"), str(workspace / "data")],

@@ -1,5 +1,7 @@
 """Local executor: the agent runs on this host in the workspace, in its own session, under a
-supervising shim (`local_shim.py`) that is a child subreaper and enforces the deadline itself."""
+supervising shim (`local_shim.py`) that is a child subreaper and enforces the deadline itself,
+inside a bubblewrap sandbox as a leased unprivileged uid (`sandbox_bwrap.py`; docs/security.md),
+unless the run's plan said `isolation: none`."""
 
 from __future__ import annotations
 

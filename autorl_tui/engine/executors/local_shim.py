@@ -166,6 +166,7 @@ def main(spec_path: str) -> int:
             write_json_atomic(log_dir / "exit.json", {"exit_code": 126, "reason": "sandbox_failed",
                                                       "error": str(exc), "ended_at": time.time()})
             return 0
+    os.umask(0o022)
     try:
         proc = subprocess.Popen(command, shell=isinstance(command, str), cwd=spec["workspace"], env=spec["env"],
                                 stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,

@@ -43,6 +43,21 @@ def _log_tail(work_dir: Path) -> str:
         os.close(fd)
 
 
+def _not_world_readable(paths: list[Path]) -> Path | None:
+    """The first file (or folder) under paths that a uid other than its owner cannot read."""
+    import stat
+
+    for root in paths:
+        for p in [root, *(root.rglob("*") if root.is_dir() else [])]:
+            try:
+                mode = p.stat().st_mode
+            except OSError:
+                continue   # a dangling link: the worker reports it as it always did
+            if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
+                return p
+    return None
+
+
 def sandbox_probe() -> tuple[bool, str]:
     from autorl_tui.engine.executors.sandbox_bwrap import probe
 
@@ -115,6 +130,11 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
     if sandboxed:
         from autorl_tui.engine.executors import sandbox_bwrap as sb
 
+        hidden = _not_world_readable([Path(request["model_path"]), Path(request["split_path"])])
+        if hidden:
+            return GradingOutcome(ok=False, error_kind="internal",
+                                  error=f"the grader runs sandboxed as an unprivileged uid and cannot read {hidden}; "
+                                        f"make it readable by others (chmod -R o+rX on its folder)")
         lease = sb.UidLease.acquire()
         sb.chown_tree(work_dir, lease.uid)
         env["HOME"] = str(work_dir)

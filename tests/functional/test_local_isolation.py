@@ -208,3 +208,21 @@ def test_a_docker_runs_token_is_invisible_to_a_concurrent_local_agent(home, tmp_
     assert set(r["visible_pids"].values()) == {"own or unreadable"}
     assert token.rsplit("/", 1)[-1] not in json.dumps(r)
     assert r["other_workspace_read"].startswith("error") and r["other_workspace_write"].startswith("error")
+
+
+async def test_the_grader_worker_runs_sandboxed_as_a_leased_uid(tmp_path, tiny_model_dir):
+    from autorl_tui.catalog.tasks import find_task, materialize
+    from autorl_tui.engine.grading_client import run_grader
+
+    card = find_task("arith-small", [TASKS])
+    split_path = materialize(card, "dev", tmp_path / "cache")
+    request = {"task": card.to_dict(), "split": "dev", "split_path": str(split_path), "model_path": str(tiny_model_dir),
+               "protocol": card.protocol.to_dict(), "scorer": card.scorer, "scorer_options": {},
+               "backend": "transformers", "device": "cpu", "threads": 1, "seed": 0, "limit": 8, "pass_env": []}
+    work = tmp_path / "grading"
+    outcome = await run_grader(request, work, timeout_s=300)
+    assert outcome.ok, outcome.error
+    owner = (work / "result.json").stat().st_uid   # written by the worker itself
+    assert UID_BASE <= owner < UID_BASE + UID_COUNT
+    assert (work / "worker.log").stat().st_uid == os.getuid()   # the harness's, opened before the start
+    assert not (split_path.parent / "scratch").exists()   # scratch lives in the work dir, not the cache

@@ -13,9 +13,10 @@ from autorl_tui.durations import parse_duration
 from autorl_tui.exitcodes import UsageError
 
 EXECUTORS = ("local", "docker")
+ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
-             "cost_budget", "description", "threads", "log_cap"}
+             "cost_budget", "description", "threads", "log_cap", "isolation"}
 
 
 @dataclass
@@ -26,6 +27,7 @@ class RunRequest:
     seed: int
     budget_s: float
     executor: str = "local"
+    isolation: str = "sandbox"   # local executor: "none" runs the agent unisolated (every report says so)
     gpus: int = 0
     driver: str | None = None
     priority: int = 0
@@ -38,6 +40,20 @@ class Plan:
     source: str
     runs: list[RunRequest]
     raw: dict[str, Any]
+
+
+def isolation_of(req: RunRequest) -> str:
+    """How a run's agent is isolated, as it is recorded (run spec `isolation`) and reported:
+    `bwrap` (local sandbox), `docker`, or `none` (unisolated: the plan said `isolation: none`)."""
+    if req.executor == "docker":
+        return "docker"
+    return "none" if req.isolation == "none" else "bwrap"
+
+
+def recorded_isolation(spec: dict | None, executor: str | None) -> str:
+    """The isolation of a stored run; runs recorded before the field existed say `unrecorded`."""
+    value = (spec or {}).get("isolation") if isinstance(spec, dict) else None
+    return value or ("docker" if executor == "docker" else "unrecorded")
 
 
 def _as_list(raw: dict, key: str, where: str, default=None) -> list:
@@ -76,6 +92,10 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     executor = raw.get("executor", "local")
     if executor not in EXECUTORS:
         raise UsageError(f"plan {where}: executor {executor!r} must be one of {', '.join(EXECUTORS)}")
+    isolation = raw.get("isolation", "sandbox")
+    if isolation not in ISOLATIONS:
+        raise UsageError(f"plan {where}: isolation {isolation!r} must be one of {', '.join(ISOLATIONS)} "
+                         f"(`none` runs local agents unisolated, as the harness user)")
     gpus = raw.get("gpus_per_run", 0)
     if not isinstance(gpus, int) or gpus < 0:
         raise UsageError(f"plan {where}: gpus_per_run must be a non-negative integer")
@@ -83,7 +103,8 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     _check_log_cap(raw.get("log_cap"), where)
     options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap")
                if k in raw}
-    runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, gpus=gpus,
+    runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, isolation=isolation,
+                       gpus=gpus,
                        driver=d, priority=priority, options=dict(options))
             for t, a, m, d, s in itertools.product(tasks, agents, models, drivers, seeds)]
     name = str(raw.get("name") or Path(where).stem)

@@ -233,6 +233,8 @@ def build_atomically(out_dir: Path | str, build_into, force: bool = False) -> Pa
         try:
             build_into(tmp)
             os.chmod(tmp, 0o755)
+            for f in tmp.rglob("*"):   # readable by the sandboxed grader's uid (safetensors writes 0600)
+                os.chmod(f, 0o755 if f.is_dir() else 0o644)
             if out.exists():
                 trash = out.parent / f".{out.name}.old-{os.getpid()}"
                 os.rename(out, trash)

@@ -54,6 +54,14 @@ def list_runs(args) -> int:
         if where:
             sql += " WHERE " + " AND ".join(where)
         rows = [dict(r) for r in conn.execute(sql + " ORDER BY created_at DESC, id DESC", params)]
+    from autorl_tui.catalog.plans import recorded_isolation
+
+    for r in rows:
+        try:
+            spec = json.loads(r.get("spec") or "{}")
+        except ValueError:
+            spec = {}
+        r["isolation"] = recorded_isolation(spec, r.get("executor"))
     if args.json:
         for r in rows:
             r.pop("spec", None)
@@ -92,7 +100,7 @@ def _ended(r) -> str:
 # (header, cell) in display order; DROP_ORDER says which go first when the terminal is narrow:
 # the id and state never, the scores last.
 TABLE = (
-    ("run", lambda r: r["id"]),
+    ("run", lambda r: r["id"] + (" UNISOLATED" if r.get("isolation") == "none" else "")),
     ("state", lambda r: r["state"]),
     ("task", lambda r: r["task"]),
     ("agent", lambda r: r["agent"]),

@@ -214,5 +214,5 @@ def snapshot_folder(src: Path, dst: Path, max_bytes: int) -> Snapshot:
     os.replace(tmp, dst)
     for dirpath, _d, filenames in os.walk(dst):
         for name in filenames:
-            os.chmod(Path(dirpath) / name, 0o400)
+            os.chmod(Path(dirpath) / name, 0o444)   # read-only; readable by the sandboxed grader's uid
     return Snapshot(path=dst, content_hash=outer.hexdigest(), n_files=len(entries), total_bytes=total)

@@ -34,7 +34,7 @@ from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folde
                                            check_snapshot_size, folder_bytes, resolve_submission_path, snapshot_cap,
                                            snapshot_folder)
 from autorl_tui.engine.safe_files import write_replace
-from autorl_tui.engine.workspace import Workspace, agent_environment, build_workspace, write_run_meta
+from autorl_tui.engine.workspace import AGENT_WRITABLE, Workspace, agent_environment, build_workspace, write_run_meta
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.grading import GRADER_VERSION
 from autorl_tui.store.db import decode_row
@@ -221,14 +221,20 @@ class RunSupervisor:
         self.split_paths = out["splits"]
         self._check_cancel()
         ws_root = self.engine.home.workspaces / self.run_id
-        uid = self.engine.agent_uid_for(ws_root)
         self.workspace = await asyncio.to_thread(
             build_workspace, ws_root, card=self.card, model_name=self.spec["model_name"], model_path=self.model_path,
-            train_path=Path(self.split_paths["train"]), agent_uid=uid)
+            train_path=Path(self.split_paths["train"]),
+            link=self.isolated or self.spec.get("executor", "local") != "local")
         self.update_run(workspace=str(ws_root))
-        self.log("harness", f"workspace ready at {ws_root} (agent runs as "
-                            f"{'uid ' + str(uid) if uid is not None else 'the harness user'})",
-                 data={"model_path": str(self.model_path), "agent_uid": uid})
+        how = ("in a bubblewrap sandbox as a leased unprivileged uid" if self.isolated
+               else "UNISOLATED, as the harness user (plan: isolation: none)")
+        self.log("harness", f"workspace ready at {ws_root} (agent runs {how})",
+                 data={"model_path": str(self.model_path), "isolation": "bwrap" if self.isolated else "none"})
+
+    @property
+    def isolated(self) -> bool:
+        """Local agents run sandboxed unless the plan said `isolation: none` (then every report says so)."""
+        return self.spec.get("isolation", "bwrap") != "none"
 
     def _load_catalog(self) -> None:
         self.card = load_task_card(Path(self.spec["task"]["dir"]))
@@ -270,7 +276,8 @@ class RunSupervisor:
     def _grading_request(self, model_path: Path, split: str) -> dict:
         options = {**self.card.scorer_options, **self.spec.get("scorer_options", {})}
         if self.card.scorer == "judge":
-            options.setdefault("cache_path", str(self.engine.home.cache / "judge.sqlite"))
+            # In a folder of its own: the sandboxed grader writes there and nowhere else in the cache.
+            options.setdefault("cache_path", str(self.engine.home.cache / "judge" / "judge.sqlite"))
         # Graders get only the environment they need: the judge's key variable (named in the card).
         pass_env = list(options.get("pass_env", [])) + ["AUTORL_JUDGE_URL"]
         if options.get("api_key_env"):
@@ -434,7 +441,8 @@ class RunSupervisor:
                           labels={"autorl.run_id": self.run_id, "autorl.home": str(self.engine.home.root),
                                   "autorl.attempt": str(self.attempt)},
                           grading_socket=self._log_dir() / "api" / "grading.sock",
-                          private_paths=self.engine.private_paths(), workspaces_dir=self.engine.home.workspaces)
+                          private_paths=self.engine.private_paths(), isolate=self.isolated,
+                          writable=AGENT_WRITABLE)
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         # Containers without a network reach the API through a Unix socket in the harness's log dir.

@@ -1,8 +1,8 @@
 """Builds a run's workspace exactly as the workspace contract says (DESIGN §3).
 
-The base model and the train split are placed read-only (hardlinked when the agent runs as another
-user, who cannot write them; copied otherwise, so that an agent can never change the cached
-originals). Only `train` is ever placed here."""
+The base model and the train split are placed read-only (hardlinked when the agent runs sandboxed
+or in a container, where models/ and data/ are read-only mounts over harness-owned files; copied
+for an unisolated agent, so that it can never change the cached originals). Only `train` is ever placed here."""
 
 from __future__ import annotations
 
@@ -105,13 +105,13 @@ def render_instructions(card: TaskCard, model_name: str, budget_s: float, start:
 
 
 def build_workspace(root: Path, *, card: TaskCard, model_name: str, model_path: Path, train_path: Path,
-                    agent_uid: int | None) -> Workspace:
-    """Lay out a fresh workspace. Budget-dependent files are written by `write_run_meta` at agent start."""
+                    link: bool) -> Workspace:
+    """Lay out a fresh workspace. Budget-dependent files are written by `write_run_meta` at agent start.
+    The executor gives the writable folders to the agent's user when it starts the agent."""
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
     ws = Workspace(root=root, model_name=model_name)
-    link = agent_uid is not None
     for d in ("code", "output", "logs", ".home", "models", "data"):
         (root / d).mkdir()
     _place_tree(model_path, ws.model_dir, link)
@@ -127,10 +127,6 @@ def build_workspace(root: Path, *, card: TaskCard, model_name: str, model_path: 
             _place_tree(src, root / Path(extra).name, link)
     (root / "description.md").write_text(card.description)
     os.chmod(root / "description.md", 0o444)
-    if agent_uid is not None:
-        os.chown(root, agent_uid, agent_uid)
-        for d in AGENT_WRITABLE:
-            os.chown(root / d, agent_uid, agent_uid)
     return ws
 
 

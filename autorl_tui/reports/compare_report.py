@@ -10,6 +10,7 @@ import statistics
 import time
 
 from autorl_tui import __version__
+from autorl_tui.catalog.plans import recorded_isolation
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.reports import svg
 from autorl_tui.reports.analytics import Analytics, _decode_json
@@ -120,9 +121,10 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
         "runs": [{k: r[k] for k in ("run_id", "task", "level", "agent", "driver", "model", "seed", "state",
                                     "baseline_score", "baseline_dev_score", "best_dev_score", "test_score",
                                     "improvement", "n_submissions", "n_dropped", "wall_s", "imported_from")}
-                 for r in runs],
+                 | {"isolation": recorded_isolation(r.get("spec"), r.get("executor"))} for r in runs],
         "matrix": matrix, "by_level": by_level, "by_driver": by_driver, "radar": radar,
         "pass_at_k": pass_at_k, "gates": gates,
+        "unisolated_runs": [r["run_id"] for r in runs if recorded_isolation(r.get("spec"), r.get("executor")) == "none"],
     }
     return clean(report)
 

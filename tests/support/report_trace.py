@@ -56,9 +56,14 @@ def check_run_report(db, r: dict) -> set[str]:
     t0 = run["started_at"] if run["started_at"] is not None else run["created_at"]
     checked: set[str] = set()
 
-    for k, v in r["run"].items():
-        assert v == run["id" if k == "run_id" else k], k
     spec = _json(run["spec"]) or {}
+    for k, v in r["run"].items():
+        if k == "isolation":   # from the run's spec (absent before it was recorded)
+            from autorl_tui.catalog.plans import recorded_isolation
+
+            assert v == recorded_isolation(spec, run["executor"]), (v, spec.get("isolation"))
+            continue
+        assert v == run["id" if k == "run_id" else k], k
     proto = spec.get("protocol") or (spec.get("task") or {}).get("protocol") or {}
     for k in ("temperature", "top_p", "n", "max_tokens"):
         assert r["protocol"][k] == proto.get(k), k

@@ -21,6 +21,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
+
+from autorl_tui.engine.safe_files import read_regular
+from autorl_tui.grading.progress import PROGRESS_FILE
 
 GRADER_MODULE = "autorl_tui.grading.worker"
 RUNS_GENERATED_CODE = {"unit_tests"}
@@ -117,14 +121,76 @@ async def _kill_group(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
+ProgressCallback = Callable[[int, int, str], None]
+PROGRESS_POLL_S = 0.5
+PROGRESS_EVERY_S = 2.0      # report at most this often, unless done moved by PROGRESS_STEP of total
+PROGRESS_STEP = 0.10
+
+
+def read_progress(work_dir: Path) -> tuple[int, int, str] | None:
+    """The worker's progress file, or None while it has none or it is garbage (the worker runs an
+    untrusted model: a bounded read of a regular file, and only sane numbers are believed)."""
+    try:
+        msg = json.loads(read_regular(work_dir, PROGRESS_FILE, 4096))
+        done, total, stage = msg["done"], msg["total"], msg["stage"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if not (type(done) is int and type(total) is int and isinstance(stage, str)) or not 0 <= done <= total:
+        return None
+    return done, total, stage[:20]
+
+
+class _ProgressThrottle:
+    def __init__(self, callback: ProgressCallback):
+        self.callback = callback
+        self.last: tuple[int, int, str] | None = None
+        self.last_t = 0.0
+
+    def offer(self, progress: tuple[int, int, str] | None, *, final: bool = False) -> None:
+        if progress is None or progress == self.last:
+            return
+        done, total, stage = progress
+        prev_done = self.last[0] if self.last and self.last[1:] == (total, stage) else None
+        due = (prev_done is None or done == total or final or time.monotonic() - self.last_t >= PROGRESS_EVERY_S
+               or done - prev_done >= PROGRESS_STEP * total)
+        if due:
+            self.last, self.last_t = progress, time.monotonic()
+            self.callback(done, total, stage)
+
+
+async def _wait(proc: asyncio.subprocess.Process, work_dir: Path, timeout_s: float | None,
+                on_progress: ProgressCallback | None) -> None:
+    """proc.wait() within timeout_s (asyncio.TimeoutError past it), passing the worker's progress
+    to on_progress while it runs."""
+    if on_progress is None:
+        await asyncio.wait_for(proc.wait(), timeout_s)
+        return
+    throttle = _ProgressThrottle(on_progress)
+    end = None if timeout_s is None else time.monotonic() + timeout_s
+    waiter = asyncio.ensure_future(proc.wait())
+    try:
+        while not waiter.done():
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                raise asyncio.TimeoutError
+            await asyncio.wait({waiter}, timeout=PROGRESS_POLL_S if left is None else min(PROGRESS_POLL_S, left))
+            throttle.offer(read_progress(work_dir), final=waiter.done())
+    finally:
+        waiter.cancel()
+
+
 async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = None, threads: int = 1,
-                     timeout_s: float | None = None, python: str | None = None) -> GradingOutcome:
+                     timeout_s: float | None = None, python: str | None = None,
+                     on_progress: ProgressCallback | None = None) -> GradingOutcome:
+    """on_progress(done, total, stage), when given, hears the worker's progress while it runs (at
+    most every PROGRESS_EVERY_S seconds, or sooner on a step of PROGRESS_STEP of the total)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     sandboxed = request.get("scorer") not in RUNS_GENERATED_CODE and sandbox_probe()[0]
     if sandboxed:
         request = {**request, "scratch_dir": request.get("scratch_dir") or str(work_dir / "scratch")}
     req_path, res_path = work_dir / "request.json", work_dir / "result.json"
     res_path.unlink(missing_ok=True)
+    (work_dir / PROGRESS_FILE).unlink(missing_ok=True)
     req_path.unlink(missing_ok=True)   # a fresh file, never written through whatever an earlier worker left
     fd = os.open(req_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "w") as fh:
@@ -161,7 +227,7 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
                                                         env=env, start_new_session=True,
                                                         preexec_fn=_limits if sandboxed else None)
             try:
-                await asyncio.wait_for(proc.wait(), timeout_s)
+                await _wait(proc, work_dir, timeout_s, on_progress)
             except asyncio.TimeoutError:
                 await _kill_group(proc)
                 return GradingOutcome(ok=False, error=f"grading timed out after {timeout_s:.0f}s and was stopped: the "

@@ -111,6 +111,7 @@ class RunSupervisor:
         self._task: asyncio.Task | None = None
         self._baseline_dev: float | None = run.get("baseline_dev_score")
         self._baseline_grading_s: float | None = None
+        self._grading_progress_t = 0.0      # monotonic time of the last grading progress line
         self._adopt_attempt: dict | None = None
         self._base_model_bytes: int | None = None
         self.parser = None
@@ -300,15 +301,29 @@ class RunSupervisor:
         floor = max(GRADING_FLOOR_S, 3 * (self._baseline_grading_s or 0.0))
         return min(limit, max(floor, self.deadline - time.time() + GRADING_GRACE_S))
 
+    def _grading_progress(self, what: str, category: str, split: str):
+        """The grader's progress as log lines: `WHAT: grading 120/200 samples`."""
+        def report(done: int, total: int, stage: str) -> None:
+            self._grading_progress_t = time.monotonic()
+            unit = "episodes" if stage == "episodes" else "samples"
+            verb = "scoring" if stage == "scoring" else "grading"
+            self.log(category, f"{what}: {verb} {done}/{total} {unit}",
+                     data={"phase": "grading", "split": split, "progress": {"done": done, "total": total, "stage": stage}})
+        return report
+
     async def _grade(self, model_path: Path, split: str, work_dir: Path, for_submission: bool = False,
-                     gpus: list[str] | None = None) -> GradingOutcome:
+                     gpus: list[str] | None = None, progress_what: str | None = None) -> GradingOutcome:
+        """progress_what: the baseline's label; its progress lines are then harness events."""
         async with self.engine.grading_slots:
             timeout = self._grading_timeout(for_submission)
             self.log("grading", f"grading {model_path.name} on {split}",
                      data={"split": split, "phase": "start", "timeout_s": round(timeout, 1)})
             outcome = await run_grader(self._grading_request(model_path, split), work_dir,
                                        gpus=self.gpus if gpus is None else gpus,
-                                       threads=self.engine.grader_threads, timeout_s=timeout)
+                                       threads=self.engine.grader_threads, timeout_s=timeout,
+                                       on_progress=self._grading_progress(
+                                           progress_what or f"grading {model_path.name} on {split}",
+                                           "harness" if progress_what else "grading", split))
             if outcome.ok:
                 self.log("grading", f"graded {model_path.name} on {split}: {outcome.score:.2f}",
                          data={"split": split, "phase": "end", "score": outcome.score, "timings": outcome.timings})
@@ -341,10 +356,13 @@ class RunSupervisor:
         self.update_run(baseline_dev_score=scores["dev"], baseline_score=scores["test"])
 
     async def _grading_heartbeat(self, what: str, every_s: float = 30.0) -> None:
-        """The grader reports only at its end: say it is still at work, with the time so far."""
+        """Between the grader's progress lines (loading the model, a slow batch): say it is still
+        at work, with the time so far."""
         t0 = time.monotonic()
         while True:
             await asyncio.sleep(every_s)
+            if time.monotonic() - self._grading_progress_t < every_s:
+                continue
             self.log("harness", f"{what}: still grading, {format_duration(time.monotonic() - t0)} so far",
                      data={"phase": "baseline", "elapsed_s": round(time.monotonic() - t0)})
 
@@ -364,7 +382,7 @@ class RunSupervisor:
         self.log("harness", what, data={"phase": "baseline", "split": split, "progress": {"step": what, "total": n}})
         heartbeat = asyncio.ensure_future(self._grading_heartbeat(what))
         try:
-            outcome = await self._grade(self.model_path, split, work)
+            outcome = await self._grade(self.model_path, split, work, progress_what=f"baseline on {split}")
         finally:
             heartbeat.cancel()
         if not outcome.ok:

@@ -125,6 +125,7 @@ class TransformersPolicy:
         if prompt_format == "chat" and not getattr(self.tokenizer, "chat_template", None):
             raise InvalidModel(f"{self.path}: the task uses chat prompts but the tokenizer has no chat_template")
         self.max_positions = getattr(self.model.config, "max_position_embeddings", None)
+        self.on_batch: Any = None      # optional callback(done, total) after each generated batch
 
     def generate(self, prompts: list[Any], *, n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
                  max_tokens: int = 64, stop: list[str] | None = None) -> list[list[Completion]]:
@@ -170,6 +171,8 @@ class TransformersPolicy:
                     reason = "stop" if (finished or stopped or len(ids) < budget) else "length"
                     samples.append(Completion(text=text, tokens=len(ids), finish_reason=reason))
                 results.append(samples * n if greedy else samples)
+            if self.on_batch is not None:
+                self.on_batch(len(results), len(texts))
         return results
 
 

@@ -92,6 +92,9 @@ class ScorerContext:
     options: dict[str, Any]              # scorer options from the task card / command line
     seed: int = 0
     log: Callable[[str], None] = print
+    # progress(done, total, stage): a scorer whose work is not one batched generation over the
+    # items (episodes, slow scoring) reports its own units here; stage names the unit.
+    progress: Callable[[int, int, str], None] = lambda done, total, stage: None
 
 
 class Scorer(TypingProtocol):

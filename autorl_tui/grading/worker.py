@@ -6,6 +6,7 @@ REQUEST: {"task": card dict, "split": "dev", "split_path": ".../dev.jsonl", "mod
           "protocol": {...}, "scorer": "exact_match", "scorer_options": {...}, "backend": "transformers",
           "device": "cpu", "threads": 2, "seed": 0, "scratch_dir": "...", "limit": null,
           "template_limits": {"per_prompt_s": 5, "total_s": 60}}   (null disables a chat-template limit)
+PROGRESS (rewritten atomically next to RESULT, as progress.json): {"done", "total", "stage"}.
 RESULT (written atomically): {"ok": true, "score", "metrics", "samples", "timings", "grader_version",
           "scorer", "scorer_version"} or {"ok": false, "error", "error_kind", "traceback", ...}.
 Exit code 0 whenever RESULT was written (even with ok=false); 2 when it could not be.
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from autorl_tui.grading import GRADER_VERSION
+from autorl_tui.grading.progress import PROGRESS_FILE, ProgressFile
+
 ERROR_KINDS = ("invalid_model", "data", "scorer", "internal")
 
 
@@ -81,8 +84,9 @@ def _load_items(request: dict) -> list[dict]:
     return items
 
 
-def evaluate_request(request: dict) -> dict:
+def evaluate_request(request: dict, progress: ProgressFile | None = None) -> dict:
     """Run one evaluation described by REQUEST; returns the RESULT dict (raises GradingError)."""
+    progress = progress or ProgressFile(None)
     t_start = time.perf_counter()
     for key in ("split", "split_path", "model_path", "scorer"):
         if key not in request:
@@ -123,13 +127,16 @@ def evaluate_request(request: dict) -> dict:
         raise GradingError("invalid_model", str(exc)) from exc
     load_s = time.perf_counter() - t0
     timed = _TimedPolicy(policy)
+    if hasattr(policy, "on_batch"):
+        policy.on_batch = progress.inference
+    progress.write(0, len(items), "inference")
     scratch = Path(request.get("scratch_dir") or Path(request["split_path"]).parent / "scratch")
     scratch.mkdir(parents=True, exist_ok=True)
     task = request.get("task") or {}
     ctx = ScorerContext(task_dir=Path(task.get("dir", ".")), split=request["split"],
                         split_path=Path(request["split_path"]), scratch_dir=scratch,
                         options=dict(request.get("scorer_options") or {}), seed=seed,
-                        log=lambda msg: print(msg, file=sys.stderr, flush=True))
+                        log=lambda msg: print(msg, file=sys.stderr, flush=True), progress=progress.scorer)
     t1 = time.perf_counter()
     try:
         result = scorer.evaluate(timed, items, protocol, ctx)
@@ -159,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             request = json.loads(request_path.read_text())
         except (OSError, ValueError) as exc:
             raise GradingError("internal", f"cannot read request {request_path}: {exc}") from exc
-        result = evaluate_request(request)
+        result = evaluate_request(request, ProgressFile(result_path.parent / PROGRESS_FILE))
     except GradingError as exc:
         result = {"ok": False, "error": str(exc), "error_kind": exc.kind,
                   "traceback": traceback.format_exc() if exc.kind == "internal" else None}

@@ -61,10 +61,10 @@ def items_of(split_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (split_dir / "items.jsonl").read_text().splitlines()]
 
 
-def evaluate(card, split_dir, policy, **protocol_overrides):
+def evaluate(card, split_dir, policy, progress=lambda done, total, stage: None, **protocol_overrides):
     protocol = EvalProtocol.from_dict({**card.protocol.to_dict(), **protocol_overrides})
     ctx = ScorerContext(task_dir=card.dir, split="train", split_path=split_dir, scratch_dir=split_dir,
-                        options=card.scorer_options, log=lambda s: None)
+                        options=card.scorer_options, log=lambda s: None, progress=progress)
     return get_scorer("env_success").evaluate(policy, items_of(split_dir), protocol, ctx)
 
 
@@ -117,6 +117,25 @@ def test_scorer_gives_the_replayed_expert_100_percent_and_stores_trajectories(al
         assert [s["step"] for s in traj] == list(range(1, len(traj) + 1))
         assert all(s["observation"] and s["raw_output"] and "feedback" in s for s in traj)
         assert traj[-1]["won"] and sample.data["outcome"] == "won"
+
+
+def test_scorer_reports_episodes_done_and_the_progress_file_then_ignores_backend_batches(all_types_train, tmp_path):
+    from autorl_tui.grading.progress import ProgressFile
+    from autorl_tui.tasks_impl.alfworld.policies import ReplayExpertPolicy
+    card, train = all_types_train
+    items = items_of(train)
+    heard, written = [], ProgressFile(tmp_path / "progress.json")
+
+    def progress(done, total, stage):
+        heard.append((done, total, stage))
+        written.scorer(done, total, stage)
+
+    evaluate(card, train, ReplayExpertPolicy(train, items), progress=progress)
+    n = len(items)
+    assert heard[0] == (0, n, "episodes") and heard[-1] == (n, n, "episodes"), heard
+    assert [d for d, _, _ in heard] == sorted(d for d, _, _ in heard), heard
+    written.inference(1, 1)             # a step's generate batch is not an episode: not written
+    assert json.loads((tmp_path / "progress.json").read_text()) == {"done": n, "total": n, "stage": "episodes"}
 
 
 def test_scorer_gives_a_look_only_policy_zero(all_types_train):

@@ -106,3 +106,33 @@ def test_ctrl_c_on_batch_cancels_and_resume_then_says_how_to_retry(home, tmp_pat
     assert "nothing to resume" in proc.stdout and "cancelled" in proc.stdout, proc.stdout
     assert f"retry {run_id}" in proc.stdout if run_id else "retry r0001" in proc.stdout
     assert "press r" in proc.stdout
+
+
+def test_batch_output_shows_baseline_grading_progress_in_samples(home, tmp_path):
+    """The baseline's grading prints samples done / total as the grader's batches finish (batches
+    of 10 here, so that 40 samples take several steps); stopped once the agent runs."""
+    tasks = tmp_path / "tasks"
+    shutil.copytree(TASKS / "arith-small", tasks / "arith-small")
+    card = tasks / "arith-small" / "task.yaml"
+    card.write_text(card.read_text().replace("batch_size: 50", "batch_size: 10"))
+    plan = write_plan(tmp_path / "plan.yaml", agents=["test-budget-hog"], budget="300s")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    batch = subprocess.Popen([sys.executable, "-m", "autorl_tui", "--home", str(home), "--agents-dir", str(TEST_AGENTS),
+                              "--tasks-dir", str(tasks), "--batch", str(plan)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 400
+        while _db_state(home) != "running":
+            assert batch.poll() is None and time.monotonic() < deadline, "the run never started"
+            time.sleep(0.3)
+        batch.send_signal(signal.SIGINT)
+        out, err = batch.communicate(timeout=180)
+    finally:
+        if batch.poll() is None:
+            batch.kill()
+    for split in ("dev", "test"):
+        dones = [int(line.rsplit(" grading ", 1)[1].split("/")[0]) for line in out.splitlines()
+                 if f"baseline on {split}: grading " in line and line.endswith("/40 samples")]
+        assert len(dones) >= 2, out                         # more than the end alone
+        assert dones == sorted(set(dones)) and dones[-1] == 40, (split, dones, out)
+        assert all(d % 10 == 0 for d in dones), dones       # one step per batch

@@ -65,11 +65,12 @@ def test_a_hostile_chat_template_fails_the_grading_within_its_limit(tmp_path, ti
 def test_a_hung_grader_is_killed_at_its_timeout_with_its_group_and_the_next_grading_succeeds(tmp_path, tiny_model_dir):
     model = with_template(tiny_model_dir, tmp_path / "model", LOOP)
     no_limits = {"per_prompt_s": None, "total_s": None}      # only the process timeout is left to stop it
-    started = []
+    started, heard = [], []
 
     async def hang():
         task = asyncio.create_task(run_grader(request(tmp_path, model, template_limits=no_limits),
-                                              tmp_path / "hung", timeout_s=20))
+                                              tmp_path / "hung", timeout_s=20,
+                                              on_progress=lambda *progress: heard.append(progress)))
         # The worker leads its own process group; remember it to check nothing of it survives.
         while not started and not task.done():
             for p in psutil.Process().children():
@@ -87,5 +88,6 @@ def test_a_hung_grader_is_killed_at_its_timeout_with_its_group_and_the_next_grad
     assert "timed out after 20s" in outcome.error
     assert 20 <= time.time() - t0 < 80
     assert not group_alive(started[0])
+    assert heard == [(0, 5, "inference")], heard           # loaded, then hung rendering its prompts
     good = asyncio.run(run_grader(request(tmp_path, tiny_model_dir), tmp_path / "good", timeout_s=600))
     assert good.ok and good.score is not None, good

@@ -61,10 +61,12 @@ class EnvSuccessScorer:
             return [o[0] for o in outs]
 
         t0 = time.time()
+        ctx.progress(0, len(games), "episodes")
         results = run_episodes(generate, games, max_steps=max_steps,
                                batch_size=int(opts.get("batch_size") or protocol.batch_size or 16),
                                few_shot=bool(opts.get("few_shot", False)), history_len=int(opts.get("history_len", 5)),
-                               match_threshold=float(opts.get("match_threshold", 0.6)), log=ctx.log)
+                               match_threshold=float(opts.get("match_threshold", 0.6)), log=ctx.log,
+                               on_progress=lambda done, total: ctx.progress(done, total, "episodes"))
         elapsed = time.time() - t0
         samples = [to_sample(r, g) for r, g in zip(results, games)]
         metrics = summarize(results)

@@ -78,7 +78,8 @@ class _Live:
 
 def run_episodes(generate: Generate, games: list[dict], *, max_steps: int = 30, batch_size: int = 16,
                  few_shot: bool = False, history_len: int = 5, match_threshold: float = 0.6,
-                 log: Callable[[str], None] | None = None) -> list[EpisodeResult]:
+                 log: Callable[[str], None] | None = None,
+                 on_progress: Callable[[int, int], None] | None = None) -> list[EpisodeResult]:
     """Play every game once. All live episodes advance together: one `generate` call per step
     over up to `batch_size` episodes; a finished episode's slot goes to the next game."""
     results: dict[int, EpisodeResult] = {}
@@ -147,5 +148,7 @@ def run_episodes(generate: Generate, games: list[dict], *, max_steps: int = 30, 
                 del live[i]
                 if log:
                     log(f"episode {res.game_id}: {'won' if res.won else 'lost'} in {res.steps} steps")
+        if on_progress:
+            on_progress(len(results), len(games))
         refill()
     return [results[i] for i in range(len(games))]

@@ -24,22 +24,15 @@ from typing import Any
 
 import yaml
 
+from autorl_tui import registry
 from autorl_tui.exitcodes import UsageError
 
-OUTPUT_FORMATS = {"text"}   # extended by parsers registered in engine/instrument (see register_output_format)
 NETWORK_POLICIES = ("none", "bridge", "host")
 
 
-def register_output_format(name: str) -> None:
-    OUTPUT_FORMATS.add(name)
-
-
 def known_output_formats() -> set[str]:
-    # The parsers register their format names when imported; import them here (lazily, they are
-    # pure Python) so that a spec validates without the caller having imported the engine.
-    import autorl_tui.engine.instrument.parsers  # noqa: F401
-
-    return OUTPUT_FORMATS
+    """Formats with a registered stream parser (`autorl_tui/registry.py`, kind `output_parsers`)."""
+    return set(registry.names("output_parsers"))
 
 
 def builtin_agents_dir() -> Path:
@@ -87,7 +80,7 @@ def load_agent_spec(path: Path) -> AgentSpec:
         raise UsageError(f"agent spec {path}: `env` must be a list of variable names, e.g. [OPENAI_API_KEY]")
     fmt = raw.get("output_format", "text")
     if fmt not in known_output_formats():
-        raise UsageError(f"agent spec {path}: output_format {fmt!r} unknown; known: {sorted(OUTPUT_FORMATS)}")
+        raise UsageError(f"agent spec {path}: output_format {fmt!r} unknown; known: {sorted(known_output_formats())}")
     network = raw.get("network", "none")
     if network not in NETWORK_POLICIES:
         raise UsageError(f"agent spec {path}: network {network!r} must be one of {NETWORK_POLICIES}")

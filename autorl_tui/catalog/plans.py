@@ -9,10 +9,10 @@ from typing import Any
 
 import yaml
 
+from autorl_tui import registry
 from autorl_tui.durations import parse_duration
 from autorl_tui.exitcodes import UsageError
 
-EXECUTORS = ("local", "docker")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
              "cost_budget", "description", "threads"}
@@ -74,8 +74,8 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
         raise UsageError(f"plan {where}: `budget` is required (e.g. budget: 10m)")
     budget = parse_duration(raw["budget"])
     executor = raw.get("executor", "local")
-    if executor not in EXECUTORS:
-        raise UsageError(f"plan {where}: executor {executor!r} must be one of {', '.join(EXECUTORS)}")
+    if executor not in registry.entries("executors"):
+        raise UsageError(f"plan {where}: executor {executor!r} must be one of {', '.join(registry.names('executors'))}")
     gpus = raw.get("gpus_per_run", 0)
     if not isinstance(gpus, int) or gpus < 0:
         raise UsageError(f"plan {where}: gpus_per_run must be a non-negative integer")

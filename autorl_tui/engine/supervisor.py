@@ -34,7 +34,7 @@ from autorl_tui.grading import GRADER_VERSION
 from autorl_tui.store.db import decode_row
 
 if TYPE_CHECKING:
-    from autorl_tui.engine.engine import Engine
+    from autorl_tui.engine.run_host import RunHost
 
 # Grader bounds (docs/grading.md, "Grader bounds").
 GRADING_TIMEOUT_S = 3600.0    # any one grading process, at most
@@ -79,7 +79,7 @@ class RunSupervisor:
     REVISION_INTERVAL_S = 2.0
     RESOURCE_INTERVAL_S = 3.0
 
-    def __init__(self, engine: "Engine", run: dict, gpus: list[str]):
+    def __init__(self, engine: "RunHost", run: dict, gpus: list[str]):
         self.engine = engine
         self.store = engine.store
         self.run_id: str = run["id"]
@@ -141,6 +141,11 @@ class RunSupervisor:
         extra = {k: v for k, v in fields.items() if k != "state"}
         if extra:
             self.engine.bus.publish(ev.RunUpdated(self.run_id, fields=extra))
+
+    @property
+    def task(self) -> asyncio.Task | None:
+        """The asyncio task driving this run (None before start/adopt)."""
+        return self._task
 
     # ------------------------------------------------------------------ main flow
     def start(self) -> asyncio.Task:

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from autorl_tui import __version__
-from autorl_tui.grading.types import FAILURE_KINDS
+from autorl_tui.scores import FAILURE_KINDS
 from autorl_tui.reports import svg
 from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.reports.analytics import PHASES, Analytics

@@ -292,7 +292,7 @@ def test_workspace_gets_the_train_split_and_nothing_held_out(three_splits, tmp_p
 def test_tiny_alfworld_reads_every_game_word_and_fits_a_turn(three_splits, all_types_train):
     """The built-in `tiny-alfworld` tokenizer is made from the engine's text, not from any split:
     every word of every split's games (held-out rooms too) is in it, and a whole turn fits its context."""
-    from autorl_tui.catalog.tiny_alfworld import MAX_POSITIONS, build_tokenizer
+    from autorl_tui.tasks_impl.alfworld.tiny_model import MAX_POSITIONS, build_tokenizer
 
     tok = build_tokenizer()
     unk = tok.unk_token_id
@@ -315,7 +315,7 @@ def test_tiny_alfworld_reads_every_game_word_and_fits_a_turn(three_splits, all_t
 
 def test_tiny_alfworld_build_is_deterministic_and_plays_as_a_policy(all_types_train, tmp_path):
     from autorl_tui.catalog.tiny import weights_hash
-    from autorl_tui.catalog.tiny_alfworld import build_tiny_alfworld_model
+    from autorl_tui.tasks_impl.alfworld.tiny_model import build_tiny_alfworld_model
     from autorl_tui.grading.inference import TransformersPolicy
 
     a = build_tiny_alfworld_model(tmp_path / "a")
@@ -420,7 +420,7 @@ def test_reference_dagger_labels_the_states_the_model_reaches(all_types_train, a
     expert's own: the same prompts and answers as the collection writes, and every game is won. With
     an untrained model in charge (beta 0) nothing is won, and each state still gets the expert's
     label, in the grader's prompt for the history the model made."""
-    from autorl_tui.catalog.tiny_alfworld import build_tiny_alfworld_model
+    from autorl_tui.tasks_impl.alfworld.tiny_model import build_tiny_alfworld_model
     from autorl_tui.tasks_impl.alfworld.prompts import build_messages
 
     _, train = all_types_train

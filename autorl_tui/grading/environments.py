@@ -18,6 +18,30 @@ from typing import Any, Callable, Protocol
 Generate = Callable[[list[Any]], list]
 
 
+class Observation(Protocol):
+    """What the environment says after reset() or a step."""
+    text: str                 # the intro at reset, the feedback after a step
+    admissible: list[str]     # actions it accepts now (empty when free-form)
+    won: bool
+    moves: int
+
+    @property
+    def reward(self) -> float: ...   # this step's reward (ALFWorld: 1.0 when won, else 0.0)
+
+    @property
+    def done(self) -> bool: ...
+
+
+class Episode(Protocol):
+    """One episode, playable repeatedly: reset() then step(action) until done."""
+    task: str                 # the goal, known after reset()
+    task_type: str
+
+    def reset(self) -> Observation: ...
+    def step(self, action: str) -> Observation: ...
+    def close(self) -> None: ...
+
+
 class EpisodeRecord(Protocol):
     """One finished episode, with its trajectory (one dict per step: observation, prompt, raw
     reply, action, feedback) kept in the sample so reports and agents can replay it."""
@@ -44,6 +68,9 @@ class InteractiveEnvironment(Protocol):
 
     def episodes(self, items: list[dict], split_path: Path) -> list[dict]:
         """The split's episodes: from its items, or from the materialized split folder."""
+
+    def open(self, episode: dict) -> Episode:
+        """One episode to step through by hand (agents' rollouts, tests, debugging)."""
 
     def run_episodes(self, generate: Generate, episodes: list[dict], *, max_steps: int, batch_size: int,
                      options: dict, log: Callable[[str], None] | None) -> list[EpisodeRecord]:

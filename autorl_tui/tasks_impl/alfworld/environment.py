@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autorl_tui.tasks_impl.alfworld.api import list_games, run_episodes
+from autorl_tui.tasks_impl.alfworld.env import AlfworldGame
 from autorl_tui.tasks_impl.alfworld.prompts import messages_to_text
 
 
@@ -30,6 +31,9 @@ class AlfworldEnvironment:
             g["gamefile"] = str(path if path.is_absolute() else (split_path / path).resolve())
             games.append(g)
         return games
+
+    def open(self, episode: dict) -> AlfworldGame:
+        return AlfworldGame(episode["gamefile"])
 
     def run_episodes(self, generate, episodes, *, max_steps, batch_size, options, log):
         return run_episodes(generate, episodes, max_steps=max_steps, batch_size=batch_size,

@@ -12,10 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("importlinter")
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -91,12 +91,18 @@ def group(kind: str) -> str:
     return GROUP_PREFIX + kind
 
 
+@lru_cache(maxsize=1)
+def _installed():
+    """Every installed entry point, read once per process (one scan of sys.path's metadata)."""
+    return entry_points()
+
+
 @lru_cache(maxsize=None)
 def entries(kind: str) -> dict[str, EntryPoint]:
     """Built-ins first, then installed plugins, by name (stable, sorted within each)."""
     grp = group(kind)
     found = {name: EntryPoint(name=name, value=value, group=grp) for name, value in BUILTINS[kind].items()}
-    for ep in sorted(entry_points(group=grp), key=lambda e: e.name):
+    for ep in sorted(_installed().select(group=grp), key=lambda e: e.name):
         if ep.name in found and found[ep.name].value != ep.value:
             dist = getattr(ep.dist, "name", "an installed package")
             raise PluginError(f"{dist} declares {grp} {ep.name!r} = {ep.value!r}, but {ep.name!r} is "
@@ -127,4 +133,5 @@ def resolve(kind: str, ref: str) -> Any:
 
 def refresh() -> None:
     """Forget the cached scan (after installing a plugin into a running process)."""
+    _installed.cache_clear()
     entries.cache_clear()

@@ -33,10 +33,10 @@ demo: setup
 	$(PY) -m autorl_tui --home $(DEMO_HOME) demo --plan $(PLAN)
 
 test: setup
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
 
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow and not docker" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -rs -m "not slow and not docker" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/run_all.py

@@ -34,7 +34,20 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in registry.names("commands"):   # built-in commands and installed plugins' ones
         registry.load("commands", name)(subparsers)
+    _accept_home_anywhere(subparsers)
     return parser
+
+
+def _accept_home_anywhere(subparsers) -> None:
+    """`--home` is read after the command too (`autorl-tui runs list --home X`), at any depth of
+    sub-commands. SUPPRESS keeps a value given before the command when none is given after it."""
+    for sub in subparsers.choices.values():
+        if not any("--home" in a.option_strings for a in sub._actions):
+            sub.add_argument("--home", default=argparse.SUPPRESS,
+                             help="home directory (may also come before the command)")
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_home_anywhere(action)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("autorl-tui: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        # The reader went away (`runs list --json | head`): stop quietly. stdout is pointed at
+        # /dev/null so that the interpreter's final flush does not fail a second time.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return int(ExitCode.OK)
 
 
 if __name__ == "__main__":

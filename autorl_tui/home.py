@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autorl_tui.exitcodes import InfraError
+from autorl_tui.exitcodes import InfraError, UsageError
 
 
 def default_home() -> Path:
@@ -37,9 +37,36 @@ class Home:
     @classmethod
     def open(cls, cli_value: str | None = None, create: bool = True) -> "Home":
         home = cls(resolve_home(cli_value))
+        home.check(writable=create)
         if create:
-            home.ensure()
+            try:
+                home.ensure()
+            except OSError as exc:
+                raise UsageError(f"cannot set up home {home.root}: {exc.strerror or exc}; "
+                                 f"pass a writable folder with --home") from None
         return home
+
+    def check(self, writable: bool) -> None:
+        """A home that is a file, or read-only when it must be written, is refused before anything
+        is created (so nothing is left half-written)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise UsageError(f"home {self.root} is a file, not a folder; pass a folder with --home "
+                             f"(it is created when missing)")
+        existing = self.root
+        while not existing.exists():
+            existing = existing.parent
+        if not existing.is_dir():
+            raise UsageError(f"home {self.root} cannot be created: {existing} is a file; pass another --home")
+        if not writable:
+            return
+        if not os.access(existing, os.W_OK | os.X_OK):
+            what = "home" if existing == self.root else f"home {self.root} cannot be created: its parent"
+            raise UsageError(f"{what} {existing} is not writable; pass a writable folder with --home "
+                             f"(or fix its permissions)")
+        if self.root.exists():
+            for part in (self.store_path, self.cache, self.runs_dir, self.workspaces):
+                if part.exists() and not os.access(part, os.W_OK):
+                    raise UsageError(f"{part} in home {self.root} is not writable; pass a writable --home")
 
     # Harness-private parts are 0700 so that an agent running as another user cannot read them;
     # the root itself is 0711 (traverse only) so workspaces below it stay reachable.

@@ -72,9 +72,10 @@ BUILTINS: dict[str, dict[str, str]] = {
         "tiny-alfworld": "autorl_tui.tasks_impl.alfworld.tiny_model:build",
     },
     "commands": {
-        name: f"autorl_tui.commands.{name}:register"
-        for name in ("agents", "compare", "demo", "doctor", "engine", "export", "gpus", "models",
-                     "report", "resume", "runs", "score", "tasks")
+        **{name: f"autorl_tui.commands.{name}:register"
+           for name in ("agents", "compare", "demo", "doctor", "engine", "export", "gpus", "models",
+                        "report", "resume", "retry", "runs", "score", "tasks")},
+        "import": "autorl_tui.commands.import_:register",   # `import` is a Python keyword
     },
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs and starts the system parts the tests use for real: Docker Engine, Chromium, tmux, npm.
+# Installs and starts the system parts the tests use for real: Docker Engine, Chromium, tmux, npm,
+# curl, jq, bubblewrap.
 # Idempotent; needs root (apt-get). Prints what it does.
 set -euo pipefail
 need=()
@@ -10,6 +11,12 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 # The agent tests install the real agent CLIs (Claude Code, Codex, Gemini CLI, opencode) with npm.
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# The AutoRL-Bench-style test agent (tests/data/autorl_bench/agents/probe) talks to the API with curl and jq.
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v jq >/dev/null 2>&1 || need+=(jq)
+# Local agents and the grader run in a bubblewrap sandbox, dropping to their uid with setpriv.
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+[ -x /usr/bin/setpriv ] || need+=(util-linux)
 # The code sandbox runs generated code with a system interpreter whose stdlib any uid can read.
 [ -x /usr/bin/python3 ] || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,5 +1,8 @@
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# A command run without --home (in-process or as a subprocess) resolves $AUTORL_HOME, then
+# $XDG_DATA_HOME: both point into a temporary folder for the whole session, never at ~/.local/share.
+_SESSION_DATA = tempfile.mkdtemp(prefix="autorl-tests-data-")
+atexit.register(shutil.rmtree, _SESSION_DATA, True)
+os.environ["XDG_DATA_HOME"] = _SESSION_DATA
+os.environ["AUTORL_HOME"] = os.path.join(_SESSION_DATA, "autorl-tui")
 
 
 @pytest.fixture

@@ -13,9 +13,10 @@ from autorl_tui import registry
 from autorl_tui.durations import parse_duration
 from autorl_tui.exitcodes import UsageError
 
+ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
-             "cost_budget", "description", "threads"}
+             "cost_budget", "description", "threads", "log_cap", "isolation"}
 
 
 @dataclass
@@ -26,6 +27,7 @@ class RunRequest:
     seed: int
     budget_s: float
     executor: str = "local"
+    isolation: str = "sandbox"   # local executor: "none" runs the agent unisolated (every report says so)
     gpus: int = 0
     driver: str | None = None
     priority: int = 0
@@ -38,6 +40,20 @@ class Plan:
     source: str
     runs: list[RunRequest]
     raw: dict[str, Any]
+
+
+def isolation_of(req: RunRequest) -> str:
+    """How a run's agent is isolated, as it is recorded (run spec `isolation`) and reported:
+    `bwrap` (local sandbox), `docker`, or `none` (unisolated: the plan said `isolation: none`)."""
+    if req.executor == "docker":
+        return "docker"
+    return "none" if req.isolation == "none" else "bwrap"
+
+
+def recorded_isolation(spec: dict | None, executor: str | None) -> str:
+    """The isolation of a stored run; runs recorded before the field existed say `unrecorded`."""
+    value = (spec or {}).get("isolation") if isinstance(spec, dict) else None
+    return value or ("docker" if executor == "docker" else "unrecorded")
 
 
 def _as_list(raw: dict, key: str, where: str, default=None) -> list:
@@ -76,21 +92,45 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     executor = raw.get("executor", "local")
     if executor not in registry.entries("executors"):
         raise UsageError(f"plan {where}: executor {executor!r} must be one of {', '.join(registry.names('executors'))}")
+    isolation = raw.get("isolation", "sandbox")
+    if isolation not in ISOLATIONS:
+        raise UsageError(f"plan {where}: isolation {isolation!r} must be one of {', '.join(ISOLATIONS)} "
+                         f"(`none` runs local agents unisolated, as the harness user)")
     gpus = raw.get("gpus_per_run", 0)
     if not isinstance(gpus, int) or gpus < 0:
         raise UsageError(f"plan {where}: gpus_per_run must be a non-negative integer")
     priority = int(raw.get("priority", 0))
-    options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads")
+    _check_log_cap(raw.get("log_cap"), where)
+    options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap")
                if k in raw}
-    runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, gpus=gpus,
+    runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, isolation=isolation,
+                       gpus=gpus,
                        driver=d, priority=priority, options=dict(options))
             for t, a, m, d, s in itertools.product(tasks, agents, models, drivers, seeds)]
     name = str(raw.get("name") or Path(where).stem)
     return Plan(name=name, source=text, runs=runs, raw=raw)
 
 
+def _check_log_cap(cap, where: str) -> None:
+    """`log_cap: {events: N, bytes: B}`: how many stdout/stderr/action events (and bytes of them) a
+    run stores at most (engine/instrument/log_ingest.py has the defaults)."""
+    if cap is None:
+        return
+    if not isinstance(cap, dict) or set(cap) - {"events", "bytes"}:
+        raise UsageError(f"plan {where}: log_cap must be a mapping with 'events' and/or 'bytes', "
+                         f"e.g. log_cap: {{events: 100000, bytes: 67108864}}; got {cap!r}")
+    for key, value in cap.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"plan {where}: log_cap.{key} must be a positive whole number, got {value!r}")
+
+
 def load_plan(path: str | Path) -> Plan:
     p = Path(path)
     if not p.exists():
         raise UsageError(f"plan file {p} does not exist")
-    return parse_plan(p.read_text(), str(p))
+    plan = parse_plan(p.read_text(), str(p))
+    for run in plan.runs:   # an agent folder's path (AutoRL-Bench style) may be relative to the plan
+        given = Path(run.agent)
+        if "/" in run.agent and not given.is_absolute() and not given.exists() and (p.parent / given).exists():
+            run.agent = str((p.parent / given).resolve())
+    return plan

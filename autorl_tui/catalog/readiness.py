@@ -41,7 +41,7 @@ def agent_readiness(spec: AgentSpec, environ: Mapping[str, str] | None = None,
     required = [str(r) for r in spec.raw.get("requires_env") or []]
     missing_env = [r for r in required if not any(environ.get(n) for n in r.split("|"))]
     required_names = {n for r in required for n in r.split("|")}
-    unset = [n for n in spec.env if n not in required_names and not environ.get(n)]
+    unset = [n for n in spec.env if n not in required_names and not environ.get(n) and n not in spec.env_values]
     problems = []
     if missing_exe:
         problems.append(f"not on PATH: {', '.join(missing_exe)}"

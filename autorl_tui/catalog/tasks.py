@@ -32,10 +32,12 @@ folder) and read from there; only `train` is ever copied into a workspace.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import sys
 import os
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,7 +82,7 @@ class TaskCard:
     dir: Path
     description_file: str = "description.md"
     default_budget: str = "10m"
-    submission_cap: dict[str, Any] = field(default_factory=dict)   # {max_count: N, min_interval_s: S}
+    submission_cap: dict[str, Any] = field(default_factory=dict)   # {max_count: N, min_interval_s: S, size_factor: F}
     scorer_options: dict[str, Any] = field(default_factory=dict)
     workspace_files: list[str] = field(default_factory=list)        # extra agent-visible files beside the card
     version: str = "1"
@@ -135,6 +137,10 @@ def load_task_card(path: Path) -> TaskCard:
         raise UsageError(f"task card {where}: protocol: {exc}") from None
     if raw["level"] not in (1, 2, 3):
         raise UsageError(f"task card {where}: level must be 1, 2 or 3, got {raw['level']!r}")
+    factor = (raw.get("submission_cap") or {}).get("size_factor")
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0):
+        raise UsageError(f"task card {where}: submission_cap.size_factor must be a positive number (a submission may "
+                         f"be that many times the base model's size), got {factor!r}")
     return TaskCard(
         id=str(raw["id"]), name=str(raw.get("name", raw["id"])), level=int(raw["level"]),
         scorer=str(raw["scorer"]), primary_metric=str(raw["primary_metric"]), protocol=protocol,
@@ -164,6 +170,11 @@ def find_task(task_id: str, search_path: list[Path]) -> TaskCard:
         card = root / task_id / "task.yaml"
         if card.exists():
             return load_task_card(card)
+    from autorl_tui.catalog.autorl_bench import task_alias
+
+    ours = task_alias(task_id)     # AutoRL-Bench's task ids (e.g. alpacaeval → alpaca-judge)
+    if ours is not None and ours != task_id:
+        return find_task(ours, search_path)
     known = ", ".join(sorted(list_tasks(search_path))) or "none"
     raise UsageError(f"unknown task {task_id!r}; known tasks: {known} (searched {', '.join(map(str, search_path))})")
 
@@ -179,36 +190,62 @@ def split_cache_dir(card: TaskCard, cache_root: Path) -> Path:
 
 
 def materialize(card: TaskCard, split: str, cache_root: Path) -> Path:
-    """Make the split's data available in the harness cache and return its path (file or folder)."""
+    """Make the split's data available in the harness cache and return its path (file or folder).
+
+    Safe across processes: concurrent first runs of a task take an exclusive lock per (task,
+    protocol hash, split); the first one builds the split, the others wait and reuse its result.
+    Files are written to unique temporary names and renamed into place, so a crash never leaves a
+    half-written split behind a done marker."""
     if split not in card.data.get("splits", {}):
         raise UsageError(f"task {card.id} has no split {split!r}; it has {', '.join(card.splits)}")
     out_dir = split_cache_dir(card, cache_root)
     out_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(out_dir, 0o700)
-    provider = card.data.get("provider", "files")
     done_marker = out_dir / f".{split}.done"
     if done_marker.exists():
         return Path(done_marker.read_text())
-    if provider == "generator":
-        path = _materialize_generator(card, split, out_dir)
-    elif provider == "files":
-        path = _materialize_files(card, split, out_dir)
-    elif provider == "local":
-        path = _materialize_local(card, split, out_dir)
-    elif provider == "python":
-        path = Path(provider_function(card)(card, split, out_dir))
-    else:
-        raise UsageError(f"task {card.id}: unknown data provider {provider!r} (generator, files, local, python)")
-    done_marker.write_text(str(path))
+    with open(out_dir / f".{split}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done_marker.exists():       # built by another process while this one waited
+            return Path(done_marker.read_text())
+        path = _build_split(card, split, out_dir)
+        _atomic_write_text(done_marker, str(path))
     return path
 
 
-def _write_jsonl(path: Path, items: list[dict]) -> Path:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as fh:
-        for item in items:
-            fh.write(json.dumps(item) + "\n")
+def _build_split(card: TaskCard, split: str, out_dir: Path) -> Path:
+    provider = card.data.get("provider", "files")
+    if provider == "generator":
+        return _materialize_generator(card, split, out_dir)
+    if provider == "files":
+        return _materialize_files(card, split, out_dir)
+    if provider == "local":
+        return _materialize_local(card, split, out_dir)
+    if provider == "python":
+        return Path(provider_function(card)(card, split, out_dir))
+    raise UsageError(f"task {card.id}: unknown data provider {provider!r} (generator, files, local, python)")
+
+
+def _unique_tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = _unique_tmp(path)
+    tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def _write_jsonl(path: Path, items: list[dict]) -> Path:
+    tmp = _unique_tmp(path)
+    try:
+        with open(tmp, "w") as fh:
+            for item in items:
+                fh.write(json.dumps(item) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -29,6 +29,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from autorl_tui import progress
 from autorl_tui.catalog.generators import arith
 
 BUILD_INFO = "autorl_tui_build.json"
@@ -155,6 +156,7 @@ def _pretrain(model, tok, seed: int, steps: int, docs: int, batch: int = PRETRAI
         opt.zero_grad(set_to_none=True)
         if step % 50 == 0 or step == steps:
             curve.append([step, round(loss.item(), 4)])
+        progress.report("building the tiny model: pretraining steps", step, steps)
     model.eval()
     return curve
 
@@ -166,6 +168,7 @@ def _build_into(folder: Path, seed: int, pretrain_steps: int, pretrain_docs: int
 
     hf_logging.disable_progress_bar()
     t0, cpu0 = time.time(), time.process_time()
+    progress.report("building the tiny model: tokenizer and pretraining corpus")
     tok = build_tokenizer(seed)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=128, intermediate_size=512, num_hidden_layers=4,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=MAX_POSITIONS,
@@ -181,6 +184,7 @@ def _build_into(folder: Path, seed: int, pretrain_steps: int, pretrain_docs: int
         torch.set_num_threads(threads)
     model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
                                                bos_token_id=None, do_sample=False, max_new_tokens=32)
+    progress.report("building the tiny model: saving weights")
     model.save_pretrained(folder, safe_serialization=True)
     tok.save_pretrained(folder)
     info = {"name": "tiny", "tiny_version": TINY_VERSION, "seed": seed, "pretrain_steps": pretrain_steps,
@@ -229,6 +233,8 @@ def build_atomically(out_dir: Path | str, build_into, force: bool = False) -> Pa
         try:
             build_into(tmp)
             os.chmod(tmp, 0o755)
+            for f in tmp.rglob("*"):   # readable by the sandboxed grader's uid (safetensors writes 0600)
+                os.chmod(f, 0o755 if f.is_dir() else 0o644)
             if out.exists():
                 trash = out.parent / f".{out.name}.old-{os.getpid()}"
                 os.rename(out, trash)

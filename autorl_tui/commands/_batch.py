@@ -39,7 +39,7 @@ def run_batch(args) -> int:
 async def _hand_over(args, plan) -> int:
     """An engine already owns the home (the console's background engine): give it the plan and
     follow the plan's runs over the socket until they end. Ctrl-C stops following, not the runs."""
-    from autorl_tui.commands._display import PlainDisplay, print_summary_rows
+    from autorl_tui.commands._display import PlainDisplay, print_next, print_summary_rows
     from autorl_tui.engine.client import Disconnected, EngineClient, Lagged
     from autorl_tui.engine.events import RunStateChanged
     from autorl_tui.engine.supervisor import FINAL_STATES
@@ -72,11 +72,12 @@ async def _hand_over(args, plan) -> int:
     finally:
         await client.close()
     print_summary_rows(home, rows)
+    print_next(home.root, rows, plan.name)
     return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)
 
 
 async def _run(args, plan) -> int:
-    from autorl_tui.commands._display import make_display, print_summary
+    from autorl_tui.commands._display import make_display, print_next, print_summary
 
     engine = engine_from_args(args)
     try:
@@ -121,10 +122,14 @@ async def _run(args, plan) -> int:
         rows = await waiter if waiter.done() else [engine.get_run(r) for r in run_ids]
         display.stop()
         print_summary(engine, rows)
+        if not interrupted:
+            print_next(engine.home.root, rows, plan.name)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
         await engine.stop(cancel_runs=interrupted)
     if interrupted:
+        print(f"interrupted: the plan's runs were cancelled; run one again with "
+              f"`autorl-tui --home {engine.home.root} retry RUN` (or press r on it in the console)", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)

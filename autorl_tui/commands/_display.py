@@ -15,6 +15,44 @@ def _f(v, nd=1) -> str:
     return "-" if v is None else f"{v:.{nd}f}"
 
 
+FINAL = ("done", "failed", "cancelled", "lost")
+PREP_ESTIMATE_S = 60.0   # a queued run's preparation and baseline, before its budget starts
+
+
+def plan_progress(rows: list[dict], concurrency: int, now: float | None = None) -> dict:
+    """Done / total over a plan's runs and a time-left estimate from their budgets: what is left of
+    each active run's budget, plus whole budgets (and a preparation allowance) of queued runs,
+    spread over the engine's concurrency."""
+    now = time.time() if now is None else now
+    finished = [r for r in rows if r["state"] in FINAL]
+    left = []
+    for r in rows:
+        if r["state"] in FINAL:
+            continue
+        if r.get("started_at"):
+            left.append(max(0.0, r["budget_s"] - (now - r["started_at"])))
+        else:
+            left.append(r["budget_s"] + PREP_ESTIMATE_S)
+    eta = max(max(left, default=0.0), sum(left) / max(1, concurrency)) if left else 0.0
+    return {"finished": len(finished), "total": len(rows), "done": sum(r["state"] == "done" for r in finished),
+            "eta_s": eta, "best": {r["id"]: r.get("best_dev_score") for r in rows}}
+
+
+def progress_line(p: dict) -> str:
+    bar_w = 20
+    filled = round(bar_w * p["finished"] / max(1, p["total"]))
+    text = f"[{'#' * filled}{'.' * (bar_w - filled)}] {p['finished']}/{p['total']} run(s) finished"
+    if p["finished"] > p["done"]:
+        text += f" ({p['finished'] - p['done']} not done)"
+    if p["finished"] < p["total"]:
+        text += f"; about {format_duration(p['eta_s'])} left (from budgets)"
+    return text
+
+
+def best_dev_line(p: dict) -> str:
+    return "best dev: " + ", ".join(f"{rid.split('-')[0]} {_f(v)}" for rid, v in p["best"].items())
+
+
 class PlainDisplay:
     def __init__(self, engine, stream=None):
         self.engine = engine
@@ -28,6 +66,7 @@ class PlainDisplay:
     def start(self, run_ids: list[str], plan_name: str) -> None:
         self.note(f"plan {plan_name}: {len(run_ids)} run(s) queued: {', '.join(run_ids)}")
         self.run_ids = set(run_ids)
+        self.order = list(run_ids)
         self._sub = self.engine.bus.subscribe()
         self._task = asyncio.create_task(self._follow())
 
@@ -37,9 +76,22 @@ class PlainDisplay:
                 continue
             self.render(e)
 
+    def rows(self) -> list[dict]:
+        store = self.engine.store if self.engine is not None else None
+        if store is None:
+            return []
+        return [r for r in (store.get("runs", rid) for rid in self.order) if r is not None]
+
+    def progress(self) -> dict | None:
+        rows = self.rows()
+        return plan_progress(rows, getattr(self.engine, "concurrency", 1)) if rows else None
+
     def render(self, e) -> None:
         if isinstance(e, ev.RunStateChanged):
             self.note(f"{e.run_id}: {e.state}" + (f" ({e.reason})" if e.reason else ""))
+            p = self.progress()
+            if p is not None and (e.state in FINAL or e.state == "running"):
+                self.note(f"{progress_line(p)}; {best_dev_line(p)}")
         elif isinstance(e, ev.SubmissionUpdated):
             s = e.submission
             if self._sub_status.get(s["id"]) == s["status"]:
@@ -54,7 +106,7 @@ class PlainDisplay:
                 self.note(f"{e.run_id}: submission {s['seq']} duplicates an earlier one ({_f(s['score'])})")
         elif isinstance(e, ev.RunEventAppended) and e.kind == "harness" and e.level in ("warning", "error"):
             self.note(f"{e.run_id}: {e.message}")
-        elif isinstance(e, ev.RunEventAppended) and e.kind == "harness" and e.message.startswith("baseline"):
+        elif isinstance(e, ev.RunEventAppended) and e.kind == "harness" and e.message.startswith(("baseline", "preparing:")):
             self.note(f"{e.run_id}: {e.message}")
 
     def stop(self) -> None:
@@ -94,14 +146,25 @@ class RichDisplay(PlainDisplay):
         if isinstance(e, ev.RunEventAppended) and e.kind in ("stdout", "stderr", "action"):
             self.last_line[e.run_id] = e.message[:80]
             return
+        if isinstance(e, ev.RunEventAppended) and e.kind == "harness" and e.message.startswith(("preparing:", "baseline")):
+            self.last_line[e.run_id] = e.message[:80]     # shown in the table, not as a scrolling line
+            return
+        if isinstance(e, ev.RunStateChanged):
+            self.note(f"{e.run_id}: {e.state}" + (f" ({e.reason})" if e.reason else ""))
+            return
         super().render(e)
 
     def _table(self):
         from rich.table import Table
 
-        table = Table(title=f"plan {getattr(self, 'plan_name', '')}", expand=True)
+        p = self.progress() if hasattr(self, "order") else None
+        table = Table(title=f"plan {getattr(self, 'plan_name', '')}", expand=True,
+                      caption=progress_line(p) if p else None)
         for col in ("run", "state", "elapsed / budget", "baseline", "best dev", "test", "last output"):
-            table.add_column(col, overflow="fold")
+            if col == "run":       # never cut or folded
+                table.add_column(col, no_wrap=True, min_width=max(map(len, getattr(self, "order", []) or ["run"])))
+            else:
+                table.add_column(col, overflow="fold")
         now = time.time()
         for rid in getattr(self, "order", []):
             r = self.engine.store.get("runs", rid) if self.engine.store else None
@@ -140,26 +203,68 @@ def print_summary_rows(home, rows: list[dict], stream=None) -> None:
     from autorl_tui.store.db import open_readonly
 
     conn = open_readonly(home.store_path)
-    query = lambda sql, params=(): [dict(r) for r in conn.execute(sql, params)]  # noqa: E731
-    fresh = [query("SELECT * FROM runs WHERE id=?", (r["id"],))[0] for r in rows]
-    print_summary(None, fresh, stream, query=query)
+    try:
+        query = lambda sql, params=(): [dict(r) for r in conn.execute(sql, params)]  # noqa: E731
+        fresh = [query("SELECT * FROM runs WHERE id=?", (r["id"],))[0] for r in rows]
+        print_summary(None, fresh, stream, query=query)
+    finally:
+        conn.close()
 
 
 def print_summary(engine, rows: list[dict], stream=None, query=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream or sys.stdout, width=160)
+    out = stream or sys.stdout
+    console = Console(file=out, width=None if out.isatty() else 160)   # a terminal's own width; logs: 160
     table = Table(title="summary (scores 0-100; baseline = base model on the same split)")
+    id_width = max((len(r["id"]) for r in rows), default=3)
     for col in ("run", "state", "baseline dev", "submissions (dev)", "best dev", "baseline test", "test (selected)",
                 "improvement", "wall time", "end"):
-        table.add_column(col, overflow="fold")
+        if col == "run":     # ids are never cut or folded: they are what the next commands take
+            table.add_column(col, no_wrap=True, min_width=id_width)
+        else:
+            table.add_column(col, overflow="fold")
+    narrow = console.width < 140     # ten columns do not fit: one block of lines per run instead
+    if narrow:
+        console.print("summary (scores 0-100; baseline = base model on the same split)", style="bold")
     for r in summary_rows(engine, rows, query):
         subs = ", ".join(f"v{s['seq']}:{_f(s['score'])}" if s["status"] in ("scored", "duplicate")
                          else f"v{s['seq']}:{s['status']}" for s in r["submissions"]) or "-"
         imp = r.get("improvement")
-        table.add_row(r["id"], r["state"], _f(r.get("baseline_dev_score")), subs, _f(r.get("best_dev_score")),
-                      _f(r.get("baseline_score")), _f(r.get("test_score")),
-                      "-" if imp is None else f"{imp:+.1f}", format_duration(r["wall_s"]) if r["wall_s"] else "-",
-                      r.get("end_reason") or r.get("failure_source") or "-")
-    console.print(table)
+        cells = (r["id"], r["state"], _f(r.get("baseline_dev_score")), subs, _f(r.get("best_dev_score")),
+                 _f(r.get("baseline_score")), _f(r.get("test_score")),
+                 "-" if imp is None else f"{imp:+.1f}", format_duration(r["wall_s"]) if r["wall_s"] else "-",
+                 r.get("end_reason") or r.get("failure_source") or "-")
+        if narrow:
+            console.print(f"{cells[0]}  {cells[1]}", markup=False, highlight=False)
+            console.print(f"  dev: baseline {cells[2]}, submissions {cells[3]}, best {cells[4]}", markup=False)
+            console.print(f"  test: baseline {cells[5]}, selected {cells[6]}, improvement {cells[7]}", markup=False)
+            console.print(f"  wall time {cells[8]}; {cells[9]}", markup=False)
+        else:
+            table.add_row(*cells)
+    if not narrow:
+        console.print(table)
+
+
+def print_next(home_root, rows: list[dict], plan_name: str | None = None, exports: dict | None = None,
+               stream=None) -> None:
+    """Where to look next, as commands that work when pasted: `--home` is always spelled out."""
+    import shlex
+
+    out = stream or sys.stdout
+    h = shlex.quote(str(home_root))
+    print("\nnext:", file=out)
+    for r in rows:
+        print(f"  report   autorl-tui report {r['id']} --home {h}", file=out)
+    if plan_name and len(rows) > 1:
+        print(f"  compare  autorl-tui compare --plan {shlex.quote(plan_name)} --home {h}", file=out)
+    print(f"  runs     autorl-tui runs list --home {h}", file=out)
+    for r in rows:
+        if exports and r["id"] in exports:
+            print(f"  export   {exports[r['id']]}", file=out)
+        else:
+            print(f"  export   autorl-tui export {r['id']} --json {shlex.quote(r['id'] + '.json')} --home {h}", file=out)
+    if any(r["state"] in ("failed", "cancelled", "lost") for r in rows):
+        print(f"  retry    autorl-tui retry RUN --home {h}   (a failed, cancelled or lost run)", file=out)
+    out.flush()

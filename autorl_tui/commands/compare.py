@@ -33,7 +33,8 @@ def run(args) -> int:
         stem = f"compare-{args.plan}" if args.plan else "compare"
         html_path, json_path = str(home.reports / f"{stem}.html"), str(home.reports / f"{stem}.json")
     with Analytics(home.store_path) as a:
-        report = build_compare_report(a, ids=args.run_ids or None, plan=args.plan, primary_task=args.primary_task)
+        ids = [a.resolve_run_id(r) for r in args.run_ids] or None
+        report = build_compare_report(a, ids=ids, plan=args.plan, primary_task=args.primary_task)
     html = render_compare_html(report) if html_path else None
     for path in write_outputs(report, html, html_path, json_path):
         print(path, file=sys.stdout)

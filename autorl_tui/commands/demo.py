@@ -33,8 +33,11 @@ def run(args) -> int:
 
 
 async def _demo(args, plan) -> int:
+    from contextlib import closing
+
     from autorl_tui.commands._batch import engine_from_args
-    from autorl_tui.commands._display import make_display, print_summary
+    from autorl_tui.commands._conditions import describe_conditions, run_conditions
+    from autorl_tui.commands._display import make_display, print_next, print_summary
     from autorl_tui.store.export import export_run, write_json_atomic
     from autorl_tui.store.db import open_readonly
     import sys
@@ -43,6 +46,7 @@ async def _demo(args, plan) -> int:
     engine = engine_from_args(args, role="demo")
     await engine.start()
     t0 = time.time()
+    exports = {}
     try:
         run_ids = await engine.enqueue_plan(plan)
         display = make_display(engine, plain=getattr(args, "plain", False) or not sys.stdout.isatty())
@@ -51,12 +55,18 @@ async def _demo(args, plan) -> int:
         display.stop()
         engine.store.flush()
         print_summary(engine, rows)
-        conn = open_readonly(engine.home.store_path)
         print(f"\nplan {plan.name}: {len(rows)} run(s) in {time.time() - t0:.0f}s; store: {engine.home.store_path}")
+        print("\nconditions:")
         for r in rows:
-            path = engine.home.reports / f"{r['id']}.json"
-            write_json_atomic(path, export_run(conn, r["id"]))
-            print(f"JSON export: {path}")
+            for line in describe_conditions(r["id"], run_conditions(engine.store.query, r["id"])):
+                print(f"  {line}")
+        # closed before the engine stops: an open reader would keep the WAL from being folded into store.db
+        with closing(open_readonly(engine.home.store_path)) as conn:
+            for r in rows:
+                path = engine.home.reports / f"{r['id']}.json"
+                write_json_atomic(path, export_run(conn, r["id"]))
+                exports[r["id"]] = str(path)
     finally:
         await engine.stop()
+    print_next(engine.home.root, rows, plan.name, exports=exports)
     return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)

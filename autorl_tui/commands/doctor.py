@@ -55,6 +55,10 @@ def collect(args) -> dict:
     except Exception as exc:
         ok, why = False, str(exc)
     report["docker"] = {"available": ok, "detail": why}
+    from autorl_tui.engine.executors.sandbox_bwrap import FIX, probe
+
+    ok, why = probe()
+    report["local_sandbox"] = {"available": ok, "detail": why if ok else f"{why}; {FIX}"}
     report["tools"] = {t: shutil.which(t) for t in ("chromium", "tmux", "npm", "node", "g++", "cmake")}
     agents = {}
     try:
@@ -81,6 +85,8 @@ def run(args) -> int:
     print(f"home: {report['home']}")
     print(f"GPUs: {len(report['gpus']['devices'])} ({report['gpus']['note']})")
     print(f"Docker: {'available' if report['docker']['available'] else 'not available'} ({report['docker']['detail']})")
+    sandbox = report["local_sandbox"]
+    print(f"local sandbox: {'available' if sandbox['available'] else 'NOT available'} ({sandbox['detail']})")
     print("packages:")
     for m, info in report["packages"].items():
         print(f"  {m:14} {info['version'] or 'missing':12} [{info['extra']}]")

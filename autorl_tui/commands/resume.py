@@ -22,7 +22,7 @@ async def _resume(args) -> int:
     import sys
 
     from autorl_tui.commands._batch import engine_from_args
-    from autorl_tui.commands._display import make_display, print_summary
+    from autorl_tui.commands._display import make_display, print_next, print_summary
     from autorl_tui.engine.supervisor import ACTIVE_STATES
 
     engine = engine_from_args(args, role="resume")
@@ -30,13 +30,29 @@ async def _resume(args) -> int:
     try:
         run_ids = [r["id"] for r in engine.runs(list(ACTIVE_STATES) + ["queued"])]
         if not run_ids:
-            print(f"nothing to resume in {engine.home.root}")
+            print(nothing_to_resume(engine.home.root, engine.runs(["failed", "cancelled", "lost"])))
             return int(ExitCode.OK)
         display = make_display(engine, plain=getattr(args, "plain", False) or not sys.stdout.isatty())
         display.start(run_ids, "resume")
         rows = await engine.wait_runs(run_ids)
         display.stop()
         print_summary(engine, rows)
+        print_next(engine.home.root, rows)
     finally:
         await engine.stop()
     return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)
+
+
+def nothing_to_resume(home_root, ended: list[dict]) -> str:
+    """What to say when no run is queued or active: the runs that ended badly and how to retry them."""
+    text = f"nothing to resume in {home_root}: no run is queued or active"
+    if not ended:
+        return text
+    lines = [f"{text}; runs that ended without finishing (newest first):"]
+    lines += [f"  {r['id']}  {r['state']}" + (f" ({r['end_reason']})" if r.get("end_reason") else "")
+              for r in ended[:5]]
+    if len(ended) > 5:
+        lines.append(f"  ... and {len(ended) - 5} more (`autorl-tui runs list --home {home_root}`)")
+    lines.append(f"retry one with `autorl-tui --home {home_root} retry {ended[0]['id']}` "
+                 f"(or select it in the console's Runs screen and press r)")
+    return "\n".join(lines)

@@ -54,6 +54,14 @@ def list_runs(args) -> int:
         if where:
             sql += " WHERE " + " AND ".join(where)
         rows = [dict(r) for r in conn.execute(sql + " ORDER BY created_at DESC, id DESC", params)]
+    from autorl_tui.catalog.plans import recorded_isolation
+
+    for r in rows:
+        try:
+            spec = json.loads(r.get("spec") or "{}")
+        except ValueError:
+            spec = {}
+        r["isolation"] = recorded_isolation(spec, r.get("executor"))
     if args.json:
         for r in rows:
             r.pop("spec", None)
@@ -63,15 +71,63 @@ def list_runs(args) -> int:
     if not rows:
         print(f"no runs in {home.root}")
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    table = [(col, [cell(r) for r in rows]) for col, cell in TABLE]
+    if not sys.stdout.isatty():   # pipes and files: every column, full values, tab-separated
+        print("\t".join(col for col, _ in table))
+        for i in range(len(rows)):
+            print("\t".join(values[i] for _, values in table))
+        return 0
+    import shutil
+    import textwrap
 
-    table = Table(title=f"runs in {home.root}")
-    for col in ("run", "state", "task", "agent", "model", "seed", "budget", "baseline", "best dev", "test", "Δ", "ended"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["id"], r["state"], r["task"], r["agent"], r["model"], str(r["seed"]), f"{r['budget_s']:.0f}s",
-                      _fmt(r["baseline_score"]), _fmt(r["best_dev_score"]), _fmt(r["test_score"]),
-                      _fmt(r["improvement"]), time.strftime("%H:%M:%S", time.localtime(r["ended_at"])) if r["ended_at"] else "-")
-    Console().print(table)
+    width = shutil.get_terminal_size().columns
+    shown, hidden = fit_columns(table, width)
+    print(textwrap.fill(f"runs in {home.root}", width, break_long_words=True))
+    widths = [max(len(col), *map(len, values)) for col, values in shown]
+    print("  ".join(col.ljust(w) for (col, _), w in zip(shown, widths)).rstrip())
+    for i in range(len(rows)):
+        print("  ".join(values[i].ljust(w) for (_, values), w in zip(shown, widths)).rstrip())
+    if hidden:
+        print(textwrap.fill(f"({len(hidden)} column(s) left out to fit the width: {', '.join(hidden)}; "
+                            f"a wider terminal, a pipe (tab-separated) or --json shows all)", width))
     return 0
+
+
+def _ended(r) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(r["ended_at"])) if r["ended_at"] else "-"
+
+
+# (header, cell) in display order; DROP_ORDER says which go first when the terminal is narrow:
+# the id and state never, the scores last.
+TABLE = (
+    ("run", lambda r: r["id"] + (" UNISOLATED" if r.get("isolation") == "none" else "")),
+    ("state", lambda r: r["state"]),
+    ("task", lambda r: r["task"]),
+    ("agent", lambda r: r["agent"]),
+    ("model", lambda r: r["model"]),
+    ("seed", lambda r: str(r["seed"])),
+    ("budget", lambda r: f"{r['budget_s']:.0f}s"),
+    ("baseline", lambda r: _fmt(r["baseline_score"])),
+    ("best dev", lambda r: _fmt(r["best_dev_score"])),
+    ("test", lambda r: "imported: no test" if r.get("imported_from") else _fmt(r["test_score"])),
+    ("Δ", lambda r: _fmt(r["improvement"])),
+    ("ended", _ended),
+)
+DROP_ORDER = ("ended", "model", "budget", "seed", "agent", "task", "baseline", "Δ", "best dev", "test")
+
+
+def fit_columns(table: list[tuple[str, list[str]]], width: int) -> tuple[list, list[str]]:
+    """The columns that fit in `width` (two spaces between columns), dropping them in DROP_ORDER;
+    ids are never cut."""
+    shown = list(table)
+    hidden: list[str] = []
+
+    def total() -> int:
+        return sum(max(len(col), *map(len, values)) for col, values in shown) + 2 * (len(shown) - 1)
+
+    for name in DROP_ORDER:
+        if total() <= width:
+            break
+        shown = [c for c in shown if c[0] != name]
+        hidden.append(name)
+    return shown, hidden

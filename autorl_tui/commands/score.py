@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autorl_tui.exitcodes import ExitCode, UsageError
+from autorl_tui.exitcodes import ExitCode, InfraError, UsageError
 
 UNSUPPORTED_SCORERS = {"env_success": "its episodes are interactive; a completion file cannot stand for them"}
 
@@ -111,6 +111,8 @@ def run(args) -> int:
             result = get_scorer(card.scorer).evaluate(GivenCompletions(list(per_item.values())), items, protocol, ctx)
         except ValueError as exc:     # the scorer's own checks of items and options
             raise UsageError(f"cannot score {card.id}: {exc}") from None
+        except RuntimeError as exc:   # e.g. no interpreter works inside the sandbox, every judgment failed
+            raise InfraError(f"cannot score {card.id}: {exc}") from None
     samples = [{"id": s.sample_id, "passed": bool(s.correct), "score": s.score, "failure_kind": s.failure_kind,
                 "error": s.error} for s in result.samples]
     aggregate = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str, bool)) or v is None}

@@ -9,14 +9,13 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import stat
 import sys
 import time
 from pathlib import Path
 
 from autorl_tui.catalog.agents import agent_search_path, find_agent
 from autorl_tui.catalog.models import builtin_models, resolve_model
-from autorl_tui.catalog.plans import Plan, RunRequest
+from autorl_tui.catalog.plans import Plan, RunRequest, isolation_of
 from autorl_tui.catalog.tasks import DataUnavailable, find_task, local_data_root, task_search_path
 from autorl_tui.engine import events as ev
 from autorl_tui.engine.events import EventBus
@@ -27,20 +26,6 @@ from autorl_tui.home import EngineLock, Home
 from autorl_tui.store import Store
 from autorl_tui.store.db import decode_row
 
-NOBODY_UID = 65534
-
-
-def _others_can_traverse(path: Path) -> bool:
-    for parent in [path, *path.parents]:
-        try:
-            mode = parent.stat().st_mode
-        except OSError:
-            return False
-        if not mode & stat.S_IXOTH:
-            return False
-    return True
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-")[:24] or "x"
 
@@ -50,7 +35,7 @@ class Engine:
 
     def __init__(self, home: Home, *, concurrency: int | None = None, gpus: list[str] | None = None,
                  agents_dirs: list[Path] | None = None, tasks_dirs: list[Path] | None = None,
-                 agent_uid: str | int | None = "auto", role: str = "engine"):
+                 role: str = "engine"):
         self.home = home
         self.bus = EventBus()
         self.lock = EngineLock(home)
@@ -63,7 +48,6 @@ class Engine:
         self.concurrency = concurrency or max(1, cpus // 2)
         self.grader_threads = max(1, cpus // max(1, self.concurrency))
         self.grading_slots = asyncio.Semaphore(1 if not self.gpu_inventory else max(1, len(self.gpu_inventory)))
-        self._agent_uid_setting = agent_uid
         self.supervisors: dict[str, RunSupervisor] = {}
         self.queue_paused = False
         self.draining = False
@@ -136,23 +120,9 @@ class Engine:
 
     def executor(self, name: str):
         if name not in self._executors:
-            options = ({"agent_uid": self.agent_uid_for(self.home.workspaces)} if name == "local"
-                       else {"home": self.home.root})
+            options = {} if name == "local" else {"home": self.home.root}
             self._executors[name] = get_executor(name, **options)
         return self._executors[name]
-
-    def agent_uid_for(self, path: Path) -> int | None:
-        """Agents run as an unprivileged user when the harness is root (so they cannot read the store
-        or held-out data), if that user can reach the workspace and the Python runtime."""
-        setting = self._agent_uid_setting
-        if setting in (None, "none") or os.geteuid() != 0:
-            return None
-        uid = NOBODY_UID if setting == "auto" else int(setting)
-        if setting == "auto" and not (_others_can_traverse(path.parent if not path.exists() else path)
-                                      and _others_can_traverse(Path(sys.executable).parent)
-                                      and _others_can_traverse(Path(sys.executable).resolve().parent)):
-            return None
-        return uid
 
     def baseline_lock(self, key: tuple) -> asyncio.Lock:
         return self._baseline_locks.setdefault(key, asyncio.Lock())
@@ -202,13 +172,20 @@ class Engine:
             ok, why = self.executor("docker").available()
             if not ok:
                 raise UsageError(f"executor docker is not available here: {why}")
+        if req.executor == "local" and req.isolation != "none":
+            ok, why = self.executor("local").available()
+            if not ok:
+                from autorl_tui.engine.executors.sandbox_bwrap import FIX
+
+                raise UsageError(f"executor local cannot isolate agents on this host ({why}); {FIX}")
         if req.gpus and len(self.gpu_inventory) < req.gpus:
             raise UsageError(f"run asks for {req.gpus} GPU(s) but this engine has {len(self.gpu_inventory)} "
                              f"({', '.join(self.gpu_inventory) or 'none: CPU slots only'})")
         model_name = Path(req.model).name if ("/" in req.model) else req.model
         return {"task": card.to_dict(), "agent": agent.to_dict(), "model": req.model, "model_name": model_name,
                 "seed": req.seed, "executor": req.executor, "driver": req.driver, "options": req.options,
-                "protocol": card.protocol.to_dict(), "level": card.level}
+                "protocol": card.protocol.to_dict(), "level": card.level,
+                "isolation": isolation_of(req)}
 
     def _next_run_number(self) -> int:
         row = self.store.one("SELECT COUNT(*) AS n FROM runs")
@@ -223,9 +200,11 @@ class Engine:
         ids = []
         n = self._next_run_number()
         for i, (req, spec) in enumerate(zip(plan.runs, specs)):
-            run_id = f"r{n + i:04d}-{_slug(req.task)}-{_slug(req.agent)}-s{req.seed}"
+            # By the card's id and the spec's name: a plan may use an alias or an agent folder's path.
+            task_id, agent_name = spec["task"]["id"], spec["agent"]["name"]
+            run_id = f"r{n + i:04d}-{_slug(task_id)}-{_slug(agent_name)}-s{req.seed}"
             self.store.insert("runs", {
-                "id": run_id, "plan_id": plan_id, "plan_name": plan.name, "task": req.task, "level": spec["level"],
+                "id": run_id, "plan_id": plan_id, "plan_name": plan.name, "task": task_id, "level": spec["level"],
                 "agent": spec["agent"]["name"], "model": req.model, "driver": req.driver, "seed": req.seed,
                 "budget_s": req.budget_s, "executor": req.executor, "gpus_requested": req.gpus,
                 "priority": req.priority, "queue_pos": max_pos + 1 + i, "state": "queued", "created_at": now,

@@ -1,11 +1,21 @@
 """Starts the grader worker (a subprocess per evaluation) and reads its result. CPU- and
-GPU-heavy work never runs in the engine's process, so the console stays responsive."""
+GPU-heavy work never runs in the engine's process, so the console stays responsive.
+
+The worker handles untrusted input (the submitted model: weights, tokenizer, chat template), so
+where the host can sandbox (`sandbox_bwrap.probe()`), it runs in a bubblewrap sandbox as a leased
+unprivileged uid (never an agent's), seeing only the system, the Python runtime, the package, the
+model, the split and the task folder (read-only) and its work dir (read-write), with rlimits:
+processes, file size, open files, no core dumps. Memory is not limited by RLIMIT_AS (torch
+reserves huge address ranges); see docs/security.md. Scorers that execute generated code
+(`unit_tests`) keep running as root outside it: their code sandbox (grading/sandbox.py) needs root
+to give each program a uid and namespaces of its own."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import resource
 import signal
 import sys
 import time
@@ -13,6 +23,74 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 GRADER_MODULE = "autorl_tui.grading.worker"
+RUNS_GENERATED_CODE = {"unit_tests"}
+RESULT_MAX_BYTES = 1 << 30
+NPROC_LIMIT = 4096            # threads count too (torch, tokenizers); per uid, and the uid is the worker's alone
+FSIZE_LIMIT = 16 << 30
+NOFILE_LIMIT = 8192
+
+
+def _log_tail(work_dir: Path) -> str:
+    from autorl_tui.engine.safe_files import open_regular
+
+    try:
+        fd = open_regular(work_dir, "worker.log")
+    except OSError as exc:
+        return f"(worker.log unreadable: {exc})"
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, 2000, max(0, size - 2000)).decode(errors="replace")
+    finally:
+        os.close(fd)
+
+
+def _not_world_readable(paths: list[Path]) -> Path | None:
+    """The first file (or folder) under paths that a uid other than its owner cannot read."""
+    import stat
+
+    for root in paths:
+        for p in [root, *(root.rglob("*") if root.is_dir() else [])]:
+            try:
+                mode = p.stat().st_mode
+            except OSError:
+                continue   # a dangling link: the worker reports it as it always did
+            if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
+                return p
+    return None
+
+
+def sandbox_probe() -> tuple[bool, str]:
+    from autorl_tui.engine.executors.sandbox_bwrap import probe
+
+    return probe()
+
+
+def _limits() -> None:
+    """In the child before exec (bwrap, then the worker, inherit them)."""
+    resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE_LIMIT, NOFILE_LIMIT))
+
+
+def _grader_sandbox(request: dict, work_dir: Path, uid: int, gpus: bool):
+    from autorl_tui.engine.executors.sandbox_bwrap import Sandbox
+
+    package = Path(__file__).resolve().parents[1]
+    ro = [package, Path(request["model_path"]), Path(request["split_path"])]
+    if request.get("task", {}).get("dir"):
+        ro.append(Path(request["task"]["dir"]))
+    if os.environ.get("ALFWORLD_DATA"):
+        ro.append(Path(os.environ["ALFWORLD_DATA"]))
+    rw = [work_dir]
+    cache = request.get("scorer_options", {}).get("cache_path")
+    if cache:   # the judge's answer cache (its own folder: see the supervisor)
+        Path(cache).parent.mkdir(parents=True, exist_ok=True)
+        os.chown(Path(cache).parent, uid, uid)
+        for f in Path(cache).parent.iterdir():
+            os.chown(f, uid, uid, follow_symlinks=False)
+        rw.append(Path(cache).parent)
+    return Sandbox(uid=uid, chdir=work_dir, ro=ro, rw=rw, gpus=gpus)
 
 
 @dataclass
@@ -42,9 +120,15 @@ async def _kill_group(proc: asyncio.subprocess.Process) -> None:
 async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = None, threads: int = 1,
                      timeout_s: float | None = None, python: str | None = None) -> GradingOutcome:
     work_dir.mkdir(parents=True, exist_ok=True)
+    sandboxed = request.get("scorer") not in RUNS_GENERATED_CODE and sandbox_probe()[0]
+    if sandboxed:
+        request = {**request, "scratch_dir": request.get("scratch_dir") or str(work_dir / "scratch")}
     req_path, res_path = work_dir / "request.json", work_dir / "result.json"
     res_path.unlink(missing_ok=True)
-    req_path.write_text(json.dumps(request))
+    req_path.unlink(missing_ok=True)   # a fresh file, never written through whatever an earlier worker left
+    fd = os.open(req_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(request))
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "ALFWORLD_DATA")}
     env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "OMP_NUM_THREADS": str(threads),
                 "MKL_NUM_THREADS": str(threads), "GOMP_SPINCOUNT": "1000", "TOKENIZERS_PARALLELISM": "false",
@@ -53,28 +137,52 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
     for key in request.get("pass_env", []):
         if key in os.environ:
             env[key] = os.environ[key]
+    argv = [python or sys.executable, "-m", GRADER_MODULE, str(req_path), str(res_path)]
+    lease = None
+    if sandboxed:
+        from autorl_tui.engine.executors import sandbox_bwrap as sb
+
+        hidden = _not_world_readable([Path(request["model_path"]), Path(request["split_path"])])
+        if hidden:
+            return GradingOutcome(ok=False, error_kind="internal",
+                                  error=f"the grader runs sandboxed as an unprivileged uid and cannot read {hidden}; "
+                                        f"make it readable by others (chmod -R o+rX on its folder)")
+        lease = sb.UidLease.acquire()
+        sb.chown_tree(work_dir, lease.uid)
+        env["HOME"] = str(work_dir)
+        env.pop("TMPDIR", None)
+        argv = _grader_sandbox(request, work_dir, lease.uid, bool(gpus)).argv(argv)
     t0 = time.time()
-    with open(work_dir / "worker.log", "wb") as log:
-        proc = await asyncio.create_subprocess_exec(python or sys.executable, "-m", GRADER_MODULE, str(req_path),
-                                                    str(res_path), stdin=asyncio.subprocess.DEVNULL, stdout=log,
-                                                    stderr=log, env=env, start_new_session=True)
-        try:
-            await asyncio.wait_for(proc.wait(), timeout_s)
-        except asyncio.TimeoutError:
-            await _kill_group(proc)
-            return GradingOutcome(ok=False, error=f"grading timed out after {timeout_s:.0f}s and was stopped: the "
-                                                  f"model took too long to load or answer (check its size, its "
-                                                  f"generation settings and its tokenizer's chat template)",
-                                  error_kind="timeout", wall_s=time.time() - t0)
-        except asyncio.CancelledError:
-            await _kill_group(proc)
-            raise
-        await _kill_group(proc)        # anything the worker left behind in its group
+    try:
+        (work_dir / "worker.log").unlink(missing_ok=True)
+        log_fd = os.open(work_dir / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(log_fd, "wb") as log:
+            proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
+                                                        env=env, start_new_session=True,
+                                                        preexec_fn=_limits if sandboxed else None)
+            try:
+                await asyncio.wait_for(proc.wait(), timeout_s)
+            except asyncio.TimeoutError:
+                await _kill_group(proc)
+                return GradingOutcome(ok=False, error=f"grading timed out after {timeout_s:.0f}s and was stopped: the "
+                                                      f"model took too long to load or answer (check its size, its "
+                                                      f"generation settings and its tokenizer's chat template)",
+                                      error_kind="timeout", wall_s=time.time() - t0)
+            except asyncio.CancelledError:
+                await _kill_group(proc)
+                raise
+            await _kill_group(proc)        # anything the worker left behind in its group
+    finally:
+        if lease is not None:
+            lease.release()
     wall = time.time() - t0
     try:
-        result = json.loads(res_path.read_text())
+        # The sandboxed worker owns work_dir: read its result as a plain file, never through a link.
+        from autorl_tui.engine.safe_files import read_regular
+
+        result = json.loads(read_regular(work_dir, res_path.name, RESULT_MAX_BYTES))
     except (OSError, ValueError):
-        tail = (work_dir / "worker.log").read_text(errors="replace")[-2000:]
+        tail = _log_tail(work_dir)
         return GradingOutcome(ok=False, error=f"grader worker exited with code {proc.returncode} without a result: "
                                                f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}",
                               error_kind="internal", wall_s=wall)

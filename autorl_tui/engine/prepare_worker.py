@@ -1,5 +1,6 @@
 """Preparation in a subprocess (it can be CPU-heavy: building the tiny model, generating a task's
-games): `python -m autorl_tui.engine.prepare_worker REQUEST_JSON` prints one JSON line:
+games): `python -m autorl_tui.engine.prepare_worker REQUEST_JSON` prints progress lines
+{"progress": {"step": ..., "done": n|null, "total": n|null}} while it works, then one result line:
 {"ok": true, "model_path": ..., "splits": {split: path}} or {"ok": false, "error": ..., "kind": ...}."""
 
 from __future__ import annotations
@@ -13,14 +14,21 @@ from pathlib import Path
 def main(request_json: str) -> int:
     req = json.loads(request_json)
     try:
+        from autorl_tui import progress
         from autorl_tui.catalog.models import resolve_model
         from autorl_tui.catalog.tasks import load_task_card, materialize
         from autorl_tui.exitcodes import UsageError
 
+        progress.set_sink(lambda p: print(json.dumps({"progress": p}), flush=True))
         try:
             card = load_task_card(Path(req["task_dir"]))
+            progress.report(f"model {req['model']}: locating (built-in models are built on first use)")
             model_path = resolve_model(req["model"], Path(req["models_root"]), build=True)
-            splits = {s: str(materialize(card, s, Path(req["cache_root"]))) for s in req["splits"]}
+            splits = {}
+            for i, s in enumerate(req["splits"]):
+                progress.report(f"task {card.id}: materializing split {s}", i, len(req["splits"]))
+                splits[s] = str(materialize(card, s, Path(req["cache_root"])))
+            progress.report(f"task {card.id}: data ready", len(req["splits"]), len(req["splits"]))
         except UsageError as exc:
             print(json.dumps({"ok": False, "error": str(exc), "kind": "task"}))
             return 0

@@ -6,11 +6,16 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.safetensors")
-MAX_SNAPSHOT_BYTES = 200 * 1024**3
+# A submission may be at most SIZE_FACTOR times the base model's size (the card's
+# `submission_cap: {size_factor: F}` changes F), and never less than MIN_SNAPSHOT_CAP_BYTES:
+# a full fine-tune saved in fp32 from a bf16 base is 2x, plus tokenizer and config files.
+DEFAULT_SIZE_FACTOR = 4.0
+MIN_SNAPSHOT_CAP_BYTES = 1024**3
 
 
 class SubmissionRejected(Exception):
@@ -117,8 +122,65 @@ def check_model_folder(folder: Path) -> None:
                                  "missing_tokenizer")
 
 
-def snapshot_folder(src: Path, dst: Path) -> Snapshot:
-    """Copy src into dst (harness-owned) and hash the content: sha256 over sorted (path, file hash)."""
+def folder_bytes(folder: Path) -> tuple[int, int]:
+    """(apparent, allocated) bytes of the regular files under folder, as a copy would read them:
+    apparent is st_size (what a reader gets), allocated is st_blocks * 512 (what the disk holds;
+    far smaller for a sparse file)."""
+    apparent = allocated = 0
+    for path in folder.rglob("*"):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            apparent += st.st_size
+            allocated += st.st_blocks * 512
+    return apparent, allocated
+
+
+def snapshot_cap(base_model_bytes: int, size_factor: float | None = None) -> int:
+    factor = DEFAULT_SIZE_FACTOR if size_factor is None else float(size_factor)
+    return max(int(factor * base_model_bytes), MIN_SNAPSHOT_CAP_BYTES)
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def check_snapshot_size(folder: Path, cap: int, base_model_bytes: int, size_factor: float | None = None) -> None:
+    """Refuse, before anything is copied, a folder whose apparent or allocated size is over the cap.
+
+    Sparse files count at their apparent size: the snapshot and the grader read every byte of it,
+    and a model's files have no holes, so a sparse file is refused rather than copied (expanded)."""
+    apparent, allocated = folder_bytes(folder)
+    if max(apparent, allocated) > cap:
+        factor = DEFAULT_SIZE_FACTOR if size_factor is None else float(size_factor)
+        sparse = " (sparse files count at their full size)" if allocated < apparent else ""
+        raise SubmissionRejected(
+            f"{folder.name}/ holds {_human(apparent)} of files ({apparent} bytes; {_human(allocated)} allocated on "
+            f"disk){sparse}, more than this run's snapshot cap of {_human(cap)} ({cap} bytes: {factor:g} x the base "
+            f"model's {_human(base_model_bytes)}, at least {_human(MIN_SNAPSHOT_CAP_BYTES)}): submit only the "
+            f"save_pretrained() output (config, weights, tokenizer)", "too_large")
+
+
+def _open_regular_file(path: Path):
+    """Open for reading without blocking on a FIFO the agent swapped in after the folder was listed."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SubmissionRejected(f"{path.name} is not a regular file (a FIFO, socket or device): submit plain files",
+                                 "not_a_file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def snapshot_folder(src: Path, dst: Path, max_bytes: int) -> Snapshot:
+    """Copy src into dst (harness-owned) and hash the content: sha256 over sorted (path, file hash).
+    Stops and refuses past max_bytes (the agent may grow a file after the size check)."""
     tmp = dst.with_name(dst.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -126,20 +188,25 @@ def snapshot_folder(src: Path, dst: Path) -> Snapshot:
     outer = hashlib.sha256()
     total = 0
     entries = []
-    for path in sorted(p for p in src.rglob("*") if p.is_file()):
-        rel = path.relative_to(src)
-        target = tmp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        h = hashlib.sha256()
-        with open(path, "rb") as fin, open(target, "wb") as fout:
-            while chunk := fin.read(1 << 20):
-                h.update(chunk)
-                fout.write(chunk)
-                total += len(chunk)
-                if total > MAX_SNAPSHOT_BYTES:
-                    shutil.rmtree(tmp)
-                    raise SubmissionRejected("the checkpoint is larger than the snapshot limit", "too_large")
-        entries.append((str(rel), h.hexdigest()))
+    try:
+        for path in sorted(p for p in src.rglob("*") if p.is_file()):
+            rel = path.relative_to(src)
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            h = hashlib.sha256()
+            with _open_regular_file(path) as fin, open(target, "wb") as fout:
+                while chunk := fin.read(1 << 20):
+                    h.update(chunk)
+                    fout.write(chunk)
+                    total += len(chunk)
+                    if total > max_bytes:
+                        raise SubmissionRejected(f"{src.name}/ grew past this run's snapshot cap of "
+                                                 f"{_human(max_bytes)} ({max_bytes} bytes) while it was copied: "
+                                                 f"submit a finished folder", "too_large")
+            entries.append((str(rel), h.hexdigest()))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)     # nothing half-written is left in the snapshots
+        raise
     for rel, digest in entries:
         outer.update(f"{rel}\0{digest}\n".encode())
     if dst.exists():
@@ -147,5 +214,5 @@ def snapshot_folder(src: Path, dst: Path) -> Snapshot:
     os.replace(tmp, dst)
     for dirpath, _d, filenames in os.walk(dst):
         for name in filenames:
-            os.chmod(Path(dirpath) / name, 0o400)
+            os.chmod(Path(dirpath) / name, 0o444)   # read-only; readable by the sandboxed grader's uid
     return Snapshot(path=dst, content_hash=outer.hexdigest(), n_files=len(entries), total_bytes=total)

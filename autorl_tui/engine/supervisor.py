@@ -17,18 +17,24 @@ from typing import TYPE_CHECKING, Any
 
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
+from autorl_tui.engine import autorl_bench_api as abapi
 from autorl_tui.engine import events as ev
+from autorl_tui.durations import format_duration
+from autorl_tui.progress import describe as describe_progress
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.grading_api import ApiError, GradingServer
 from autorl_tui.engine.grading_client import GradingOutcome, run_grader
 from autorl_tui.engine.instrument.filetail import FileTail
+from autorl_tui.engine.instrument.log_ingest import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, LogIngest
 from autorl_tui.engine.instrument.metrics import MetricsCollector
 from autorl_tui.engine.instrument.sessions import SessionTracker
 from autorl_tui.engine.instrument.resources import ProcessTreeSampler
 from autorl_tui.engine.instrument.revisions import RevisionTracker
 from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, check_model_path_text,
-                                           resolve_submission_path, snapshot_folder)
-from autorl_tui.engine.workspace import Workspace, agent_environment, build_workspace, write_run_meta
+                                           check_snapshot_size, folder_bytes, resolve_submission_path, snapshot_cap,
+                                           snapshot_folder)
+from autorl_tui.engine.safe_files import write_replace
+from autorl_tui.engine.workspace import AGENT_WRITABLE, Workspace, agent_environment, build_workspace, write_run_meta
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.grading import GRADER_VERSION
 from autorl_tui.store.db import decode_row
@@ -106,6 +112,7 @@ class RunSupervisor:
         self._baseline_dev: float | None = run.get("baseline_dev_score")
         self._baseline_grading_s: float | None = None
         self._adopt_attempt: dict | None = None
+        self._base_model_bytes: int | None = None
         self.parser = None
         self._collector: MetricsCollector | None = None
 
@@ -219,14 +226,20 @@ class RunSupervisor:
         self.split_paths = out["splits"]
         self._check_cancel()
         ws_root = self.engine.home.workspaces / self.run_id
-        uid = self.engine.agent_uid_for(ws_root)
         self.workspace = await asyncio.to_thread(
             build_workspace, ws_root, card=self.card, model_name=self.spec["model_name"], model_path=self.model_path,
-            train_path=Path(self.split_paths["train"]), agent_uid=uid)
+            train_path=Path(self.split_paths["train"]),
+            link=self.isolated or self.spec.get("executor", "local") != "local")
         self.update_run(workspace=str(ws_root))
-        self.log("harness", f"workspace ready at {ws_root} (agent runs as "
-                            f"{'uid ' + str(uid) if uid is not None else 'the harness user'})",
-                 data={"model_path": str(self.model_path), "agent_uid": uid})
+        how = ("in a bubblewrap sandbox as a leased unprivileged uid" if self.isolated
+               else "UNISOLATED, as the harness user (plan: isolation: none)")
+        self.log("harness", f"workspace ready at {ws_root} (agent runs {how})",
+                 data={"model_path": str(self.model_path), "isolation": "bwrap" if self.isolated else "none"})
+
+    @property
+    def isolated(self) -> bool:
+        """Local agents run sandboxed unless the plan said `isolation: none` (then every report says so)."""
+        return self.spec.get("isolation", "bwrap") != "none"
 
     def _load_catalog(self) -> None:
         self.card = load_task_card(Path(self.spec["task"]["dir"]))
@@ -234,24 +247,42 @@ class RunSupervisor:
                                 + self.engine.agent_search_path())
 
     async def _subprocess_json(self, argv: list[str]) -> dict:
+        """Run a worker; its `{"progress": ...}` lines become `preparing: ...` events as they come,
+        its last other JSON line is the result."""
         env = dict(os.environ)
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         env.setdefault("GOMP_SPINCOUNT", "1000")
         proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                                                    stdin=asyncio.subprocess.DEVNULL, env=env)
-        stdout, stderr = await proc.communicate()
-        lines = [l for l in stdout.decode(errors="replace").splitlines() if l.startswith("{")]
-        if not lines:
+                                                    stdin=asyncio.subprocess.DEVNULL, env=env, limit=2 ** 24)
+        stderr_task = asyncio.ensure_future(proc.stderr.read())
+        result = None
+        async for raw in proc.stdout:
+            line = raw.decode(errors="replace").strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and isinstance(msg.get("progress"), dict):
+                p = msg["progress"]
+                self.log("harness", f"preparing: {describe_progress(p)}", data={"phase": "prepare", "progress": p})
+            else:
+                result = msg
+        stderr = await stderr_task
+        await proc.wait()
+        if result is None:
             tail = stderr.decode(errors="replace").strip().splitlines()[-5:]
             return {"ok": False, "kind": "infra",
                     "error": f"{argv[2]} exited with code {proc.returncode}: {' | '.join(tail) or 'no output'}"}
-        return json.loads(lines[-1])
+        return result
 
     # ------------------------------------------------------------------ grading
     def _grading_request(self, model_path: Path, split: str) -> dict:
         options = {**self.card.scorer_options, **self.spec.get("scorer_options", {})}
         if self.card.scorer == "judge":
-            options.setdefault("cache_path", str(self.engine.home.cache / "judge.sqlite"))
+            # In a folder of its own: the sandboxed grader writes there and nowhere else in the cache.
+            options.setdefault("cache_path", str(self.engine.home.cache / "judge" / "judge.sqlite"))
         # Graders get only the environment they need: the judge's key variable (named in the card).
         pass_env = list(options.get("pass_env", [])) + ["AUTORL_JUDGE_URL"]
         if options.get("api_key_env"):
@@ -274,12 +305,14 @@ class RunSupervisor:
         floor = max(GRADING_FLOOR_S, 3 * (self._baseline_grading_s or 0.0))
         return min(limit, max(floor, self.deadline - time.time() + GRADING_GRACE_S))
 
-    async def _grade(self, model_path: Path, split: str, work_dir: Path, for_submission: bool = False) -> GradingOutcome:
+    async def _grade(self, model_path: Path, split: str, work_dir: Path, for_submission: bool = False,
+                     gpus: list[str] | None = None) -> GradingOutcome:
         async with self.engine.grading_slots:
             timeout = self._grading_timeout(for_submission)
             self.log("grading", f"grading {model_path.name} on {split}",
                      data={"split": split, "phase": "start", "timeout_s": round(timeout, 1)})
-            outcome = await run_grader(self._grading_request(model_path, split), work_dir, gpus=self.gpus,
+            outcome = await run_grader(self._grading_request(model_path, split), work_dir,
+                                       gpus=self.gpus if gpus is None else gpus,
                                        threads=self.engine.grader_threads, timeout_s=timeout)
             if outcome.ok:
                 self.log("grading", f"graded {model_path.name} on {split}: {outcome.score:.2f}",
@@ -312,6 +345,14 @@ class RunSupervisor:
         self._baseline_dev = scores["dev"]
         self.update_run(baseline_dev_score=scores["dev"], baseline_score=scores["test"])
 
+    async def _grading_heartbeat(self, what: str, every_s: float = 30.0) -> None:
+        """The grader reports only at its end: say it is still at work, with the time so far."""
+        t0 = time.monotonic()
+        while True:
+            await asyncio.sleep(every_s)
+            self.log("harness", f"{what}: still grading, {format_duration(time.monotonic() - t0)} so far",
+                     data={"phase": "baseline", "elapsed_s": round(time.monotonic() - t0)})
+
     async def _baseline(self, split: str, model_key: str) -> float:
         cached = self.store.one(
             "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? AND grader_version=? AND split=?",
@@ -323,7 +364,14 @@ class RunSupervisor:
                      data={"split": split, "baseline_id": cached["id"], "cached": True})
             return cached["score"]
         work = self.engine.home.run_dir(self.run_id) / "grading" / f"baseline-{split}"
-        outcome = await self._grade(self.model_path, split, work)
+        n = _count_items(self.split_paths.get(split))
+        what = f"baseline on {split}: grading the base model on {n if n is not None else 'the'} sample(s)"
+        self.log("harness", what, data={"phase": "baseline", "split": split, "progress": {"step": what, "total": n}})
+        heartbeat = asyncio.ensure_future(self._grading_heartbeat(what))
+        try:
+            outcome = await self._grade(self.model_path, split, work)
+        finally:
+            heartbeat.cancel()
         if not outcome.ok:
             raise RunFailure("grader", f"baseline grading on {split} failed: {outcome.error}")
         if split == "dev":
@@ -353,16 +401,17 @@ class RunSupervisor:
         except UsageError as exc:
             raise RunFailure("agent", f"agent spec {self.agent.source}: {exc}") from None
 
-    def _write_prompt(self) -> None:
+    def _write_prompt(self, instructions: str) -> None:
         """The prompt every LLM agent gets (one versioned template, docs/agents.md): written to the
-        workspace as prompt.md; its text is kept in the store (a blob) and its version on an event."""
+        workspace as prompt.md; its text is kept in the store (a blob) and its version on an event.
+        Built from the harness's own texts, never read back from the agent-writable workspace."""
         from autorl_tui.catalog.prompts import build_agent_prompt
 
         root = self.workspace.root
-        text, version = build_agent_prompt((root / "description.md").read_text(), (root / "instructions.md").read_text(),
+        text, version = build_agent_prompt(self.card.description, instructions,
                                            float(self.run["budget_s"]), task_name=getattr(self.card, "name", None) or self.card.id,
                                            workspace=str(root), deadline=self.deadline)
-        (root / "prompt.md").write_text(text)
+        write_replace(root, "prompt.md", text.encode(), mode=0o644)
         digest = self.store.put_blob(text.encode())
         self.log("harness", f"agent prompt {version}", data={"prompt_version": version, "prompt_blob": digest})
 
@@ -397,7 +446,8 @@ class RunSupervisor:
                           labels={"autorl.run_id": self.run_id, "autorl.home": str(self.engine.home.root),
                                   "autorl.attempt": str(self.attempt)},
                           grading_socket=self._log_dir() / "api" / "grading.sock",
-                          private_paths=self.engine.private_paths(), workspaces_dir=self.engine.home.workspaces)
+                          private_paths=self.engine.private_paths(), isolate=self.isolated,
+                          writable=AGENT_WRITABLE)
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         # Containers without a network reach the API through a Unix socket in the harness's log dir.
@@ -420,9 +470,10 @@ class RunSupervisor:
         await self._start_server()
         self.started_at = time.time()
         self.deadline = self.started_at + float(self.run["budget_s"])
-        write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]), budget_s=float(self.run["budget_s"]), start=self.started_at,
-                       deadline=self.deadline)
-        self._write_prompt()
+        instructions = write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]),
+                                      budget_s=float(self.run["budget_s"]), start=self.started_at, deadline=self.deadline)
+        self._mirror_scores()
+        self._write_prompt(instructions)
         spec = self._launch_spec(self.server.url)
         # Journal first: the attempt and the run's clock are on disk before the agent exists.
         self.store.insert("attempts", {"run_id": self.run_id, "number": self.attempt, "state": "starting",
@@ -452,26 +503,30 @@ class RunSupervisor:
         handle = self.handle
         out_tail = FileTail(handle.stdout_path, offsets.get("stdout", 0))
         err_tail = FileTail(handle.stderr_path, offsets.get("stderr", 0))
+        stored = self.store.one("SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(message) + COALESCE(LENGTH(data), 0)), 0) AS b "
+                                "FROM events WHERE run_id=? AND kind IN ('stdout', 'stderr', 'action')", (self.run_id,))
+        cap = self.spec.get("options", {}).get("log_cap") or {}
         metrics = self._metrics_collector(offsets.get("metrics"))
         last_rev = self.store.one("SELECT manifest FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))
         revisions = RevisionTracker(self.workspace.code, last_manifest=json.loads(last_rev["manifest"]) if last_rev else None)
         sampler = ProcessTreeSampler()
         self.parser = self.engine.make_parser(self.agent.output_format)
+        ingest = LogIngest(out_tail, err_tail, self.parser, stored_events=stored["n"], stored_bytes=stored["b"],
+                           max_events=int(cap.get("events", DEFAULT_MAX_EVENTS)),
+                           max_bytes=int(cap.get("bytes", DEFAULT_MAX_BYTES)))
         wait_task = asyncio.create_task(handle.wait())
         next_rev = next_res = 0.0
         try:
             while True:
                 done = wait_task.done()
-                final = done
-                out_lines = out_tail.read_lines(final=final)
-                err_lines = err_tail.read_lines(final=final)
-                metrics.feed_stdout(out_lines)        # transformers prints its log dicts on stdout,
-                metrics.feed_stdout(err_lines)        # or stderr when the agent redirects it
+                # Reading, decoding and parsing happen off the loop, a bounded batch per pass; the
+                # transformers/TRL log dicts in those lines feed the metrics collector there too.
+                batch = await asyncio.to_thread(self._read_logs, ingest, metrics, done)
+                final = done and batch.exhausted
                 points, notes = await asyncio.to_thread(metrics.poll, final)
                 # Rows are appended after the await, then the offsets staged: the engine's flush
                 # loop (which runs at awaits) commits both or neither.
-                self._pump_lines(out_lines, "stdout")
-                self._pump_lines(err_lines, "stderr")
+                self._pump_batch(batch, ingest, handle)
                 self._pump_metrics(points, metrics.take_upgrades())
                 for note in notes:
                     self._metrics_note(note)
@@ -489,9 +544,10 @@ class RunSupervisor:
                     next_res = now + self.RESOURCE_INTERVAL_S
                     self._sample_resources(sampler)
                 if final:
-                    if self.parser is not None:      # calls whose results never came (killed mid-command)
-                        for action in self.parser.finish():
-                            self._record_action(action)
+                    if ingest.dropped_lines:
+                        self.log("harness", f"{ingest.dropped_lines:,} log lines of attempt {self.attempt} were not "
+                                            f"stored (over the run's log cap); the full log is in {handle.stdout_path.parent}",
+                                 level="warning", data={"dropped_lines": ingest.dropped_lines})
                     break
                 if self._cancel_reason and handle.is_alive():
                     await handle.kill(self._cancel_reason)
@@ -501,7 +557,10 @@ class RunSupervisor:
                     self._kill_reason = "deadline"
                     self.log("harness", "deadline reached: killing the agent's process tree", level="warning")
                     await handle.kill("deadline")
-                await asyncio.wait({wait_task}, timeout=self.TAIL_INTERVAL_S)
+                if batch.exhausted:
+                    await asyncio.wait({wait_task}, timeout=self.TAIL_INTERVAL_S)
+                else:
+                    await asyncio.sleep(0)      # more is waiting: the next batch, after other work had its turn
         finally:
             if not wait_task.done():
                 wait_task.cancel()
@@ -516,18 +575,36 @@ class RunSupervisor:
         # Submissions received before the deadline are graded even if grading finishes after it.
         await self._stop_server(wait_inflight=True)
 
-    def _pump_lines(self, lines: list[str], stream: str) -> None:
-        for line in lines:
-            self.log(stream, line, level="info" if stream == "stdout" else "stderr")
-            if self.parser is not None and stream == "stdout":
-                for action in self.parser.feed(line):
-                    self._record_action(action)
+    @staticmethod
+    def _read_logs(ingest: LogIngest, metrics: MetricsCollector, final: bool):
+        """In a worker thread: one bounded batch of the agent's output, its metric lines fed on."""
+        batch = ingest.read_batch(final)
+        metrics.feed_stdout(batch.read)      # transformers prints its log dicts on stdout (or stderr)
+        return batch
 
-    def _record_action(self, action) -> None:
+    def _pump_batch(self, batch, ingest: LogIngest, handle: AgentHandle) -> None:
+        if batch.lines or batch.actions:
+            # Commit what earlier passes staged (rows + their offsets) so that this batch's rows can
+            # never be committed with an older offset by the store's size-triggered flush.
+            self.store.flush()
+        for stream, line in batch.lines:
+            self.log(stream, line, level="info" if stream == "stdout" else "stderr")
+        for action, keep in batch.actions:
+            self._record_action(action, store=keep)
+        if batch.truncated_now:
+            self.log("harness", f"log truncated: this run's log cap ({ingest.max_events:,} events or "
+                                f"{ingest.max_bytes:,} bytes) is reached; later lines are not stored, the full log "
+                                f"is in {handle.stdout_path.parent}", level="warning",
+                     data={"max_events": ingest.max_events, "max_bytes": ingest.max_bytes,
+                           "log_dir": str(handle.stdout_path.parent)})
+
+    def _record_action(self, action, store: bool = True) -> None:
         data = action.to_dict() if hasattr(action, "to_dict") else dict(action)
         summary = getattr(action, "summary", None)
         message = summary() if callable(summary) else str(data.get("kind"))
-        self.log("action", message, level="error" if data.get("kind") in ("error", "malformed") else "info", data=data)
+        if store:
+            self.log("action", message, level="error" if data.get("kind") in ("error", "malformed") else "info",
+                     data=data)
         if data.get("kind") == "usage":      # usage actions are increments (engine/instrument/actions.py)
             fields = {col: (self.run.get(col) or 0) + data[col] for col in ("tokens_in", "tokens_out", "cost_usd")
                       if data.get(col) is not None}
@@ -711,12 +788,35 @@ class RunSupervisor:
         return best, total
 
     def _response(self, row: dict, duplicate: bool = False) -> dict:
-        best, total = self._submission_summary()
-        return {"submission_id": row["seq"], "score": row["score"], "baseline_score": self._baseline_dev,
-                "improvement": row["improvement"],
-                "best": {"submission_id": best["seq"], "score": best["score"]} if best else None,
-                "total_submissions": total, "elapsed_seconds": round(time.time() - (self.started_at or time.time()), 1),
-                "duplicate": duplicate, "status": row["status"]}
+        """The answer to a submission: AutoRL-Bench's fields as of `row` (for a duplicate, `row` is the
+        earlier submission, so its answer comes back unchanged) plus ours."""
+        answer = abapi.response_as_of(self._graded_rows(), row, self._baseline_dev)
+        if row["status"] == "scored":
+            answer["improvement"] = row["improvement"]
+        return {**answer, "duplicate": duplicate, "status": "duplicate" if duplicate else row["status"],
+                "run_elapsed_seconds": round(time.time() - (self.started_at or time.time()), 1)}
+
+    def _graded_rows(self) -> list[dict]:
+        """The submissions AutoRL-Bench keeps in scores.json: graded, scored or failed."""
+        return self.store.query("SELECT seq, path, status, score, error, received_at, graded_at FROM submissions "
+                               "WHERE run_id=? AND status IN ('scored', 'error')", (self.run_id,))
+
+    def _failed_answer(self, row: dict, seq: int) -> dict:
+        """A failed grading: AutoRL-Bench answers 200 with score 0.0 and `error`; our own contract
+        answers 422 `grading_failed` with the same body (docs/autorl-bench.md)."""
+        body = {**self._response(row), "code": "grading_failed",
+                "error": f"submission {seq} could not be graded: {row['error']}"}
+        if getattr(self.agent, "grading_api", "autorl-tui") == "autorl-bench":
+            return body
+        raise ApiError(422, body.pop("error"), body.pop("code"), body)
+
+    def _mirror_scores(self) -> None:
+        if self.workspace is None:
+            return
+        try:
+            abapi.write_scores_mirror(self.workspace.root, self._graded_rows(), self._baseline_dev)
+        except OSError as exc:   # the agent owns the folder: a mirror it broke is its loss, never the run's
+            self.log("harness", f"scores.json mirror not written: {exc}", level="warning")
 
     def _check_cap(self, now: float) -> None:
         cap = self.card.submission_cap
@@ -729,7 +829,7 @@ class RunSupervisor:
             raise ApiError(429, f"one submission every {cap['min_interval_s']}s: try again in {wait:.0f}s", "rate",
                            {"retry_after_s": round(wait, 1)})
 
-    async def submit(self, model_path) -> dict:
+    async def submit(self, model_path, gpu=None) -> dict:
         """Take a submission in, grade it (or join the grading of identical content) and answer.
 
         Nothing is recorded for a request that cannot name a folder (checked first). Once its row is
@@ -742,6 +842,10 @@ class RunSupervisor:
         if now > self.deadline:
             raise ApiError(409, "the budget is exhausted: submissions after the deadline are not graded", "deadline")
         check_model_path_text(model_path)
+        try:
+            grading_gpus = abapi.choose_gpus(gpu, list(self.gpus))
+        except abapi.GpuRefused as exc:
+            raise ApiError(400, str(exc), exc.code, {"available_gpus": exc.available}) from None
         async with self._submit_lock:
             self._check_cap(now)
             seq = self.store.one("SELECT COALESCE(MAX(seq), 0) AS n FROM submissions WHERE run_id=?",
@@ -773,7 +877,8 @@ class RunSupervisor:
                 return self._mark_duplicate(sub_id, seq, earlier)
             task = self._grading_by_hash.get(snap.content_hash)
             if task is None:
-                task = asyncio.create_task(self._grade_submission(sub_id, snap.path, snap.content_hash, seq))
+                task = asyncio.create_task(self._grade_submission(sub_id, snap.path, snap.content_hash, seq,
+                                                                  grading_gpus))
                 self._inflight.add(task)
                 self._grading_by_hash[snap.content_hash] = task
                 task.add_done_callback(self._inflight.discard)
@@ -789,16 +894,18 @@ class RunSupervisor:
                                        error=f"same content as submission {row['seq']}, which could not be graded: "
                                              f"{row['error']}")
         if row["status"] == "error":
-            raise ApiError(422, f"submission {seq} could not be graded: {row['error']}", "grading_failed",
-                           {"submission_id": seq})
+            return self._failed_answer(row, seq)
         return self._response(row)
 
     async def _intake(self, model_path: str, seq: int) -> tuple[Any, int | None]:
-        """Resolve, check and snapshot the folder; the code revision it was submitted with."""
+        """Resolve, check, measure and snapshot the folder; the code revision it was submitted with."""
         try:
             real = resolve_submission_path(self.workspace.root, model_path)
             check_model_folder(real)
-            snap = await asyncio.to_thread(snapshot_folder, real, self.engine.home.snapshots / self.run_id / f"{seq:03d}")
+            base_bytes, cap, factor = self._snapshot_cap()
+            await asyncio.to_thread(check_snapshot_size, real, cap, base_bytes, factor)
+            snap = await asyncio.to_thread(snapshot_folder, real,
+                                           self.engine.home.snapshots / self.run_id / f"{seq:03d}", cap)
         except (OSError, RuntimeError) as exc:    # unreadable files, name too long, a symlink loop, ...
             raise SubmissionRejected(f"cannot read {model_path[:300]!r}: {exc}: make the folder and its files "
                                      f"readable regular files (no symlink loops, names under 255 bytes)",
@@ -806,21 +913,30 @@ class RunSupervisor:
         tracker = RevisionTracker(self.workspace.code, last_manifest=self._last_manifest())
         return snap, await self._snapshot_revision(tracker, "submission")
 
+    def _snapshot_cap(self) -> tuple[int, int, float | None]:
+        """(base model bytes, snapshot cap, size factor): the cap is relative to the base model's size
+        (harness-owned files, measured once per supervisor)."""
+        if self._base_model_bytes is None:
+            self._base_model_bytes = folder_bytes(self.workspace.model_dir)[0]
+        factor = self.card.submission_cap.get("size_factor")
+        return self._base_model_bytes, snapshot_cap(self._base_model_bytes, factor), factor
+
     def _mark_duplicate(self, sub_id: int, seq: int, earlier: dict) -> dict:
         row = self._set_submission(sub_id, status="duplicate", duplicate_of=earlier["id"], score=earlier["score"],
                                    improvement=earlier["improvement"], graded_at=time.time())
         self.log("submission", f"submission {seq} has the same content as submission {earlier['seq']}: "
                                f"returning its result", data={"submission_id": sub_id, "duplicate_of": earlier["id"]})
-        return {**self._response(row, duplicate=True), "duplicate_of": earlier["seq"]}
+        return {**self._response(earlier, duplicate=True), "duplicate_of": earlier["seq"]}
 
     def _last_manifest(self) -> dict | None:
         row = self.store.one("SELECT manifest FROM revisions WHERE run_id=? ORDER BY seq DESC LIMIT 1", (self.run_id,))
         return json.loads(row["manifest"]) if row else None
 
-    async def _grade_submission(self, sub_id: int, snapshot: Path, content_hash: str, seq: int) -> dict:
+    async def _grade_submission(self, sub_id: int, snapshot: Path, content_hash: str, seq: int,
+                                gpus: list[str] | None = None) -> dict:
         """Grade and record; whatever happens, the submission ends `scored` or `error`."""
         try:
-            return await self._grade_and_record(sub_id, snapshot, seq)
+            return await self._grade_and_record(sub_id, snapshot, seq, gpus)
         except Exception as exc:  # noqa: BLE001 - recorded against this submission, never the run
             self.log("error", f"submission {seq}: grading failed in the harness: {type(exc).__name__}: {exc}",
                      level="error", data={"submission_id": sub_id, "traceback": traceback.format_exc()})
@@ -829,10 +945,12 @@ class RunSupervisor:
                 return row
             return self._set_submission(sub_id, status="error", graded_at=time.time(),
                                         error=f"the harness failed while grading it ({type(exc).__name__}: {exc})")
+        finally:
+            self._mirror_scores()
 
-    async def _grade_and_record(self, sub_id: int, snapshot: Path, seq: int) -> dict:
+    async def _grade_and_record(self, sub_id: int, snapshot: Path, seq: int, gpus: list[str] | None = None) -> dict:
         work = self.engine.home.run_dir(self.run_id) / "grading" / f"submission-{seq:03d}"
-        outcome = await self._grade(snapshot, "dev", work, for_submission=True)
+        outcome = await self._grade(snapshot, "dev", work, for_submission=True, gpus=gpus)
         if not outcome.ok:
             return self._set_submission(sub_id, status="error", error=outcome.error, graded_at=time.time(),
                                         grading_s=outcome.wall_s)
@@ -856,10 +974,15 @@ class RunSupervisor:
         return row
 
     def time_info(self) -> dict:
+        """Ours (deadline, remaining_seconds, ...) and AutoRL-Bench's run_meta fields with `now` and
+        `remaining`, from the run's own clock (never from run_meta.json, which the agent could replace)."""
         now = time.time()
-        return {"now": now, "start_time": self.started_at, "deadline": self.deadline,
-                "remaining_seconds": max(0.0, (self.deadline or now) - now), "budget_seconds": self.run["budget_s"],
-                "state": self.state}
+        last = self.store.one("SELECT MAX(graded_at) AS t FROM submissions WHERE run_id=? AND status IN "
+                              "('scored', 'error')", (self.run_id,))["t"]
+        return {"deadline": self.deadline, "remaining_seconds": max(0.0, (self.deadline or now) - now),
+                "budget_seconds": self.run["budget_s"], "state": self.state,
+                **abapi.time_fields(start=self.started_at, budget_s=float(self.run["budget_s"]),
+                                    deadline=self.deadline, last_submit=last, end=self.run.get("ended_at"))}
 
     def submissions_info(self) -> list[dict]:
         rows = self.store.query("SELECT seq, path, status, score, improvement, error, received_at, graded_at, "
@@ -867,7 +990,9 @@ class RunSupervisor:
         return [{"submission_id": r.pop("seq"), **r} for r in rows]
 
     def health_info(self) -> dict:
-        return {"ok": True, "run_id": self.run_id, "task": self.card.id if self.card else None, "state": self.state}
+        return {"ok": True, "status": "ok", "run_id": self.run_id, "task": self.card.id if self.card else None,
+                "state": self.state, "workspace": str(self.workspace.root) if self.workspace else None,
+                "available_gpus": list(self.gpus)}
 
     # ------------------------------------------------------------------ operator commands
     async def cancel(self, reason: str) -> None:
@@ -897,3 +1022,14 @@ class RunSupervisor:
         write_run_meta(self.workspace, card=self.card, seed=int(self.run["seed"]), budget_s=float(self.run["budget_s"]), start=self.started_at,
                        deadline=self.deadline)
         self.log("harness", f"budget extended by {seconds:.0f}s", data={"deadline": self.deadline})
+
+
+def _count_items(path: str | None) -> int | None:
+    """Items in a materialized .jsonl split (None for folder splits)."""
+    if not path or not str(path).endswith(".jsonl"):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    except OSError:
+        return None

@@ -1,8 +1,8 @@
 """Builds a run's workspace exactly as the workspace contract says (DESIGN §3).
 
-The base model and the train split are placed read-only (hardlinked when the agent runs as another
-user, who cannot write them; copied otherwise, so that an agent can never change the cached
-originals). Only `train` is ever placed here."""
+The base model and the train split are placed read-only (hardlinked when the agent runs sandboxed
+or in a container, where models/ and data/ are read-only mounts over harness-owned files; copied
+for an unisolated agent, so that it can never change the cached originals). Only `train` is ever placed here."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import jinja2
 
 from autorl_tui.catalog.tasks import TaskCard
 from autorl_tui.durations import format_duration
+from autorl_tui.engine.safe_files import write_replace
 
 INSTRUCTIONS_TEMPLATE = Path(__file__).resolve().parents[1] / "builtin" / "prompts" / "instructions.md.j2"
 AGENT_WRITABLE = ("code", "output", "logs", ".home")
@@ -104,13 +105,13 @@ def render_instructions(card: TaskCard, model_name: str, budget_s: float, start:
 
 
 def build_workspace(root: Path, *, card: TaskCard, model_name: str, model_path: Path, train_path: Path,
-                    agent_uid: int | None) -> Workspace:
-    """Lay out a fresh workspace. Budget-dependent files are written by `write_run_meta` at agent start."""
+                    link: bool) -> Workspace:
+    """Lay out a fresh workspace. Budget-dependent files are written by `write_run_meta` at agent start.
+    The executor gives the writable folders to the agent's user when it starts the agent."""
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
     ws = Workspace(root=root, model_name=model_name)
-    link = agent_uid is not None
     for d in ("code", "output", "logs", ".home", "models", "data"):
         (root / d).mkdir()
     _place_tree(model_path, ws.model_dir, link)
@@ -126,31 +127,26 @@ def build_workspace(root: Path, *, card: TaskCard, model_name: str, model_path: 
             _place_tree(src, root / Path(extra).name, link)
     (root / "description.md").write_text(card.description)
     os.chmod(root / "description.md", 0o444)
-    if agent_uid is not None:
-        os.chown(root, agent_uid, agent_uid)
-        for d in AGENT_WRITABLE:
-            os.chown(root / d, agent_uid, agent_uid)
     return ws
 
 
 def data_files(ws: Workspace) -> list[str]:
+    # data/ is harness-owned (read-only to the agent): listing it follows nothing the agent made
     return sorted(str(p.relative_to(ws.root)) for p in ws.data.rglob("*") if p.is_file())[:20]
 
 
 def write_run_meta(ws: Workspace, *, card: TaskCard, budget_s: float, start: float, deadline: float,
-                   seed: int = 0, last_submit_time: float | None = None) -> None:
+                   seed: int = 0, last_submit_time: float | None = None) -> str:
+    """(Re)write run_meta.json and instructions.md; returns the instructions' text.
+
+    The workspace root is the agent's: it may have planted links at these names or at any
+    temporary name, so both go through `write_replace` (never through a link)."""
     meta = {"task": card.id, "seed": seed, "start_time": start, "timeout_s": budget_s, "deadline": deadline,
             "last_submit_time": last_submit_time, "written_at": time.time()}
-    _write_readonly(ws.run_meta, json.dumps(meta, indent=2) + "\n")
-    _write_readonly(ws.root / "instructions.md",
-                    render_instructions(card, ws.model_name, budget_s, start, deadline, data_files(ws)))
-
-
-def _write_readonly(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.chmod(tmp, 0o444)
-    os.replace(tmp, path)
+    instructions = render_instructions(card, ws.model_name, budget_s, start, deadline, data_files(ws))
+    write_replace(ws.root, ws.run_meta.name, (json.dumps(meta, indent=2) + "\n").encode(), mode=0o444)
+    write_replace(ws.root, "instructions.md", instructions.encode(), mode=0o444)
+    return instructions
 
 
 def agent_environment(ws: Workspace, *, task_id: str, grading_url: str, deadline: float, seed: int,

@@ -136,6 +136,7 @@ class CandidateProxy:
                 self._fail("malformed reply (expected the ready message)")
             self.ready = True
         try:
+            self.sock.settimeout(self.call_timeout_s)
             self.sock.sendall(len(body).to_bytes(4, "big") + body)
         except OSError as exc:
             self._fail(f"the channel broke: {exc}")

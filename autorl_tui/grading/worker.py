@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-GRADER_VERSION = "2"
+from autorl_tui.grading import GRADER_VERSION
 ERROR_KINDS = ("invalid_model", "data", "scorer", "internal")
 
 

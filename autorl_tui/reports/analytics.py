@@ -138,6 +138,8 @@ def _runs_view(conn) -> str:
         extra.append("r.baseline_score AS baseline_dev_score")
     if "dev_improvement" not in cols:
         extra.append("r.best_dev_score - r.baseline_score AS dev_improvement")
+    if "imported_from" not in cols:
+        extra.append("CAST(NULL AS VARCHAR) AS imported_from")
     return "CREATE OR REPLACE TEMP VIEW runs_v AS SELECT r.*" + "".join(", " + e for e in extra) + " FROM s.runs r"
 
 
@@ -227,6 +229,15 @@ class Analytics:
         row = rows[0]
         row["spec"] = _decode_json(row["spec"]) or {}
         return row
+
+    def resolve_run_id(self, given: str) -> str:
+        """The full id of a run given by its id, short id (`r0001`) or a unique prefix."""
+        from autorl_tui.store.run_ids import match_run_id
+
+        rows = self.sql("SELECT run_id FROM run_summary WHERE starts_with(run_id, $p)", {"p": given})
+        if not rows:
+            self.run(given)        # raises: no such run, with the recent ones as a hint
+        return match_run_id(given, [r["run_id"] for r in rows], str(self.store_path))
 
     def runs(self, ids: list[str] | None = None, plan: str | None = None) -> list[dict]:
         if plan is not None:
@@ -427,7 +438,7 @@ class Analytics:
           write_code  else if the agent edited a file (file_edit action, or a code/ revision whose
                       content differs from the one before);
           explore     else if the agent did anything else (shell commands, messages, tool results);
-        otherwise it continues the last agent phase (stdout/stderr lines keep a phase alive; the
+        otherwise it continues the last agent phase, explore after an edit (stdout/stderr lines keep a phase alive; the
         agent's start opens an explore phase) as long as the last activity was less than
         `idle_gap_s` ago, and is idle after that.
         """
@@ -469,7 +480,9 @@ class Analytics:
             elif e and e["n_action"]:
                 kind = "explore"
             if kind:
-                current = kind
+                # what follows an edit (output, silence) is not more writing: only exploring and
+                # training carry on between signals, so a 1 s edit is not shown as a minute of code
+                current = "explore" if kind == "write_code" else kind
             if kind or (e and e["n_output"]):
                 last_activity = b
             if grading[b]:
@@ -536,6 +549,13 @@ class Analytics:
                           chars=chars)
 
     # ------------------------------------------------------------------ code
+    def commands(self, run_id: str, limit: int = 5000) -> list[dict]:
+        """The agent's actions and output lines that name a script (`python code/train.py`), in
+        order: which files a submitted pipeline ran."""
+        return self.sql("SELECT ts, message FROM s.events WHERE run_id = $id AND kind IN ('action', 'stdout') "
+                        "AND regexp_matches(message, '\\.(py|sh)\\b') ORDER BY id LIMIT $n",
+                        {"id": run_id, "n": limit})
+
     def revisions(self, run_id: str) -> list[dict]:
         rows = self.query("revisions", run_id=run_id, t0=self._t0(run_id))
         for row in rows:
@@ -555,13 +575,30 @@ class Analytics:
         return out
 
     # ------------------------------------------------------------------ cost
+    def agent_time(self, run: dict) -> float | None:
+        """Seconds the agent ran: from its start to its last attempt's end (capped at the run's end).
+        The budget is the agent's; the harness's own grading after it (the held-out test) is not
+        counted, so budget use stays <= 100% for an agent stopped at its deadline."""
+        t0 = run["started_at"]
+        if t0 is None:
+            return None
+        agent = self.query("agent_end", run_id=run["run_id"])[0]
+        end = agent["ended_at"] if agent["ended_at"] is not None and not agent["running"] else None
+        end = end or run["ended_at"]
+        if end is None:
+            return None
+        if run["ended_at"] is not None:
+            end = min(end, run["ended_at"])
+        return max(0.0, end - t0)
+
     def cost(self, run_id: str) -> dict:
         run = self.run(run_id)
+        agent_s = self.agent_time(run)
         res = self.query("resource_cost", run_id=run_id, max_gap=60.0)[0]
         gpu = self.query("gpu_allocated", run_id=run_id, now=time.time())[0]
         grading = self.query("grading_time", run_id=run_id)[0]
-        return {"wall_s": run["wall_s"], "budget_s": run["budget_s"],
-                "budget_used": (run["wall_s"] / run["budget_s"]) if run["wall_s"] is not None and run["budget_s"] else None,
+        return {"wall_s": run["wall_s"], "budget_s": run["budget_s"], "agent_s": agent_s,
+                "budget_used": (agent_s / run["budget_s"]) if agent_s is not None and run["budget_s"] else None,
                 "cpu_hours": res["cpu_hours"], "mean_cpu_percent": res["mean_cpu_percent"],
                 "peak_rss_bytes": res["peak_rss_bytes"], "resource_samples": res["n_samples"],
                 "gpu_busy_hours": res["gpu_busy_hours"], "gpu_allocated_hours": gpu["gpu_allocated_hours"],

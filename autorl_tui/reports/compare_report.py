@@ -10,6 +10,7 @@ import statistics
 import time
 
 from autorl_tui import __version__
+from autorl_tui.catalog.plans import recorded_isolation
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.reports import svg
 from autorl_tui.reports.analytics import Analytics, _decode_json
@@ -119,9 +120,11 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
         "agents": agents, "tasks": tasks, "levels": levels, "drivers": drivers,
         "runs": [{k: r[k] for k in ("run_id", "task", "level", "agent", "driver", "model", "seed", "state",
                                     "baseline_score", "baseline_dev_score", "best_dev_score", "test_score",
-                                    "improvement", "n_submissions", "n_dropped", "wall_s")} for r in runs],
+                                    "improvement", "n_submissions", "n_dropped", "wall_s", "imported_from")}
+                 | {"isolation": recorded_isolation(r.get("spec"), r.get("executor"))} for r in runs],
         "matrix": matrix, "by_level": by_level, "by_driver": by_driver, "radar": radar,
         "pass_at_k": pass_at_k, "gates": gates,
+        "unisolated_runs": [r["run_id"] for r in runs if recorded_isolation(r.get("spec"), r.get("executor")) == "none"],
     }
     return clean(report)
 
@@ -156,17 +159,25 @@ def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task
         primary_ok = any(r["verdict"] == "up" for r in primary_rows)
         regressions = [r["task"] for r in others if r["verdict"] == "regressed"]
         insufficient = [r["task"] for r in rows if r["verdict"] == "insufficient"]
+        # one seed (or failed runs) cannot tell: such a gate is "insufficient", never a FAIL
+        primary_verdict = "pass" if primary_ok else \
+            "insufficient" if any(r["verdict"] == "insufficient" for r in primary_rows) else "fail"
+        others_insufficient = [r["task"] for r in others if r["verdict"] == "insufficient"]
+        regress_verdict = "fail" if regressions else "insufficient" if others_insufficient else "pass"
         gate_primary = {"name": "primary metric up beyond seed noise",
-                        "passed": primary_ok,
+                        "passed": primary_ok, "verdict": primary_verdict,
                         "detail": (f"{primary_task}: " if primary_task else "any task: ")
                         + ("; ".join(f"{r['task']} {r['verdict']}" for r in primary_rows) or "no runs")}
         gate_regress = {"name": "no regression beyond noise on the other tasks",
-                        "passed": not regressions,
+                        "passed": not regressions, "verdict": regress_verdict,
                         "detail": ("regressed: " + ", ".join(regressions)) if regressions else
                         ("no other tasks" if not others else "none regressed")
                         + (f" (insufficient seeds: {', '.join(insufficient)})" if insufficient else "")}
+        verdicts = (primary_verdict, regress_verdict)
         out.append({"agent": agent, "cells": rows, "gates": [gate_primary, gate_regress],
-                    "passed": gate_primary["passed"] and gate_regress["passed"]})
+                    "passed": gate_primary["passed"] and gate_regress["passed"],
+                    "verdict": "fail" if "fail" in verdicts else "insufficient" if "insufficient" in verdicts
+                    else "pass"})
     return out
 
 

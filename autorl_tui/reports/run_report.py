@@ -9,10 +9,12 @@ from typing import Any
 
 from autorl_tui import __version__
 from autorl_tui.scores import FAILURE_KINDS
+from autorl_tui.interop import autorl_bench_metrics
 from autorl_tui.reports import svg
 from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.reports.analytics import PHASES, Analytics
-from autorl_tui.reports.diffs import diff_manifests
+from autorl_tui.catalog.plans import recorded_isolation
+from autorl_tui.reports.diffs import diff_manifests, files_run
 from autorl_tui.reports.render import render
 
 SCHEMA_ID = "autorl-tui/run-report"
@@ -57,13 +59,14 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
     subs = a.submissions(run_id)
     best = next((s for s in subs if s["submission_id"] == run["best_submission_id"]), None)
     phases = a.phases(run_id)
+    agent_s = a.agent_time(run)
     stats = a.metric_stats(run_id)
     checks = a.danger_signals(run_id, stats)
     series = a.metric_series(run_id, LIMITS["metric_points"], t0=run["started_at"] or run["created_at"])
     report = {
         "schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, "generator": f"autorl-tui {__version__}",
         "generated_at": time.time(), "store": str(a.store_path),
-        "run": {k: run[k] for k in RUN_FIELDS},
+        "run": {**{k: run[k] for k in RUN_FIELDS}, "isolation": recorded_isolation(spec, run["executor"])},
         "protocol": protocol_of(spec),
         "attempts": a.attempts(run_id),
         "model_path": (spec.get("model") or {}).get("path") if isinstance(spec.get("model"), dict) else spec.get("model_path"),
@@ -74,12 +77,15 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
             "dev_improvement": run["dev_improvement"], "best_submission_id": run["best_submission_id"],
             "best_submission_seq": best["seq"] if best else None, "state": run["state"],
             "end_reason": run["end_reason"], "failure_source": run["failure_source"],
+            "imported_from": run["imported_from"],
         },
+        # AutoRL-Bench's ten run diagnostics, computed as its code does (interop/autorl_bench_metrics.py)
+        "autorl_bench": autorl_bench_metrics.for_run({**run, "spec": spec}, subs),
         "timeline": {
             "n_submissions": run["n_submissions"], "n_scored": run["n_scored"], "n_dropped": run["n_dropped"],
             "time_to_first_valid_s": run["time_to_first_valid_s"], "time_to_best_s": run["time_to_best_s"],
-            "wall_s": run["wall_s"],
-            "budget_used": (run["wall_s"] / run["budget_s"]) if run["wall_s"] is not None and run["budget_s"] else None,
+            "wall_s": run["wall_s"], "agent_s": agent_s,
+            "budget_used": (agent_s / run["budget_s"]) if agent_s is not None and run["budget_s"] else None,
             "submissions": [{k: s[k] for k in ("submission_id", "seq", "status", "score", "improvement", "test_score",
                                                 "t_s", "latency_s", "inference_s", "grading_s", "best_so_far",
                                                 "is_best", "error", "revision_id", "path", "metrics")}
@@ -101,6 +107,9 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
 
 
 def _revisions(a: Analytics, run_id: str, subs: list[dict]) -> dict:
+    """Each submission's code against the previous submission's (the first against the first
+    snapshot). A submission of the same code as the one before says so instead of repeating it;
+    files the submitted pipeline ran are listed first, so the diff budget goes to them."""
     revs = a.revisions(run_id)
     by_id = {r["id"]: r for r in revs}
     wanted = {by_id[s["revision_id"]]["id"] for s in subs if s["revision_id"] in by_id}
@@ -108,24 +117,35 @@ def _revisions(a: Analytics, run_id: str, subs: list[dict]) -> dict:
         wanted.add(revs[0]["id"])
     cache = a.blobs([sha for rid in wanted for sha in by_id[rid]["manifest"].values()])
     fetch = cache.get
+    commands = a.commands(run_id)
 
     out = []
     prev = revs[0] if revs else None
     prev_label = f"revision {prev['seq']} (first snapshot)" if prev else None
+    prev_submitted = None          # the revision of the previous submission that had one
     for s in subs:
         rev = by_id.get(s["revision_id"])
         if rev is None:
             out.append({"submission_seq": s["seq"], "status": s["status"], "revision_seq": None,
                         "base": None, "files": [], "lines_added": 0, "lines_removed": 0, "truncated": False,
-                        "n_files": None, "skipped": []})
+                        "n_files": None, "skipped": [], "unchanged": False})
             continue
+        if rev is prev_submitted:
+            out.append({"submission_seq": s["seq"], "status": s["status"], "revision_seq": rev["seq"],
+                        "base": prev_label, "n_files": rev["n_files"], "total_bytes": rev["total_bytes"],
+                        "skipped": rev["skipped"], "files": [], "lines_added": 0, "lines_removed": 0,
+                        "truncated": False, "unchanged": True})
+            prev_label = f"submission #{s['seq']} (revision {rev['seq']})"
+            continue
+        ran = files_run([c["message"] for c in commands if s["received_at"] is None or c["ts"] <= s["received_at"]],
+                        rev["manifest"].keys())
         d = diff_manifests(prev["manifest"] if prev and prev is not rev else {}, rev["manifest"], fetch,
                            max_lines_per_file=LIMITS["diff_lines_per_file"],
-                           max_lines_total=LIMITS["diff_lines_per_submission"])
+                           max_lines_total=LIMITS["diff_lines_per_submission"], first=ran)
         out.append({"submission_seq": s["seq"], "status": s["status"], "revision_seq": rev["seq"],
                     "base": prev_label if prev is not rev else None, "n_files": rev["n_files"],
-                    "total_bytes": rev["total_bytes"], "skipped": rev["skipped"], **d})
-        prev, prev_label = rev, f"submission #{s['seq']} (revision {rev['seq']})"
+                    "total_bytes": rev["total_bytes"], "skipped": rev["skipped"], "unchanged": False, **d})
+        prev, prev_label, prev_submitted = rev, f"submission #{s['seq']} (revision {rev['seq']})", rev
     return {"n_revisions": len(revs), "n_change": sum(1 for r in revs if r["reason"] == "change"),
             "by_submission": out}
 

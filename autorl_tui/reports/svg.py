@@ -40,12 +40,36 @@ def fmt(v: float) -> str:
 
 
 def fmt_duration(s: float) -> str:
-    s = float(s)
-    if abs(s) < 120:
-        return f"{s:.0f}s"
-    if abs(s) < 7200:
-        return f"{s / 60:.0f}m"
-    return f"{s / 3600:.1f}h"
+    """The true value, to the second: 150 s is "2m30s", never "3m" (ticks at 150/200/250 s used to
+    read 2m/3m/4m)."""
+    total = int(round(float(s)))
+    sign, total = ("-" if total < 0 else ""), abs(total)
+    h, rest = divmod(total, 3600)
+    m, sec = divmod(rest, 60)
+    if h:
+        return f"{sign}{h}h" + (f"{m:02d}m" if m or sec else "") + (f"{sec:02d}s" if sec else "")
+    if m:
+        return f"{sign}{m}m" + (f"{sec:02d}s" if sec else "")
+    return f"{sign}{sec}s"
+
+
+# Tick steps for time axes, in seconds: round minutes and hours, so labels stay short and true.
+TIME_STEPS = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+
+
+def time_ticks(lo: float, hi: float, n: int = 6) -> list[float]:
+    """Ticks at round durations (every 30 s, 5 min, 1 h, ...) covering [lo, hi] with about n steps."""
+    if not math.isfinite(lo) or not math.isfinite(hi):
+        return [0.0]
+    if hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / max(1, n)
+    step = next((t for t in TIME_STEPS if t >= raw), None) or math.ceil(raw / 86400) * 86400
+    start = math.floor(lo / step) * step
+    ticks = [float(start)]
+    while ticks[-1] < hi - step * 1e-9 and len(ticks) < 40:
+        ticks.append(float(start + len(ticks) * step))
+    return ticks
 
 
 class Frame:
@@ -168,7 +192,7 @@ def score_timeline(submissions: list[dict], *, baseline: float | None, budget_s:
     ticks = nice_ticks(max(0.0, lo - pad), min(100.0, hi + pad) if hi + pad > lo else 100.0)
     frame = Frame(width, height, (0, x_hi), (ticks[0], ticks[-1]), margin=(18, 20, 40, 56))
     body = frame.axes("time since agent start", "dev score", x_fmt=fmt_duration, y_ticks=ticks,
-                      x_ticks=nice_ticks(0, x_hi, 8))
+                      x_ticks=time_ticks(0, x_hi, 8))
     if baseline is not None:
         y = frame.y(baseline)
         body.append(f'<line x1="{frame.left}" x2="{width - frame.right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#6b7280" '
@@ -217,7 +241,7 @@ def phase_band(segments: list[dict], span_s: float, *, width=920, height=54) -> 
         body.append(f'<rect x="{x0:.1f}" y="{frame.top}" width="{max(0.5, x1 - x0):.1f}" height="{height - frame.top - frame.bottom}" '
                     f'fill="{PHASE_COLORS.get(seg["phase"], "#999")}"><title>{escape(seg["phase"])} '
                     f'{fmt_duration(seg["start_s"])}–{fmt_duration(seg["end_s"])}</title></rect>')
-    for t in nice_ticks(0, span_s, 8):
+    for t in time_ticks(0, span_s, 8):
         if t <= span_s:
             body.append(f'<text class="tick" x="{frame.x(t):.1f}" y="{height - 6}" text-anchor="middle">{fmt_duration(t)}</text>')
     return _svg(width, height, body, "phases over time")
@@ -276,7 +300,8 @@ def dual_chart(left: dict, right: dict, *, width=920, height=220, x_label="", ti
     lt, rt = rng(left["points"]), rng(right["points"])
     fl = Frame(width, height, (min(xs), max(xs)), (lt[0], lt[-1]), margin=(18, 64, 38, 56))
     fr = Frame(width, height, (min(xs), max(xs)), (rt[0], rt[-1]), margin=(18, 64, 38, 56))
-    body = fl.axes(x_label, left.get("axis", left["label"]), x_fmt=fmt_duration, y_ticks=lt)
+    body = fl.axes(x_label, left.get("axis", left["label"]), x_fmt=fmt_duration, y_ticks=lt,
+                   x_ticks=time_ticks(min(xs), max(xs), 6))
     xr = width - fr.right
     body.append(f'<line class="axis" x1="{xr}" x2="{xr}" y1="{fr.top}" y2="{height - fr.bottom}"/>')
     for t in rt:

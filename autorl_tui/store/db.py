@@ -244,6 +244,19 @@ class Store:
                 raise
             return len(rows)
 
+    def write_atomically(self, statements: list[tuple[str, tuple]]) -> None:
+        """Run the statements in one transaction (after flushing buffered rows): all or nothing."""
+        with self._lock:
+            self.flush()
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in statements:
+                    self._conn.execute(sql, params)
+                self._conn.execute("COMMIT")
+            except Exception:
+                self._conn.execute("ROLLBACK")
+                raise
+
     def put_blob(self, content: bytes) -> str:
         import hashlib
 
@@ -276,9 +289,16 @@ class Store:
         return zlib.decompress(row["content"]) if row["encoding"] == "zlib" else bytes(row["content"])
 
     def close(self) -> None:
+        """Flush, fold the WAL back into store.db and close: after this, store.db alone is the whole
+        record (a copy of it needs no -wal file). A reader still open elsewhere can hold part of the
+        WAL back; SQLite then finishes the checkpoint when the last connection closes."""
         with self._lock:
             try:
                 self.flush()
+                try:
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error:
+                    pass
             finally:
                 self._conn.close()
 

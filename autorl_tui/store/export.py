@@ -7,6 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from autorl_tui.catalog.plans import recorded_isolation
 from autorl_tui.store.db import decode_row
 
 EXPORT_FORMAT = "autorl-tui.run-export/1"
@@ -45,6 +46,7 @@ def export_run(conn: sqlite3.Connection, run_id: str, *, include_events: bool = 
         "run_id": run_id,
         "task": run["task"], "agent": run["agent"], "model": run["model"], "seed": run["seed"],
         "state": run["state"],
+        "isolation": recorded_isolation(run.get("spec"), run["executor"]),   # "none": the agent ran unisolated
         "baseline_score": run["baseline_score"],
         "baseline_dev_score": run["baseline_dev_score"],
         "best_dev_score": run["best_dev_score"],

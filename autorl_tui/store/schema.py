@@ -209,4 +209,11 @@ MIGRATIONS.append(
     CREATE INDEX metrics_session ON metrics(session_id)
     """)
 
+MIGRATIONS.append(
+    # 4: runs brought in from
+    # another harness's files, marked with where they came from. They have no held-out test of
+    # ours (test_score stays NULL) and no attempts (commands/import_.py, docs/autorl-bench.md).
+    """
+    ALTER TABLE runs ADD COLUMN imported_from TEXT
+    """)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -285,7 +285,7 @@ def test_workspace_gets_the_train_split_and_nothing_held_out(three_splits, tmp_p
     model.mkdir()
     (model / "config.json").write_text("{}")
     build_workspace(tmp_path / "ws", card=card, model_name="m", model_path=model, train_path=paths["train"],
-                    agent_uid=None)
+                    link=False)
     data = tmp_path / "ws" / "data"
     assert (data / "items.jsonl").exists() and (data / "alfworld_api" / "api.py").exists()
     assert (data / "sft_prompt_completion.jsonl").exists() and (data / "few_shot").is_dir()

@@ -122,3 +122,34 @@ async def test_a_console_far_behind_drops_its_backlog_and_resyncs(served):
         await until(pilot, lambda: app.client.backlog == 0, what="the console to catch up")
         assert app.connected and len(app.model.runs) == 3      # state re-read, nothing lost from the table
         assert app.client.received == 2000
+
+
+async def test_loading_a_plan_fills_the_form_and_editing_the_form_keeps_it(served, tmp_path):
+    import yaml
+    from textual.widgets import Input, SelectionList, TextArea
+
+    plan = tmp_path / "ctrlc.yaml"
+    plan.write_text("name: ctrlc\ntasks: [arith]\nagents: [reference]\nmodels: [tiny]\nseeds: [0, 1]\n"
+                    "budget: 2m\nexecutor: local\npriority: 3\n")
+    app = FrozenConsole(served.home)
+    async with app.run_test(size=(130, 36)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewPlanScreen) and app.screen.catalog, what="the catalog")
+        screen = app.screen
+        screen.query_one("#path", Input).value = str(plan)
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: screen.query_one("#name", Input).value == "ctrlc", what="the form to be filled")
+        await pilot.pause(0.3)
+        q = screen.query_one
+        assert q("#agents", SelectionList).selected == ["reference"]
+        assert q("#tasks", SelectionList).selected == ["arith"]
+        assert (q("#seeds", Input).value, q("#budget", Input).value, q("#priority", Input).value) == ("0,1", "2m", "3")
+        assert yaml.safe_load(q("#yaml", TextArea).text)["name"] == "ctrlc"
+        # touching a field rewrites the YAML from the form, which now holds the loaded plan
+        q("#budget", Input).focus()
+        await pilot.press("end", "backspace", "backspace", *"3m")
+        await until(pilot, lambda: "3m" in q("#yaml", TextArea).text, what="the YAML to follow the form")
+        shown = yaml.safe_load(q("#yaml", TextArea).text)
+        assert shown["name"] == "ctrlc" and shown["agents"] == ["reference"] and shown["tasks"] == ["arith"]
+        assert shown["seeds"] == [0, 1] and shown["priority"] == 3 and shown["budget"] == "3m"

@@ -83,3 +83,27 @@ def test_help_screen(served, snap_compare):
         await pilot.press("question_mark")
         await pilot.pause(0.3)
     assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
+
+
+# Narrow and wide terminals (issue 25, items 4-5): at 80x24 the runs table keeps state, id and the
+# scores and drops the other columns; the run header wraps rather than losing the scores; log
+# categories are whole words; checkboxes show ✓ (not only a colour).
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_runs_screen_at_size(served, snap_compare, size):
+    assert snap_compare(FrozenConsole(served.home), terminal_size=size, run_before=_loaded)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_run_screen_log_at_size(served, snap_compare, size):
+    assert snap_compare(FrozenConsole(served.home), terminal_size=size, run_before=_run_loaded)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_new_plan_screen_at_size(served, snap_compare, size):
+    async def before(pilot):
+        await _loaded(pilot)
+        await pilot.press("n")
+        await pilot.pause(0.5)
+        await pilot.press("down", "space")      # a second task ticked: ✓ next to it, blank next to the others
+        await pilot.pause(0.3)
+    assert snap_compare(FrozenConsole(served.home), terminal_size=size, run_before=before)

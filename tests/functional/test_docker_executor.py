@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 
 from autorl_tui.engine.executors.base import ExecutorError, LaunchSpec, Mount
+from autorl_tui.engine.executors.docker_logs import POSITIONS_FILE
 from autorl_tui.engine.executors.docker import LABEL_ATTEMPT, LABEL_HOME, LABEL_RUN, DockerExecutor
 
 REPO = Path(__file__).resolve().parents[2]
@@ -252,16 +253,27 @@ async def test_readoption_resumes_logs_without_duplication_after_engine_kill(har
             print(f"line {{i}}", flush=True)
             if i % 10 == 0:
                 print(f"err {{i}}", file=sys.stderr, flush=True)
-            time.sleep(0.01)
+            time.sleep(0.03)
     """)
     spec_file, ident_file = h["tmp"] / "spec.pkl", h["tmp"] / "ident"
     spec_file.write_bytes(pickle.dumps(spec))
     engine = subprocess.Popen([sys.executable, "-c", CRASHING_ENGINE.format(
         repo=str(REPO), spec=str(spec_file), home=str(h["home"]), ident=str(ident_file))])
+    positions = Path(spec.log_dir) / POSITIONS_FILE
+
+    def saved_a_stdout_position() -> bool:
+        try:
+            return (json.loads(positions.read_text()).get("stdout") or {}).get("ns", 0) > 0
+        except (OSError, ValueError):
+            return False
+
     try:
-        for _ in range(300):
-            if ident_file.exists() and spec.stdout_path.exists() and spec.stdout_path.stat().st_size > 200:
-                break
+        # Kill the engine only once it has copied some output AND recorded where it got to (at load
+        # it can lag behind the agent); the agent prints for several seconds, so this comes first.
+        deadline = time.monotonic() + 120
+        while not (ident_file.exists() and spec.stdout_path.exists() and spec.stdout_path.stat().st_size > 200
+                   and saved_a_stdout_position()):
+            assert time.monotonic() < deadline, "the engine never recorded a log position"
             await asyncio.sleep(0.05)
         engine.send_signal(signal.SIGKILL)     # the engine dies mid-stream
         engine.wait()

@@ -129,9 +129,14 @@ def test_an_agent_that_ignores_its_budget_dies_with_its_setsid_child(home, tmp_p
     assert run["state"] == "failed" and run["failure_source"] == "budget"
     assert run["ended_at"] - run["started_at"] < 8 + 10
     logs = Path(run["workspace"]) / "logs"
-    for name in ("agent.pid", "grandchild.pid"):
-        pid = int((logs / name).read_text())
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, name
+    assert (logs / "agent.pid").exists() and (logs / "grandchild.pid").exists()   # both were started
+    # Their pids are the sandbox's own (a PID namespace); what must be gone is every process of the
+    # run's sandbox uid, the setsid grandchild included.
+    uid = json.loads((home / "runs" / run["id"] / "attempt-1" / "shim.json").read_text())["uid"]
+    assert uid is not None and uid != os.getuid()
+    left = [p for p in psutil.process_iter(["uids", "status"]) if p.info["uids"] and p.info["uids"].real == uid
+            and p.info["status"] != psutil.STATUS_ZOMBIE]
+    assert not left, left
     attempt = dict(db.execute("SELECT * FROM attempts").fetchone())
     assert attempt["state"] == "killed" and attempt["exit_code"] < 0
 

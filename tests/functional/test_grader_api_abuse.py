@@ -90,8 +90,10 @@ def test_looping_chat_template_fails_that_submission_only(attacked):
 def test_identical_concurrent_submissions_are_graded_once(attacked):
     subs, probe, gradings = attacked["subs"], attacked["probe"], attacked["gradings"]
     c1, c2 = probe["concurrent"]["c1"][1], probe["concurrent"]["c2"][1]
-    first, second = sorted([c1, c2], key=lambda r: r["submission_id"])
+    first, second = sorted([c1, c2], key=lambda r: r["duplicate"])
     assert not first["duplicate"] and second["duplicate"] and second["duplicate_of"] == first["submission_id"]
+    # the duplicate gets the earlier answer unchanged (AutoRL-Bench's contract), same submission_id
+    assert second["submission_id"] == first["submission_id"] and second["best"] == first["best"]
     assert second["score"] == first["score"]
     assert [s["status"] for s in subs[1:]] == ["scored", "duplicate"]
     assert subs[2]["duplicate_of"] == subs[1]["id"] and subs[1]["content_hash"] == subs[2]["content_hash"]

@@ -108,6 +108,13 @@ def test_gates(home, compared, tmp_path):
     single = json.loads((tmp_path / "one.json").read_text())
     assert {c["verdict"] for g in single["gates"] for c in g["cells"]} == {"insufficient"}
     assert not single["gates"][0]["passed"]
+    # ... and it is shown as insufficient, not as a red FAIL
+    assert all(g["verdict"] == "insufficient" for g in single["gates"])
+    assert single["gates"][0]["gates"][0]["verdict"] == "insufficient"
+    assert main(["--home", str(home), "compare", *one, "--html", str(tmp_path / "one.html")]) == 0
+    page = (tmp_path / "one.html").read_text()
+    assert 'class="pill insufficient">INSUFFICIENT<' in page and ">FAIL<" not in page and 'pill fail"' not in page
+    assert gates["scripted"]["verdict"] == "pass" and cc["verdict"] == "fail"
     # with a primary task, the other tasks only need to not regress
     assert main(["--home", str(home), "compare", "--plan", "demo", "--primary-task", "arith",
                  "--json", str(tmp_path / "p.json")]) == 0
@@ -120,7 +127,7 @@ def test_gates(home, compared, tmp_path):
     (["compare"], "either RUN_ID... or --plan"),
     (["compare", "r1", "--plan", "demo"], "either RUN_ID... or --plan"),
     (["compare", "--plan", "nope"], "no runs of plan 'nope'"),
-    (["compare", "missing-run"], "no run(s) missing-run"),
+    (["compare", "missing-run"], "no run 'missing-run'"),
     (["compare", "--plan", "demo", "--primary-task", "chess"], "--primary-task 'chess' is not among"),
 ])
 def test_bad_input_exits_2_with_a_clear_message(home, capsys, argv, message, tmp_path):

@@ -59,3 +59,13 @@ def write_plan(path: Path, **fields) -> Path:
 
 def load_json(path: Path):
     return json.loads(Path(path).read_text())
+
+
+def home_with_tiny(model_dir: Path):
+    """For a fixture: `yield from home_with_tiny(tiny_model_dir)` gives a reachable home with the
+    session's tiny model installed, removed afterwards."""
+    home = make_reachable_home()
+    home.mkdir(parents=True)
+    install_model(model_dir, home)
+    yield home
+    shutil.rmtree(home.parent, ignore_errors=True)

@@ -56,9 +56,14 @@ def check_run_report(db, r: dict) -> set[str]:
     t0 = run["started_at"] if run["started_at"] is not None else run["created_at"]
     checked: set[str] = set()
 
-    for k, v in r["run"].items():
-        assert v == run["id" if k == "run_id" else k], k
     spec = _json(run["spec"]) or {}
+    for k, v in r["run"].items():
+        if k == "isolation":   # from the run's spec (absent before it was recorded)
+            from autorl_tui.catalog.plans import recorded_isolation
+
+            assert v == recorded_isolation(spec, run["executor"]), (v, spec.get("isolation"))
+            continue
+        assert v == run["id" if k == "run_id" else k], k
     proto = spec.get("protocol") or (spec.get("task") or {}).get("protocol") or {}
     for k in ("temperature", "top_p", "n", "max_tokens"):
         assert r["protocol"][k] == proto.get(k), k
@@ -96,7 +101,13 @@ def check_run_report(db, r: dict) -> set[str]:
         assert t["time_to_best_s"] == pytest.approx(best["received_at"] - t0)
     if run["ended_at"] is not None and run["started_at"] is not None:
         assert t["wall_s"] == pytest.approx(run["ended_at"] - run["started_at"])
-        assert t["budget_used"] == pytest.approx((run["ended_at"] - run["started_at"]) / run["budget_s"])
+        # the budget is the agent's: its start to its last attempt's end, not the grading after it
+        ends = [x["ended_at"] for x in att if x["ended_at"] is not None]
+        live = any(x["ended_at"] is None and x["started_at"] is not None for x in att)
+        agent_end = min(max(ends), run["ended_at"]) if ends and not live else run["ended_at"]
+        assert t["agent_s"] == pytest.approx(agent_end - run["started_at"])
+        assert t["budget_used"] == pytest.approx((agent_end - run["started_at"]) / run["budget_s"])
+        assert r["cost"]["agent_s"] == t["agent_s"] and r["cost"]["budget_used"] == t["budget_used"]
     running = None
     for got, s in zip(t["submissions"], subs, strict=True):
         assert (got["submission_id"], got["seq"], got["status"], got["score"], got["improvement"], got["test_score"],
@@ -184,12 +195,18 @@ def check_run_report(db, r: dict) -> set[str]:
     assert r["revisions"]["n_change"] == sum(x["reason"] == "change" for x in revs.values())
     first = min(revs.values(), key=lambda x: x["seq"]) if revs else None
     prev, prev_id = (json.loads(first["manifest"]), first["id"]) if first else ({}, None)
+    prev_submitted = None
     for got, s in zip(r["revisions"]["by_submission"], subs, strict=True):
         rev = revs.get(s["revision_id"])
         if rev is None:
             assert got["revision_seq"] is None
             continue
         man = json.loads(rev["manifest"])
+        if rev["id"] == prev_submitted:  # the same code as the submission before: said, not repeated
+            assert got["unchanged"] and got["files"] == [] and (got["lines_added"], got["lines_removed"]) == (0, 0)
+            continue
+        assert not got["unchanged"]
+        prev_submitted = rev["id"]
         if rev["id"] == prev_id:        # the submission is the first snapshot itself: no base, all of it is new
             assert got["base"] is None
             prev = {}
@@ -264,6 +281,32 @@ def check_run_report(db, r: dict) -> set[str]:
     assert c["inference_s"] == pytest.approx(sum(s["inference_s"] or 0 for s in subs))
     assert c["grading_s"] == pytest.approx(sum(s["grading_s"] or 0 for s in subs))
     checked.add("cost")
+
+    # AutoRL-Bench's diagnostics, by its definitions (core/metrics.py): graded entries in order, a
+    # failed grading as 0.0, valid = score > 0, whole seconds from the agent's start.
+    ab = r["autorl_bench"]
+    graded = [s for s in subs if s["status"] in ("scored", "error")]
+    traj = [0.0 if s["status"] == "error" else (s["score"] or 0.0) for s in graded]
+    start, end = run["started_at"], run["ended_at"]
+    assert ab["score_trajectory"] == pytest.approx(traj)
+    assert ab["valid_submission_rate"] == (pytest.approx(sum(x > 0 for x in traj) / len(traj)) if traj else None)
+    first = next((i for i, x in enumerate(traj) if x > 0), None)
+    assert ab["first_valid_idx"] == (None if first is None else first + 1)
+    since = lambda sub: int(sub["graded_at"] - start)  # noqa: E731
+    if first is not None and start:
+        assert abs(ab["first_valid_delay"] - since(graded[first])) <= 1
+    if traj and start:
+        best = traj.index(max(traj))
+        assert abs(ab["time_to_best"] - since(graded[best])) <= 1
+    if len(traj) >= 2:
+        ups = sum(b > a for a, b in zip(traj, traj[1:]))
+        assert ab["monotonic_ratio"] == pytest.approx(ups / (len(traj) - 1))
+    if start and end and run["budget_s"]:
+        assert ab["time_used_ratio"] == pytest.approx((end - start) / run["budget_s"])
+    if end and graded:
+        assert ab["last_submit_gap"] == int(end - max(s["graded_at"] for s in graded))
+    assert ab["copy_model_count"] is None or ab["copy_model_count"] >= 0
+    checked.add("autorl_bench")
 
     numeric_sections = {k for k, v in r.items() if has_number(v)}
     assert numeric_sections - checked <= {"schema_version", "generated_at", "limits"}

@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -66,6 +67,25 @@ def test_plan_expands_the_matrix():
     assert all(r.budget_s == 60 for r in plan.runs)
 
 
+def test_plan_log_cap_reaches_the_run_options():
+    plan = parse_plan("tasks: [a]\nagents: [x]\nbudget: 1m\nlog_cap: {events: 500, bytes: 100000}\n")
+    assert plan.runs[0].options["log_cap"] == {"events": 500, "bytes": 100000}
+
+
+def test_card_size_factor_must_be_positive(tmp_path):
+    from autorl_tui.catalog.tasks import load_task_card
+
+    card = tmp_path / "t" / "task.yaml"
+    card.parent.mkdir()
+    body = ("id: t\nlevel: 1\nscorer: exact_match\nprimary_metric: accuracy\nprotocol: {}\n"
+            "data: {provider: files, splits: {}}\n")
+    card.write_text(body + "submission_cap: {size_factor: -1}\n")
+    with pytest.raises(UsageError, match="size_factor must be a positive number"):
+        load_task_card(card)
+    card.write_text(body + "submission_cap: {size_factor: 2.5}\n")
+    assert load_task_card(card).submission_cap["size_factor"] == 2.5
+
+
 @pytest.mark.parametrize("text,msg", [
     ("tasks: [a]\nagents: [x]\n", "budget"),
     ("tasks: [a]\nagents: [x]\nbudget: 1m\nexecutor: slurm\n", "executor"),
@@ -73,7 +93,21 @@ def test_plan_expands_the_matrix():
     ("tasks: [a]\nagents: [x]\nbudget: 1m\nbugdet: 2m\n", "unknown key"),
     ("- just a list\n", "mapping"),
     ("tasks: [a\n", "not valid YAML"),
+    ("tasks: [a]\nagents: [x]\nbudget: 1m\nlog_cap: 5\n", "log_cap must be a mapping"),
+    ("tasks: [a]\nagents: [x]\nbudget: 1m\nlog_cap: {lines: 5}\n", "log_cap must be a mapping"),
+    ("tasks: [a]\nagents: [x]\nbudget: 1m\nlog_cap: {events: 0}\n", "log_cap.events must be a positive"),
 ])
 def test_bad_plans_are_explained(text, msg):
     with pytest.raises(UsageError, match=msg):
         parse_plan(text)
+
+
+def test_commands_without_home_never_reach_the_users_home_in_tests():
+    """conftest points $AUTORL_HOME and $XDG_DATA_HOME at a temporary folder for the session, so a
+    command run without --home (like `tasks validate PATH`) writes there, not into ~/.local/share."""
+    import tempfile
+
+    from autorl_tui.home import default_home
+
+    for path in (resolve_home(None), default_home()):
+        assert path.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()), path

@@ -313,7 +313,24 @@ def test_phase_heuristic_on_a_scripted_timeline(tmp_path):
     with Analytics(tmp_path / "p.db") as a:
         p = a.phases("r-p", idle_gap_s=120)
     assert p["bucket_s"] == 1.0
-    expected = {"explore": 100, "write_code": 100, "train": 420, "evaluate": 101, "idle": 279}
+    # the edit at t=100 is one second of writing code; the 99 s after it, with no signal, are
+    # exploring (not more writing: a file written in a second is not shown as a minute and a half)
+    expected = {"explore": 199, "write_code": 1, "train": 420, "evaluate": 101, "idle": 279}
     for phase, seconds in expected.items():
         assert p["totals_s"][phase] == pytest.approx(seconds, abs=3), phase
-    assert [s["phase"] for s in p["segments"]] == ["explore", "write_code", "train", "idle", "evaluate", "idle"]
+    assert [s["phase"] for s in p["segments"]] == ["explore", "write_code", "explore", "train", "idle", "evaluate",
+                                                   "idle"]
+
+
+def test_budget_used_counts_the_agents_time_not_the_harness_grading_after_it(tmp_path):
+    t0 = 1_790_000_000.0
+    store = Store(tmp_path / "b.db")
+    store.insert("runs", {"id": "r-b", "task": "arith", "agent": "reference", "model": "tiny", "budget_s": 300,
+                          "state": "done", "created_at": t0 - 60, "started_at": t0, "ended_at": t0 + 321, "spec": {}})
+    store.insert("attempts", {"run_id": "r-b", "number": 1, "state": "exited", "executor": "local",
+                              "started_at": t0, "ended_at": t0 + 300})     # the agent stops at its deadline
+    store.close()                                                          # then the held-out test is graded
+    with Analytics(tmp_path / "b.db") as a:
+        cost = a.cost("r-b")
+    assert cost["agent_s"] == pytest.approx(300) and cost["budget_used"] == pytest.approx(1.0)
+    assert cost["wall_s"] == pytest.approx(321)                            # the run's wall time still shown

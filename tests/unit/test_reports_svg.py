@@ -1,5 +1,6 @@
 """The hand-written SVG charts: valid XML, axes with sensible ticks, gaps for missing values."""
 
+import re
 import xml.etree.ElementTree as ET
 
 from autorl_tui.reports import svg
@@ -51,3 +52,37 @@ def test_radar_needs_three_axes_and_keeps_values_inside():
     size = float(root.get("width"))
     for c in root.iter(f"{NS}circle"):
         assert 0 <= float(c.get("cx")) <= size
+
+
+def test_time_axis_ticks_sit_at_round_durations_and_read_their_true_value():
+    ticks = svg.time_ticks(0, 280, 6)
+    assert ticks[:4] == [0, 60, 120, 180] and ticks[-1] >= 280
+    assert [svg.fmt_duration(t) for t in (0, 59, 60, 150, 200, 250, 3600, 5430)] == \
+        ["0s", "59s", "1m", "2m30s", "3m20s", "4m10s", "1h", "1h30m30s"]
+    for lo, hi in ((0, 45), (0, 1740), (12, 7300), (0, 90000)):
+        ticks = svg.time_ticks(lo, hi, 8)
+        step = ticks[1] - ticks[0]
+        assert step in svg.TIME_STEPS or step % 86400 == 0
+        assert ticks[0] <= lo and ticks[-1] >= hi and len(ticks) <= 12
+    chart = svg.score_timeline([{"seq": 1, "score": 50.0, "t_s": 150.0, "status": "scored", "selected": True}],
+                               baseline=20.0, budget_s=300.0)
+    labels = re.findall(r'text-anchor="middle">([^<]+)</text>', chart)
+    assert {"1m", "2m", "3m", "4m", "5m"} <= set(labels), labels
+
+
+def test_diff_lists_the_files_the_pipeline_ran_first_and_gives_them_the_line_budget():
+    from autorl_tui.reports.diffs import diff_manifests, files_run
+
+    blobs = {"a1": b"x = 1\n", "a2": b"x = 2\n", "n1": b"".join(b"note %d\n" % i for i in range(50)),
+             "n2": b"".join(b"line %d\n" % i for i in range(50)), "t1": b"lr = 1\n", "t2": b"lr = 2\n"}
+    old = {"aaa_notes.md": "n1", "helpers.py": "a1", "train.py": "t1"}
+    new = {"aaa_notes.md": "n2", "helpers.py": "a2", "train.py": "t2"}
+    ran = files_run(["[reference] wrote the pipeline: helpers.py, train.py", "[reference] running python code/train.py "
+                     "--steps 10", "cat notes"], new.keys())
+    assert ran == {"train.py"}
+    d = diff_manifests(old, new, blobs.get, max_lines_per_file=200, max_lines_total=20, first=ran)
+    assert [f["path"] for f in d["files"]] == ["train.py", "aaa_notes.md", "helpers.py"]
+    assert d["files"][0]["ran"] and "+lr = 2" in d["files"][0]["diff"] and not d["files"][0]["truncated"]
+    assert d["files"][1]["truncated"]          # the unrelated long file gets what is left
+    assert files_run(["accelerate launch --num_processes 2 /ws/code/sub/sft.py", "bash run.sh", "python3 -u x.py",
+                      "edited y.py"], ["sub/sft.py", "run.sh", "x.py", "y.py"]) == {"sub/sft.py", "run.sh", "x.py"}

@@ -32,7 +32,8 @@ class LaunchSpec:
     labels: dict[str, str] = field(default_factory=dict)
     grading_socket: Path | None = None   # for containers without a network: the grading API's Unix socket
     private_paths: list[Path] = field(default_factory=list)   # must stay unreadable to the agent (local executor)
-    workspaces_dir: Path | None = None   # other runs' workspaces live here (hidden, except this run's)
+    isolate: bool = True                 # local executor: False only for a plan with `isolation: none`
+    writable: tuple[str, ...] = ()       # workspace folders the agent may write (given to its uid)
 
     @property
     def stdout_path(self) -> Path:

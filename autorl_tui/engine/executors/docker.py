@@ -201,7 +201,7 @@ class DockerHandle(AgentHandle):
             raise ExecutorError(f"lost contact with container {self.container.short_id}: {exc}") from exc
         code = int(result.get("StatusCode", -1))
         for p in self.pumps:
-            await asyncio.to_thread(p.join, 30)
+            await asyncio.to_thread(p.join_while_copying)
         state = await asyncio.to_thread(self._state)
         if self._kill_reason is not None:
             code = -signal.SIGKILL

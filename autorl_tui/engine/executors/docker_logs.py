@@ -71,7 +71,20 @@ class LogPump(threading.Thread):
         self.error: Exception | None = None
         self.skipped = 0          # entries Docker sent again on resume and we did not copy twice
         self.truncated = 0        # bytes written but not recorded by a dead pump, cut and refetched
+        self.copied = 0           # entries copied so far (the owner watches it for progress)
         self._stop_requested = threading.Event()
+
+    def join_while_copying(self, stall_s: float = 30.0) -> None:
+        """Wait until the pump has copied everything (the container has exited, so its log ends),
+        giving up only when no entry arrives for stall_s: a flood can take minutes to copy, and
+        removing the container before the copy ends would lose its tail."""
+        last, last_change = -1, time.monotonic()
+        while self.is_alive():
+            self.join(1.0)
+            if self.copied != last:
+                last, last_change = self.copied, time.monotonic()
+            elif time.monotonic() - last_change >= stall_s:
+                return
 
     def stop(self) -> None:
         """Stop copying at the next entry (the engine is detaching; a later pump resumes)."""
@@ -130,6 +143,7 @@ class LogPump(threading.Thread):
                 f.write(payload)
                 f.flush()
                 pos["bytes"] += len(payload)
+                self.copied += 1
                 if time.monotonic() - last_save >= _SAVE_EVERY_S:
                     self.positions.save(self.stream, pos)
                     last_save = time.monotonic()

@@ -1,5 +1,7 @@
 """Local executor: the agent runs on this host in the workspace, in its own session, under a
-supervising shim (`local_shim.py`) that is a child subreaper and enforces the deadline itself."""
+supervising shim (`local_shim.py`) that is a child subreaper and enforces the deadline itself,
+inside a bubblewrap sandbox as a leased unprivileged uid (`sandbox_bwrap.py`; docs/security.md),
+unless the run's plan said `isolation: none`."""
 
 from __future__ import annotations
 
@@ -103,21 +105,20 @@ class LocalHandle(AgentHandle):
 class LocalExecutor(Executor):
     name = "local"
 
-    def __init__(self, agent_uid: int | None = None, python: str | None = None, isolate: bool = True):
-        from autorl_tui.engine.executors.isolation import available
-
-        self.agent_uid = agent_uid
+    def __init__(self, python: str | None = None):
         self.python = python or sys.executable
-        self.isolate = isolate and available()[0]
+
+    def available(self) -> tuple[bool, str]:
+        from autorl_tui.engine.executors.sandbox_bwrap import probe
+
+        return probe()
 
     async def start(self, spec: LaunchSpec) -> AgentHandle:
         spec.log_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("exit.json", "shim.json", "kill_reason"):
             (spec.log_dir / stale).unlink(missing_ok=True)
         launch = {"command": spec.command, "workspace": str(spec.workspace), "env": spec.env,
-                  "log_dir": str(spec.log_dir), "deadline": spec.deadline, "uid": self.agent_uid,
-                  "hide": [str(p) for p in spec.private_paths] if self.isolate else [],
-                  "workspaces_dir": str(spec.workspaces_dir) if spec.workspaces_dir else None}
+                  "log_dir": str(spec.log_dir), "deadline": spec.deadline, "sandbox": _sandbox(spec)}
         launch_path = spec.log_dir / "launch.json"
         fd = os.open(launch_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
@@ -148,6 +149,8 @@ class LocalExecutor(Executor):
         info = handle.exit_info()
         if info and info.get("reason") == "start_failed":
             raise AgentStartError(f"could not start the agent command: {info.get('error')}")
+        if info and info.get("reason") == "sandbox_failed":
+            raise ExecutorError(f"could not set up the agent's sandbox: {info.get('error')}")
         return handle
 
     async def adopt(self, attempt: dict, spec: LaunchSpec) -> AgentHandle | None:
@@ -158,6 +161,23 @@ class LocalExecutor(Executor):
         if _pid_is_shim(int(pid)) or handle.exit_info() is not None:
             return handle
         return None
+
+
+def _sandbox(spec: LaunchSpec) -> dict | None:
+    """What the agent's sandbox binds (see sandbox_bwrap.py); None when the run is unisolated."""
+    if not spec.isolate:
+        return None
+    ro = [m.source for m in spec.mounts if m.target.startswith("/")]   # the agent's program folder
+    dirs = spec.env.get("PATH", "").split(":")   # the agent stack's own executables (e.g. an npm prefix)
+    if isinstance(spec.command, list) and spec.command and os.path.isabs(spec.command[0]):
+        dirs.append(os.path.dirname(spec.command[0]))
+    for d in dirs:
+        if d and os.path.isabs(d) and not d.startswith(("/usr/", "/bin", "/sbin")) and os.path.isdir(d):
+            ro.append(Path(d).parent if Path(d).name in ("bin", ".bin") else Path(d))   # bin/ links into its prefix
+    workspace = spec.workspace
+    return {"ro": [str(p) for p in ro], "writable": list(spec.writable),
+            "ro_inside": [str(workspace / "models"), str(workspace / "data")],
+            "hide": [str(p) for p in spec.private_paths], "gpus": bool(spec.gpus)}
 
 
 def _package_root() -> str:

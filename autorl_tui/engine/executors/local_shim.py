@@ -6,6 +6,12 @@ the agent's whole tree when the agent exits, when the deadline passes, or when a
 Because it enforces the deadline itself, a run stays within budget even if the engine dies; it
 writes `exit.json` so a restarted engine learns how the agent ended.
 
+When the launch spec has a `sandbox`, the shim leases a sandbox uid (held for its own lifetime),
+gives the workspace's writable folders to it and runs the agent in bubblewrap
+(`sandbox_bwrap.py`): the agent's tree is then bwrap's, in its own PID namespace, and killing it
+kills the namespace. Exit codes of an agent killed by a signal then read as a shell reports them
+(128 + signal); an agent killed by the shim reads as negative (the shim's own kill of bwrap).
+
 Signals: SIGTERM = kill now (reason in `kill_reason` file if present), SIGUSR1 = pause the tree
 (SIGSTOP), SIGUSR2 = resume (SIGCONT). The deadline is re-read from `deadline` in the log dir, so
 the engine can extend it.
@@ -16,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -127,41 +134,49 @@ def main(spec_path: str) -> int:
     signal.signal(signal.SIGUSR1, lambda s, f: signal_tree(me, signal.SIGSTOP))
     signal.signal(signal.SIGUSR2, lambda s, f: signal_tree(me, signal.SIGCONT))
 
-    uid = spec.get("uid")
-    hide = spec.get("hide") or []
-
-    def demote():
-        os.setsid()
-        if hide:
-            from autorl_tui.engine.executors.isolation import NamespaceUnavailable, isolate
-
-            try:
-                isolate(hide, spec["workspace"], spec.get("workspaces_dir"))
-            except NamespaceUnavailable as exc:
-                os.write(2, f"autorl-tui: isolation unavailable, harness paths stay visible: {exc}\n".encode())
-            except OSError as exc:   # half-isolated is worse than not started: refuse
-                os.write(2, f"autorl-tui: could not isolate the agent: {exc}\n".encode())
-                os._exit(126)
-        if uid is not None:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-        os.umask(0o022)
-
     command = spec["command"]
     stdout = open(log_dir / "stdout.log", "ab", buffering=0)
     stderr = open(log_dir / "stderr.log", "ab", buffering=0)
     started = time.time()
+    sandbox = spec.get("sandbox")
+    lease = None
+    uid = None
+    if sandbox is not None:
+        # The lease lives as long as this shim, which outlives the agent's whole tree.
+        from autorl_tui.engine.executors import sandbox_bwrap as sb
+
+        try:
+            lease = sb.UidLease.acquire()
+            uid = lease.uid
+            workspace = Path(spec["workspace"])
+            sb.chown_tree(workspace, uid, tuple(sandbox["writable"]))
+            argv = command if isinstance(command, list) else ["/bin/sh", "-c", command]
+            exe = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0], path=spec["env"].get("PATH", ""))
+            if exe is None or not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+                raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r} (not an executable on the agent's PATH)")
+            box = sb.Sandbox(uid=uid, chdir=workspace, ro=[Path(p) for p in sandbox["ro"]], rw=[workspace],
+                             ro_inside=[Path(p) for p in sandbox["ro_inside"]], hide=[Path(p) for p in sandbox["hide"]],
+                             gpus=bool(sandbox.get("gpus")))
+            command = box.argv(argv)
+        except FileNotFoundError as exc:
+            write_json_atomic(log_dir / "exit.json", {"exit_code": 127, "reason": "start_failed",
+                                                      "error": str(exc), "ended_at": time.time()})
+            return 0
+        except OSError as exc:
+            write_json_atomic(log_dir / "exit.json", {"exit_code": 126, "reason": "sandbox_failed",
+                                                      "error": str(exc), "ended_at": time.time()})
+            return 0
+    os.umask(0o022)
     try:
         proc = subprocess.Popen(command, shell=isinstance(command, str), cwd=spec["workspace"], env=spec["env"],
-                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, preexec_fn=demote,
+                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
                                 close_fds=True)
     except OSError as exc:
         write_json_atomic(log_dir / "exit.json", {"exit_code": 127, "reason": "start_failed",
                                                   "error": str(exc), "ended_at": time.time()})
         return 0
     write_json_atomic(log_dir / "shim.json", {"shim_pid": me, "agent_pid": proc.pid, "started_at": started,
-                                              "subreaper": subreaper})
+                                              "subreaper": subreaper, "uid": uid, "sandbox": sandbox is not None})
     reason = "exited"
     while True:
         code = proc.poll()

@@ -24,14 +24,24 @@ class FileTail:
         self.max_read = max_read
         self.max_per_call = max_per_call
         self._partial = b""
+        self.exhausted = True         # the last read reached the end of the file
 
-    def read_lines(self, final: bool = False) -> list[str]:
-        """New complete lines. Raises safe_files.UnsafeFile when the path is not a regular file."""
+    def read_lines(self, final: bool = False, max_lines: int | None = None, max_bytes: int | None = None) -> list[str]:
+        """Complete lines appended since the last read. Raises safe_files.UnsafeFile when the path is
+        not a regular file. With max_lines/max_bytes, stops after that many lines (or about that many
+        bytes: whole chunks); `exhausted` then says whether the file was read to its end. Lines not
+        returned are not consumed: the next call reads them again."""
         lines: list[str] = []
+        self.exhausted = True
+        budget = self.max_per_call if max_bytes is None else min(max_bytes, self.max_per_call)
         read = 0
         try:
-            while read < self.max_per_call:
-                chunk, size = read_slice(self.root, self.path, self.offset + len(self._partial), self.max_read)
+            while True:
+                if read >= budget:
+                    self.exhausted = False
+                    break
+                want = max(1, min(self.max_read, budget - read))
+                chunk, size = read_slice(self.root, self.path, self.offset + len(self._partial), want)
                 if size < self.offset:      # truncated or replaced: start again from the top
                     self.offset, self._partial = 0, b""
                     continue
@@ -41,6 +51,14 @@ class FileTail:
                 data = self._partial + chunk
                 parts = data.split(b"\n")
                 self._partial = parts.pop()
+                if max_lines is not None and len(lines) + len(parts) >= max_lines:
+                    parts = parts[:max_lines - len(lines)]
+                    self._partial = b""          # the rest is read again next time, from offset
+                    for part in parts:
+                        self.offset += len(part) + 1
+                        lines.append(part.decode("utf-8", errors="replace").rstrip("\r"))
+                    self.exhausted = False
+                    return lines
                 for part in parts:
                     self.offset += len(part) + 1
                     lines.append(part.decode("utf-8", errors="replace").rstrip("\r"))
@@ -48,11 +66,11 @@ class FileTail:
                     head, self._partial = self._partial[:MAX_LINE], self._partial[MAX_LINE:]
                     self.offset += len(head)
                     lines.append(head.decode("utf-8", errors="replace"))
-                if len(chunk) < self.max_read:
+                if len(chunk) < want:
                     break
         except FileNotFoundError:
             return lines
-        if final and self._partial:
+        if final and self._partial and self.exhausted:
             self.offset += len(self._partial)
             lines.append(self._partial.decode("utf-8", errors="replace"))
             self._partial = b""

@@ -18,7 +18,7 @@ SELECT r.id AS run_id, r.plan_id, coalesce(r.plan_name, p.name) AS plan_name, r.
        r.failure_source, r.end_reason, r.created_at, r.started_at, r.deadline, r.ended_at,
        r.baseline_score, r.baseline_dev_score, r.best_dev_score, r.best_submission_id, r.test_score,
        r.improvement, r.dev_improvement,
-       r.spec, r.current_attempt, r.tokens_in, r.tokens_out, r.cost_usd,
+       r.spec, r.current_attempt, r.tokens_in, r.tokens_out, r.cost_usd, r.imported_from, r.workspace,
        coalesce(sub.n_submissions, 0) AS n_submissions,
        coalesce(sub.n_scored, 0) AS n_scored,
        coalesce(sub.n_dropped, 0) AS n_dropped,

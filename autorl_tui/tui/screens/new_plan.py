@@ -17,6 +17,7 @@ from textual.widgets import Footer, Input, Label, Select, SelectionList, Static,
 from autorl_tui.catalog.plans import parse_plan
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.tui.actions import bindings
+from autorl_tui.tui.widgets.checklist import CheckList
 
 
 def plan_yaml(name: str, tasks, agents, models, seeds: str, budget: str, executor: str, gpus: str,
@@ -39,6 +40,10 @@ def plan_yaml(name: str, tasks, agents, models, seeds: str, budget: str, executo
     return yaml.safe_dump(plan, sort_keys=False)
 
 
+# plan keys the form has a field for; others survive only while the YAML is not rewritten from the form
+FORM_KEYS = {"name", "tasks", "agents", "models", "seeds", "budget", "executor", "gpus_per_run", "priority"}
+
+
 class NewPlanScreen(Screen):
     SCOPE = "new_plan"
     BINDINGS = bindings("new_plan")
@@ -56,13 +61,13 @@ class NewPlanScreen(Screen):
                 with Horizontal(id="pickers"):
                     with Vertical():
                         yield Label("Tasks")
-                        yield SelectionList[str](id="tasks")
+                        yield CheckList(id="tasks")
                     with Vertical():
                         yield Label("Agents")
-                        yield SelectionList[str](id="agents")
+                        yield CheckList(id="agents")
                     with Vertical():
                         yield Label("Models")
-                        yield SelectionList[str](id="models")
+                        yield CheckList(id="models")
                 with Horizontal(classes="field-row"):
                     yield Label("Seeds", classes="field-label")
                     yield Input("0", id="seeds", placeholder="0,1,2")
@@ -182,8 +187,49 @@ class NewPlanScreen(Screen):
         except OSError as exc:
             self.notify(f"cannot read {path}: {exc.strerror}", severity="error")
             return
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raw = None
+        if not isinstance(raw, dict):
+            self.write_yaml(text)           # shown with the parser's message in the verdict
+            self.notify(f"{path} is not a plan (see the message under the YAML)", severity="error")
+            return
+        self.fill_form(raw)
         self.write_yaml(text)
-        self.notify(f"loaded {path}")
+        extra = sorted(set(raw) - FORM_KEYS)
+        if extra:
+            self.notify(f"loaded {path}; the form does not edit {', '.join(extra)}: editing the form rewrites the "
+                        f"YAML without them (edit the YAML instead)", severity="warning", timeout=10)
+        else:
+            self.notify(f"loaded {path}")
+
+    def fill_form(self, raw: dict) -> None:
+        """Put a loaded plan's values into the form, so that touching a field keeps the plan. No
+        change events while filling: the YAML shown is the file's text until the form is edited."""
+        def as_list(v) -> list:
+            return [] if v is None else [str(x) for x in (v if isinstance(v, list) else [v])]
+
+        q = self.query_one
+        with self.prevent(Input.Changed, Select.Changed, SelectionList.SelectedChanged):
+            for picker_id, key in (("#tasks", "tasks"), ("#agents", "agents"), ("#models", "models")):
+                picker = q(picker_id, SelectionList)
+                wanted = as_list(raw.get(key))
+                known = {picker.get_option_at_index(i).value for i in range(picker.option_count)}
+                for value in wanted:
+                    if value not in known:          # kept (the verdict says it is not in the catalog)
+                        picker.add_option((value, value))
+                picker.deselect_all()
+                for value in wanted:
+                    picker.select(value)
+            q("#name", Input).value = str(raw.get("name") or "")
+            q("#seeds", Input).value = ",".join(as_list(raw.get("seeds"))) or "0"
+            q("#budget", Input).value = str(raw.get("budget", "10m"))
+            executor = str(raw.get("executor", "local"))
+            if executor in ("local", "docker"):
+                q("#executor", Select).value = executor
+            q("#gpus", Input).value = str(raw.get("gpus_per_run", 0))
+            q("#priority", Input).value = str(raw.get("priority", 0))
 
     def action_enqueue(self) -> None:
         if not self.validate():

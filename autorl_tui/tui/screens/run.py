@@ -136,8 +136,9 @@ class RunScreen(Screen):
         self._update_log_status(hist.get("events_total", 0))
 
     def _origin(self) -> float | None:
-        run = self.run
-        return run.get("started_at") or run.get("created_at")
+        """Log, submission and revision times are offsets from the run's creation: known from the
+        first line on and never moved, so a line shows the same time live and when reopened."""
+        return self.run.get("created_at")
 
     def apply_changes(self, changes: Changes) -> None:
         if self.run_id in changes.runs:
@@ -192,11 +193,12 @@ class RunScreen(Screen):
         head.append(f"{self.run_id}  ", style="bold")
         head.append(state + (f":{run['failure_source']}" if state == "failed" and run.get("failure_source") else ""),
                     style=STATE_STYLE.get(state, ""))
-        head.append(f"  {run.get('task', '')} · {run.get('agent', '')} · {run.get('model', '')} · seed {run.get('seed', '')}"
+        # scores right after the id and state: on a narrow terminal the details wrap or go, not these
+        head.append(f"  dev {fmt_score(run.get('baseline_dev_score'))}→{fmt_score(run.get('best_dev_score'))}"
+                    f" ({fmt_delta(run.get('dev_improvement'))})  test {fmt_score(run.get('baseline_score'))}"
+                    f"→{fmt_score(run.get('test_score'))} ({fmt_delta(run.get('improvement'))})")
+        head.append(f"   {run.get('task', '')} · {run.get('agent', '')} · {run.get('model', '')} · seed {run.get('seed', '')}"
                     f"{' · driver ' + run['driver'] if run.get('driver') else ''} · {run.get('executor', '')}")
-        head.append(f"   dev: baseline {fmt_score(run.get('baseline_dev_score'))} → best {fmt_score(run.get('best_dev_score'))}"
-                    f" ({fmt_delta(run.get('dev_improvement'))})   test: baseline {fmt_score(run.get('baseline_score'))}"
-                    f" → {fmt_score(run.get('test_score'))} ({fmt_delta(run.get('improvement'))})")
         if state in FINISHED_STATES and run.get("end_reason"):
             head.append(f"   {run['end_reason']}", style="dim")
         self.query_one("#run-header", Static).update(head)
@@ -237,7 +239,7 @@ class RunScreen(Screen):
         follow = "following" if log.follow else "paused (f or end: follow)"
         search = f"  search: {log.search_term!r}" if log.search_term else ""
         self.query_one("#log-status", Static).update(
-            f"{len(log.lines)} lines in view buffer (last {log.capacity})  {follow}{search}")
+            f"times: since the run was queued  {len(log.lines)} lines in view (last {log.capacity})  {follow}{search}")
 
     def action_toggle_follow(self) -> None:
         log = self.query_one(LogView)

@@ -15,6 +15,21 @@ from autorl_tui.tui.model import Changes
 COLUMNS = [("state", "State", 12), ("id", "Run", 6), ("task", "Task", 12), ("agent", "Agent", 14),
            ("model", "Model", 8), ("seed", "Seed", 4), ("gpu", "GPU", 5), ("time", "Elapsed/Budget", 14),
            ("baseline", "Base dev", 8), ("best", "Best dev", 8), ("test", "Test", 6), ("improvement", "Δ", 10)]
+# Which columns go first when the terminal is narrow: scores last; state and id never.
+DROP_ORDER = ("model", "seed", "gpu", "agent", "time", "task", "baseline", "improvement")
+
+
+def visible_columns(width: int) -> list[tuple]:
+    """COLUMNS that fit in `width` cells (each column takes its width plus 2 of padding; the last
+    column's right padding may fall off the edge)."""
+    shown = list(COLUMNS)
+    for key in DROP_ORDER:
+        if sum(w + 2 for _, _, w in shown) - 1 <= width:
+            break
+        shown = [c for c in shown if c[0] != key]
+    return shown
+
+
 SORTS = [("default", None), ("state", "state"), ("task", "task"), ("agent", "agent"),
          ("improvement", "improvement"), ("dev improvement", "dev_improvement"),
          ("best dev", "best_dev_score"), ("created", "created_at")]
@@ -63,12 +78,32 @@ class RunsScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
+        self._columns: list[tuple] = []
+        self.fit_columns(self.app.size.width)
         self.query_one("#filter").display = False
         self.reload()
-        table.focus()
+        self.query_one(DataTable).focus()
+
+    def fit_columns(self, width: int) -> bool:
+        """Show the columns that fit (scores stay longest); True when the set changed."""
+        columns = visible_columns(width)
+        if columns == self._columns:
+            return False
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        for key, label, w in columns:
+            table.add_column(label, key=key, width=w)
+        self._columns = columns
+        self._cells.clear()
+        return True
+
+    def on_resize(self, event) -> None:
+        if self.fit_columns(event.size.width):
+            self.reload()
+
+    def _shown(self, cells: tuple) -> tuple:
+        keys = {key for key, _, _ in self._columns}
+        return tuple(c for (key, _, _), c in zip(COLUMNS, cells) if key in keys)
 
     # ------------------------------------------------------------------ data
     def row_cells(self, run: dict) -> tuple:
@@ -109,7 +144,7 @@ class RunsScreen(Screen):
         for rid in self._order:
             cells = self.row_cells(self.app.model.runs[rid])
             self._cells[rid] = cells
-            table.add_row(*cells, key=rid)
+            table.add_row(*self._shown(cells), key=rid)
         if selected in self._order:
             table.move_cursor(row=self._order.index(selected), animate=False)
         self.refresh_status()
@@ -126,8 +161,9 @@ class RunsScreen(Screen):
                 continue
             new = self.row_cells(self.app.model.runs[rid])
             old = self._cells[rid]
+            keys = {key for key, _, _ in self._columns}
             for (key, _, _), a, b in zip(COLUMNS, old, new):
-                if str(a) != str(b) or (isinstance(a, Text) and a.style != b.style):
+                if key in keys and (str(a) != str(b) or (isinstance(a, Text) and a.style != b.style)):
                     table.update_cell(rid, key, b)
             self._cells[rid] = new
         if order != self._order:

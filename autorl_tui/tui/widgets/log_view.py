@@ -25,6 +25,7 @@ KIND_STYLE = {
     "action": Style(color="magenta"), "grading": Style(color="green"), "submission": Style(color="green", bold=True),
     "state": Style(color="yellow"), "error": Style(color="red", bold=True),
 }
+KIND_WIDTH = max(map(len, KIND_STYLE))     # "submission": categories are never cut
 LEVEL_STYLE = {"error": Style(color="red", bold=True), "warning": Style(color="yellow")}
 DIM = Style(dim=True)
 MATCH = Style(reverse=True, bold=True)
@@ -177,7 +178,7 @@ class LogView(ScrollView, can_focus=True):
         message = clean(line.message)
         style = base + LEVEL_STYLE.get(line.level, KIND_STYLE.get(line.kind, Style()))
         stamp = fmt_offset(line.ts - self.origin) if self.origin else ""
-        segments = [Segment(f"{stamp:>9} ", base + DIM), Segment(f"{line.kind[:6]:<6} ", base + DIM)]
+        segments = [Segment(f"{stamp:>9} ", base + DIM), Segment(f"{line.kind:<{KIND_WIDTH}} ", base + DIM)]
         term = self.search_term
         if term and term.lower() in message.lower():
             low, needle, pos = message.lower(), term.lower(), 0

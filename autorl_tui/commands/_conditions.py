@@ -1,0 +1,66 @@
+"""Under which conditions a run's scores were obtained: the budget is wall-clock, so a loaded
+machine gives the agent less CPU and it trains fewer steps. `demo` prints this with its summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+_RUNNING = re.compile(r"running \S+ code/(\w+)\.py .*?--steps (\d+)")
+
+
+def training_steps(stdout_lines: list[str]) -> list[dict]:
+    """Training stages seen in an agent's stdout: the steps asked for (`running ... --steps N`) and
+    done (a `{"stage": ..., "steps": n, "stopped_early": ...}` summary line), in order."""
+    stages, asked = [], None
+    for line in stdout_lines:
+        m = _RUNNING.search(line)
+        if m:
+            asked = int(m.group(2))
+            continue
+        if line.startswith("{") and '"stage"' in line:
+            try:
+                s = json.loads(line)
+            except ValueError:
+                continue
+            if "steps" in s:
+                stages.append({"stage": s["stage"], "steps": s["steps"], "asked": asked,
+                               "stopped_early": bool(s.get("stopped_early"))})
+            asked = None
+    return stages
+
+
+def run_conditions(query, run_id: str, cores: int | None = None) -> dict:
+    cores = cores or os.cpu_count() or 1
+    cpu = query("SELECT AVG(cpu_percent) AS mean, COUNT(*) AS n FROM resources WHERE run_id=?", (run_id,))[0]
+    lines = [r["message"] for r in query("SELECT message FROM events WHERE run_id=? AND kind='stdout' ORDER BY id",
+                                         (run_id,))]
+    budget_stops = [l for l in lines if ("stopping:" in l and " left" in l) or "not enough budget" in l
+                    or "overran its time" in l]
+    share = None if cpu["mean"] is None else cpu["mean"] / 100.0
+    return {"cores": cores, "agent_cores": share, "samples": cpu["n"], "stages": training_steps(lines),
+            "budget_stops": budget_stops, "load": os.getloadavg()[0]}
+
+
+def describe_conditions(run_id: str, c: dict) -> list[str]:
+    out = []
+    if c["agent_cores"] is not None:
+        out.append(f"{run_id}: the agent used {c['agent_cores']:.2f} of {c['cores']} CPU core(s) on average "
+                   f"({100 * c['agent_cores'] / c['cores']:.0f}%, {c['samples']} samples); "
+                   f"load average now {c['load']:.1f}")
+    if c["stages"]:
+        parts = []
+        for s in c["stages"]:
+            cut = s["stopped_early"] or (s["asked"] is not None and s["steps"] < s["asked"])
+            steps = f"{s['steps']}/{s['asked']}" if s["asked"] is not None else str(s["steps"])
+            parts.append(f"{s['stage']} {steps} steps" + (" (cut by the budget)" if cut else ""))
+        out.append(f"{run_id}: training: " + ", ".join(parts))
+    for line in c["budget_stops"][:3]:
+        out.append(f"{run_id}: agent: {line.strip()}")
+    busy = c["load"] > c["cores"] or (c["agent_cores"] is not None and c["agent_cores"] < 0.5 * c["cores"])
+    cut = any(s["stopped_early"] or (s["asked"] is not None and s["steps"] < s["asked"]) for s in c["stages"])
+    if busy or cut:
+        out.append(f"{run_id}: the budget is wall-clock: on a busy machine the agent trains less and scores "
+                   f"lower than the README's figures (measured at load average < 2)")
+    return out

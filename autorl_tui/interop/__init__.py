@@ -1,0 +1,1 @@
+"""Other harnesses' files: reading them into the store and writing ours in their shape."""

@@ -1,0 +1,108 @@
+"""What a headless run prints when its output is not a terminal (CI logs): what preparation is
+doing, progress over the plan, and a closing "next" section whose commands work as printed; the
+store left behind is whole in store.db; Ctrl-C says how to retry."""
+
+import os
+import shlex
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.support.harness import REPO, TASKS, TEST_AGENTS, home_with_tiny, write_plan
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def home(tiny_model_dir):
+    yield from home_with_tiny(tiny_model_dir)
+
+
+def _cli(*args, timeout=600):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "autorl_tui", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=REPO)
+
+
+def test_demo_output_shows_preparation_progress_and_a_next_section_that_works(home, tmp_path):
+    plan = write_plan(tmp_path / "plan.yaml", name="cux-demo", budget="60s")
+    proc = _cli("--home", str(home), "--tasks-dir", str(TASKS), "demo", "--plan", str(plan))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    run_id = next(line.split()[3] for line in out.splitlines() if line.strip().startswith("report "))
+    # preparation says what it does, step by step, with its progress
+    assert f"{run_id}: preparing: model tiny: locating" in out, out
+    assert f"{run_id}: preparing: task arith-small: materializing split dev: 1/3" in out, out
+    assert f"{run_id}: baseline on dev: grading the base model on 40 sample(s)" in out, out
+    assert f"{run_id}: baseline on test: grading the base model on 40 sample(s)" in out, out
+    # progress over the plan's runs
+    assert "1/1 run(s) finished" in out and f"best dev: {run_id.split('-')[0]} " in out, out
+    # the next section: every command runs as printed (here: from another folder than the repo)
+    nxt = out[out.index("\nnext:"):].splitlines()[1:]
+    commands = [line.split(None, 1)[1] for line in nxt if line.split()[0] in ("report", "runs")]
+    assert len(commands) == 2, nxt
+    for command in commands:
+        argv = shlex.split(command)
+        assert argv[0] == "autorl-tui"
+        ran = subprocess.run([sys.executable, "-m", "autorl_tui", *argv[1:]], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=str(REPO)), cwd=tmp_path, timeout=300)
+        assert ran.returncode == 0, (command, ran.stderr)
+        assert run_id in ran.stdout, (command, ran.stdout)
+    export = next(line.split()[1] for line in nxt if line.split()[0] == "export")
+    assert os.path.exists(export) and run_id in export
+    # store.db alone is the whole record once the engine stopped (no -wal needed)
+    alone = tmp_path / "copy" / "store.db"
+    alone.parent.mkdir()
+    shutil.copyfile(home / "store.db", alone)
+    if shutil.which("sqlite3"):
+        q = subprocess.run(["sqlite3", str(alone), "select count(*) from runs"], capture_output=True, text=True, timeout=60)
+        assert q.returncode == 0 and q.stdout.strip() == "1", q
+    conn = sqlite3.connect(f"file:{alone}?mode=ro", uri=True)
+    assert conn.execute("select count(*), max(state) from runs").fetchone() == (1, "done")
+    assert conn.execute("select count(*) from events where run_id=?", (run_id,)).fetchone()[0] > 5
+
+
+def _db_state(home):
+    try:
+        conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True, timeout=5)
+        try:
+            row = conn.execute("SELECT state FROM runs").fetchone()
+        finally:
+            conn.close()
+        return row[0] if row else None
+    except sqlite3.Error:
+        return None
+
+
+def test_ctrl_c_on_batch_cancels_and_resume_then_says_how_to_retry(home, tmp_path):
+    plan = write_plan(tmp_path / "plan.yaml", agents=["test-budget-hog"], budget="300s")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    batch = subprocess.Popen([sys.executable, "-m", "autorl_tui", "--home", str(home), "--agents-dir", str(TEST_AGENTS),
+                              "--tasks-dir", str(TASKS), "--batch", str(plan)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 300
+        while _db_state(home) != "running":
+            assert batch.poll() is None and time.monotonic() < deadline, "the run never started"
+            time.sleep(0.3)
+        batch.send_signal(signal.SIGINT)
+        out, err = batch.communicate(timeout=180)
+    finally:
+        if batch.poll() is None:
+            batch.kill()
+    assert batch.returncode == 130, out + err
+    assert "Traceback" not in out + err
+    assert "retry RUN" in err and f"--home {home}" in err, err
+    assert _db_state(home) == "cancelled"
+    proc = _cli("--home", str(home), "--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "resume")
+    assert proc.returncode == 0, proc.stderr
+    run_id = subprocess.run(["sqlite3", str(home / "store.db"), "select id from runs"], capture_output=True,
+                            text=True).stdout.strip() if shutil.which("sqlite3") else None
+    assert "nothing to resume" in proc.stdout and "cancelled" in proc.stdout, proc.stdout
+    assert f"retry {run_id}" in proc.stdout if run_id else "retry r0001" in proc.stdout
+    assert "press r" in proc.stdout

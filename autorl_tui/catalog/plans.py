@@ -50,12 +50,6 @@ def isolation_of(req: RunRequest) -> str:
     return "none" if req.isolation == "none" else "bwrap"
 
 
-def recorded_isolation(spec: dict | None, executor: str | None) -> str:
-    """The isolation of a stored run; runs recorded before the field existed say `unrecorded`."""
-    value = (spec or {}).get("isolation") if isinstance(spec, dict) else None
-    return value or ("docker" if executor == "docker" else "unrecorded")
-
-
 def _as_list(raw: dict, key: str, where: str, default=None) -> list:
     value = raw.get(key, default)
     if value is None:

@@ -13,7 +13,7 @@ from autorl_tui.interop import autorl_bench_metrics
 from autorl_tui.reports import svg
 from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.reports.analytics import PHASES, Analytics
-from autorl_tui.catalog.plans import recorded_isolation
+from autorl_tui.store.isolation import recorded_isolation
 from autorl_tui.reports.diffs import diff_manifests, files_run
 from autorl_tui.reports.render import render
 

@@ -354,9 +354,9 @@ class RunSupervisor:
                      data={"phase": "baseline", "elapsed_s": round(time.monotonic() - t0)})
 
     async def _baseline(self, split: str, model_key: str) -> float:
-        cached = self.store.one(
+        cached = decode_row("baselines", self.store.one(
             "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? AND grader_version=? AND split=?",
-            (self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split))
+            (self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split)))
         if cached:
             if split == "dev":
                 self._baseline_grading_s = ((cached.get("metrics") or {}).get("timings") or {}).get("total_s")

@@ -2,19 +2,17 @@
 
 `autorl-tui` with no command opens the console (attaching to, or starting, the home's engine);
 `autorl-tui --batch PLAN` runs a plan headless. Every other command is a module in
-`autorl_tui/commands/` exposing `register(subparsers)`; commands import their heavy parts lazily
-so that `--batch` and reports never import Textual.
+`autorl_tui/commands/` exposing `register(subparsers)`, a plugin of kind `commands` (registry.py);
+commands import their heavy parts lazily so that `--batch` and reports never import Textual.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import pkgutil
 import sys
 
-from autorl_tui import __version__
+from autorl_tui import __version__, registry
 from autorl_tui.exitcodes import ExitCode, InfraError, UsageError
 
 
@@ -34,13 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--judge-url", default=None,
                         help="OpenAI-compatible endpoint for judge-scored tasks (sets $AUTORL_JUDGE_URL for graders)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    import autorl_tui.commands as commands_pkg
-
-    for info in sorted(pkgutil.iter_modules(commands_pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"autorl_tui.commands.{info.name}")
-        module.register(subparsers)
+    for name in registry.names("commands"):   # built-in commands and installed plugins' ones
+        registry.load("commands", name)(subparsers)
     _accept_home_anywhere(subparsers)
     return parser
 

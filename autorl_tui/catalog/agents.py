@@ -13,7 +13,7 @@
     grading_api: autorl-tui                      # or autorl-bench: a failed grading answers 200, score 0.0
 
 An AutoRL-Bench agent folder (`start.sh` + `config.yaml`, no agent.yaml) found in a search-path
-folder, or named by its path, is read by catalog/autorl_bench.py into the same AgentSpec.
+folder, or named by its path, is read by catalog/autorl_bench_agents.py into the same AgentSpec.
 
 Placeholders in `command`: {agent_dir} (the folder holding the spec), {python} (the harness's
 Python), {driver}, {driver_url}, {workspace}, {prompt_file}.
@@ -22,90 +22,15 @@ Python), {driver}, {driver_url}, {workspace}, {prompt_file}.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import yaml
-
+from autorl_tui.catalog.agent_spec import (GRADING_APIS, NETWORK_POLICIES, AgentSpec, builtin_agents_dir,
+                                           known_output_formats, load_agent_spec)
+from autorl_tui.catalog.autorl_bench_agents import CONFIG, START_DEFAULT, is_agent_folder, load_agent_folder
 from autorl_tui.exitcodes import UsageError
 
-OUTPUT_FORMATS = {"text"}   # extended by parsers registered in engine/instrument (see register_output_format)
-NETWORK_POLICIES = ("none", "bridge", "host")
-GRADING_APIS = ("autorl-tui", "autorl-bench")
-
-
-def register_output_format(name: str) -> None:
-    OUTPUT_FORMATS.add(name)
-
-
-def known_output_formats() -> set[str]:
-    # The parsers register their format names when imported; import them here (lazily, they are
-    # pure Python) so that a spec validates without the caller having imported the engine.
-    import autorl_tui.engine.instrument.parsers  # noqa: F401
-
-    return OUTPUT_FORMATS
-
-
-def builtin_agents_dir() -> Path:
-    return Path(__file__).resolve().parents[1] / "builtin" / "agents"
-
-
-@dataclass
-class AgentSpec:
-    name: str
-    command: str | list[str]
-    source: Path
-    description: str = ""
-    env: list[str] = field(default_factory=list)
-    output_format: str = "text"
-    network: str = "none"
-    image: str | None = None
-    install: dict[str, Any] = field(default_factory=dict)
-    driver: dict[str, Any] = field(default_factory=dict)
-    needs: list[str] = field(default_factory=list)     # executables that must be on PATH
-    raw: dict[str, Any] = field(default_factory=dict)
-    env_values: dict[str, str] = field(default_factory=dict)   # defaults under the harness's values (AutoRL-Bench env_vars)
-    grading_api: str = "autorl-tui"
-
-    @property
-    def agent_dir(self) -> Path:
-        return self.source.parent
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "command": self.command, "source": str(self.source),
-                "description": self.description, "env": self.env, "output_format": self.output_format,
-                "network": self.network, "image": self.image, "install": self.install,
-                "driver": self.driver, "needs": self.needs, "grading_api": self.grading_api}
-
-
-def load_agent_spec(path: Path) -> AgentSpec:
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except yaml.YAMLError as exc:
-        raise UsageError(f"agent spec {path} is not valid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise UsageError(f"agent spec {path} must be a mapping")
-    for key in ("name", "command"):
-        if not raw.get(key):
-            raise UsageError(f"agent spec {path} lacks `{key}`")
-    env = raw.get("env") or []
-    if not isinstance(env, list) or not all(isinstance(e, str) for e in env):
-        raise UsageError(f"agent spec {path}: `env` must be a list of variable names, e.g. [OPENAI_API_KEY]")
-    fmt = raw.get("output_format", "text")
-    if fmt not in known_output_formats():
-        raise UsageError(f"agent spec {path}: output_format {fmt!r} unknown; known: {sorted(OUTPUT_FORMATS)}")
-    network = raw.get("network", "none")
-    if network not in NETWORK_POLICIES:
-        raise UsageError(f"agent spec {path}: network {network!r} must be one of {NETWORK_POLICIES}")
-    grading_api = raw.get("grading_api", "autorl-tui")
-    if grading_api not in GRADING_APIS:
-        raise UsageError(f"agent spec {path}: grading_api {grading_api!r} must be one of {GRADING_APIS}")
-    return AgentSpec(name=str(raw["name"]), command=raw["command"], source=Path(path).resolve(),
-                     description=str(raw.get("description", "")), env=env, output_format=fmt,
-                     network=network, image=raw.get("image"), install=dict(raw.get("install") or {}),
-                     driver=dict(raw.get("driver") or {}), needs=list(raw.get("needs") or []), raw=raw,
-                     grading_api=grading_api)
+__all__ = ["GRADING_APIS", "NETWORK_POLICIES", "AgentSpec", "agent_search_path", "builtin_agents_dir", "find_agent",
+           "known_output_formats", "list_agents", "load_agent_spec", "passthrough_env"]
 
 
 def agent_search_path(extra: list[Path] | None = None, home_root: Path | None = None) -> list[Path]:
@@ -118,8 +43,6 @@ def agent_search_path(extra: list[Path] | None = None, home_root: Path | None = 
 
 def _spec_files(root: Path):
     """Spec YAML files and AutoRL-Bench agent folders (the root itself, or its subfolders)."""
-    from autorl_tui.catalog.autorl_bench import is_agent_folder
-
     if not root.is_dir():
         return
     if is_agent_folder(root):
@@ -131,8 +54,6 @@ def _spec_files(root: Path):
 
 
 def _load(path: Path) -> AgentSpec:
-    from autorl_tui.catalog.autorl_bench import load_agent_folder
-
     return load_agent_folder(path) if path.is_dir() else load_agent_spec(path)
 
 
@@ -159,8 +80,6 @@ def find_agent(name: str, search_path: list[Path]) -> AgentSpec:
     candidate = Path(name)
     if candidate.suffix in (".yaml", ".yml") and candidate.exists():
         return load_agent_spec(candidate)
-    from autorl_tui.catalog.autorl_bench import CONFIG, START_DEFAULT, load_agent_folder
-
     if candidate.is_dir() and ((candidate / START_DEFAULT).exists() or (candidate / CONFIG).exists()):
         return load_agent_folder(candidate)     # an AutoRL-Bench folder by path: its own error if broken
     broken = f"; {len(errors)} spec(s) could not be loaded: {' | '.join(errors)}" if errors else ""

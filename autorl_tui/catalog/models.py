@@ -5,25 +5,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autorl_tui import registry
 from autorl_tui.exitcodes import UsageError
 
-BUILTIN_MODELS = ("tiny", "tiny-alfworld")
+
+def builtin_models() -> list[str]:
+    """Models built locally on demand: the built-ins and those of installed plugins (registry kind
+    `models`: a name -> build(out_dir, seed=0, force=False) -> Path)."""
+    return registry.names("models")
 
 
 def build_builtin(name: str, out_dir: Path, seed: int = 0, force: bool = False) -> Path:
     """Build a built-in model into out_dir (deterministic, no downloads; a no-op when it is there)."""
-    if name == "tiny":
-        from autorl_tui.catalog.tiny import build_tiny_model
-
-        return build_tiny_model(out_dir, seed=seed, force=force)
-    if name == "tiny-alfworld":
-        from autorl_tui.catalog.tiny_alfworld import AlfworldMissing, build_tiny_alfworld_model
-
-        try:
-            return build_tiny_alfworld_model(out_dir, seed=seed, force=force)
-        except AlfworldMissing as exc:
-            raise UsageError(str(exc)) from exc
-    raise UsageError(f"{name!r} is not a built-in model; built-in: {', '.join(BUILTIN_MODELS)}")
+    if name not in registry.entries("models"):
+        raise UsageError(f"{name!r} is not a built-in model; built-in: {', '.join(builtin_models())}")
+    return registry.load("models", name)(out_dir, seed=seed, force=force)
 
 
 def is_hf_model_dir(path: Path) -> bool:
@@ -43,9 +39,9 @@ def resolve_model(name: str, models_root: Path, build: bool = True) -> Path:
     local = models_root / name
     if is_hf_model_dir(local):
         return local
-    if name in BUILTIN_MODELS:
+    if name in registry.entries("models"):
         if not build:
             raise UsageError(f"model {name} is not built yet: run `autorl-tui models build {name}`")
         return build_builtin(name, local)
     raise UsageError(f"unknown model {name!r}: give a path to a local Hugging Face model folder, put one in "
-                     f"{models_root}/{name}, or use a built-in model ({', '.join(BUILTIN_MODELS)})")
+                     f"{models_root}/{name}, or use a built-in model ({', '.join(builtin_models())})")

@@ -9,10 +9,10 @@ from typing import Any
 
 import yaml
 
+from autorl_tui import registry
 from autorl_tui.durations import parse_duration
 from autorl_tui.exitcodes import UsageError
 
-EXECUTORS = ("local", "docker")
 ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
@@ -50,12 +50,6 @@ def isolation_of(req: RunRequest) -> str:
     return "none" if req.isolation == "none" else "bwrap"
 
 
-def recorded_isolation(spec: dict | None, executor: str | None) -> str:
-    """The isolation of a stored run; runs recorded before the field existed say `unrecorded`."""
-    value = (spec or {}).get("isolation") if isinstance(spec, dict) else None
-    return value or ("docker" if executor == "docker" else "unrecorded")
-
-
 def _as_list(raw: dict, key: str, where: str, default=None) -> list:
     value = raw.get(key, default)
     if value is None:
@@ -90,8 +84,8 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
         raise UsageError(f"plan {where}: `budget` is required (e.g. budget: 10m)")
     budget = parse_duration(raw["budget"])
     executor = raw.get("executor", "local")
-    if executor not in EXECUTORS:
-        raise UsageError(f"plan {where}: executor {executor!r} must be one of {', '.join(EXECUTORS)}")
+    if executor not in registry.entries("executors"):
+        raise UsageError(f"plan {where}: executor {executor!r} must be one of {', '.join(registry.names('executors'))}")
     isolation = raw.get("isolation", "sandbox")
     if isolation not in ISOLATIONS:
         raise UsageError(f"plan {where}: isolation {isolation!r} must be one of {', '.join(ISOLATIONS)} "

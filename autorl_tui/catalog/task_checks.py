@@ -8,7 +8,6 @@ provider, every split materialized, item ids, and disjointness of splits by id a
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import re
 import tempfile
@@ -17,10 +16,11 @@ from pathlib import Path
 
 import yaml
 
+from autorl_tui import registry
+from autorl_tui.catalog.protocol import EvalProtocol
 from autorl_tui.catalog.tasks import (HELD_OUT_SPLITS, REQUIRED, DataUnavailable, TaskCard, load_task_card,
-                                      local_data_root, materialize, read_items)
+                                      local_data_root, materialize, provider_module, read_items)
 from autorl_tui.exitcodes import UsageError
-from autorl_tui.grading.types import EvalProtocol
 
 PROVIDERS = ("generator", "files", "local", "python")
 REQUIRED_SPLITS = ("train", "dev", "test")
@@ -73,9 +73,8 @@ def data_available(card: TaskCard) -> tuple[bool, str]:
         return True, f"generated ({card.data.get('generator')})"
     if provider == "python":
         try:
-            module_name, _ = str(card.data.get("function", "")).split(":")
-            module = importlib.import_module(module_name)
-        except (ValueError, ImportError) as exc:
+            module = provider_module(card)
+        except (LookupError, ValueError, ImportError, AttributeError) as exc:
             return False, f"provider function not importable: {exc}"
         check = getattr(module, "available", None)
         if check is None:
@@ -113,13 +112,13 @@ def validate_card(path: Path, cache_root: Path | None = None) -> Report:
                                                                "or 3 (interactive)"))
     scorer_obj = None
     if "scorer" in raw:
-        from autorl_tui.grading.scorers import get_scorer, known_scorers
-        if str(raw["scorer"]) not in known_scorers():
+        if str(raw["scorer"]) not in registry.entries("scorers"):
             problems.append(Problem(f"scorer {raw['scorer']!r} is not known",
-                                    f"use one of: {', '.join(known_scorers())} (registry: autorl_tui/grading/scorers/__init__.py)"))
+                                    f"use one of: {', '.join(registry.names('scorers'))} "
+                                    f"(built-ins: autorl_tui/registry.py; plugins: entry points `autorl_tui.scorers`)"))
         else:
             try:
-                scorer_obj = get_scorer(str(raw["scorer"]))
+                scorer_obj = registry.load("scorers", str(raw["scorer"]))()
             except Exception as exc:  # noqa: BLE001 - a broken scorer module is a problem to report
                 problems.append(Problem(f"scorer {raw['scorer']!r} failed to load: {type(exc).__name__}: {exc}",
                                         "install the scorer's dependencies (pip install -e .[tasks])"))
@@ -208,11 +207,15 @@ def _check_data(card: TaskCard, scorer_obj, sizes: dict, cache_root: Path | None
     provider = card.data.get("provider", "files")
     if provider not in PROVIDERS:
         return [Problem(f"data provider {provider!r} is not known", f"use one of {', '.join(PROVIDERS)}")]
-    if provider == "python" and ":" not in str(card.data.get("function", "")):
-        return [Problem("python provider without `data.function: module:function`",
-                        "add data.function, e.g. mypkg.data:materialize (called as f(card, split, out_dir) -> Path)")]
+    function = str(card.data.get("function", ""))
+    if provider == "python" and ":" not in function and function not in registry.entries("data_providers"):
+        return [Problem("python provider without `data.function: NAME` (a registered data provider) or "
+                        "`module:function`",
+                        f"add data.function: one of {', '.join(registry.names('data_providers'))}, or e.g. "
+                        "mypkg.data:materialize (called as f(card, split, out_dir) -> Path)")]
     if provider == "generator" and not card.data.get("generator"):
-        return [Problem("generator provider without `data.generator`", "name a module of autorl_tui.catalog.generators")]
+        return [Problem("generator provider without `data.generator`",
+                        f"name a registered generator: {', '.join(registry.names('generators'))}")]
     splits = card.data.get("splits")
     if not isinstance(splits, dict) or not splits:
         return [Problem("data.splits is missing or empty", "declare train, dev and test splits (see docs/tasks.md)")]

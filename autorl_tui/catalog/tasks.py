@@ -19,8 +19,12 @@ A card fixes the evaluation protocol. Data comes from a *provider* named in the 
       splits: {train: {file: train.jsonl}, test: {file: test.jsonl}, dev: {from: train, last: 500}}
 
     data:
-      provider: python             # anything else: module:function(card, split, out_dir) -> Path
-      function: autorl_tui.tasks_impl.alfworld:materialize
+      provider: python             # anything else: a registered data provider (or module:function)
+      function: alfworld           # called as f(card, split, out_dir) -> Path
+
+Data providers and generators are plugins (`autorl_tui/registry.py`, kinds `data_providers` and
+`generators`); folders of task cards come from `--tasks-dir`, $AUTORL_TASKS_DIR, the home's
+`tasks/` and the `tasks` plugins (the built-in `tasks/` folder is one).
 
 Splits are materialized once into the home's cache (harness-private) as `<split>.jsonl` (or a
 folder) and read from there; only `train` is ever copied into a workspace.
@@ -30,8 +34,8 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import importlib
 import json
+import sys
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -40,8 +44,9 @@ from typing import Any
 
 import yaml
 
+from autorl_tui import registry
+from autorl_tui.catalog.protocol import EvalProtocol
 from autorl_tui.exitcodes import UsageError
-from autorl_tui.grading.types import EvalProtocol
 
 SPLITS_AGENT_VISIBLE = ("train",)
 HELD_OUT_SPLITS = ("test", "private")
@@ -60,7 +65,8 @@ def task_search_path(extra: list[Path] | None = None, home_root: Path | None = N
         paths.extend(Path(x) for x in env.split(os.pathsep) if x)
     if home_root is not None:
         paths.append(home_root / "tasks")
-    paths.append(builtin_tasks_dir())
+    for name in registry.names("tasks"):     # the built-in folder, then installed task packages
+        paths.append(Path(registry.load("tasks", name)()))
     return paths
 
 
@@ -216,8 +222,7 @@ def _build_split(card: TaskCard, split: str, out_dir: Path) -> Path:
     if provider == "local":
         return _materialize_local(card, split, out_dir)
     if provider == "python":
-        module, func = card.data["function"].split(":")
-        return Path(getattr(importlib.import_module(module), func)(card, split, out_dir))
+        return Path(provider_function(card)(card, split, out_dir))
     raise UsageError(f"task {card.id}: unknown data provider {provider!r} (generator, files, local, python)")
 
 
@@ -245,10 +250,9 @@ def _write_jsonl(path: Path, items: list[dict]) -> Path:
 
 
 def _materialize_generator(card: TaskCard, split: str, out_dir: Path) -> Path:
-    name = card.data["generator"]
-    module = importlib.import_module(f"autorl_tui.catalog.generators.{name}")
+    generate = registry.load("generators", card.data["generator"])
     spec = dict(card.data["splits"][split])
-    items = module.generate(split=split, params=dict(card.data.get("params") or {}), **spec)
+    items = generate(split=split, params=dict(card.data.get("params") or {}), **spec)
     return _write_jsonl(out_dir / f"{split}.jsonl", items)
 
 
@@ -278,10 +282,20 @@ def data_source_fingerprint(card: TaskCard) -> str:
                 stats.append((name, None, None))
         return json.dumps([str(root.resolve()), stats])
     if provider == "python":
-        module = importlib.import_module(card.data["function"].split(":")[0])
-        fingerprint = getattr(module, "source_fingerprint", None)
+        fingerprint = getattr(provider_module(card), "source_fingerprint", None)
         return fingerprint(card) if fingerprint else ""
     return ""
+
+
+def provider_function(card: TaskCard):
+    """The `python` provider's function: a registered data provider, or a `module:function`."""
+    return registry.resolve("data_providers", str(card.data.get("function", "")))
+
+
+def provider_module(card: TaskCard):
+    """The provider function's module, where its optional hooks live (`available(card)`,
+    `source_fingerprint(card)`)."""
+    return sys.modules[provider_function(card).__module__]
 
 
 def local_data_root(card: TaskCard) -> Path | None:
@@ -322,8 +336,7 @@ def _materialize_local(card: TaskCard, split: str, out_dir: Path) -> Path:
                 items = items[:-n] if n else items[int(other.get("first", 0)):]
     normalize = card.data.get("normalize")
     if normalize:
-        module, func = normalize.split(":")
-        fn = getattr(importlib.import_module(module), func)
+        fn = registry.resolve("item_normalizers", normalize)
         items = [fn(x, i, split) for i, x in enumerate(items)]
     return _write_jsonl(out_dir / f"{split}.jsonl", items)
 

@@ -26,7 +26,7 @@ def run(args) -> int:
     from autorl_tui.home import Home
     from autorl_tui.store.db import StoreError, open_readonly
     from autorl_tui.store.export import export_run, write_json_atomic
-    from autorl_tui.store.run_ids import resolve_run_id_sqlite
+    from autorl_tui.run_ids import resolve_run_id_sqlite
 
     if args.format == "autorl-bench":
         return _autorl_bench(args)
@@ -58,7 +58,7 @@ def _autorl_bench(args) -> int:
     from autorl_tui.home import Home
     from autorl_tui.interop.autorl_bench_export import export
     from autorl_tui.store.db import StoreError, open_readonly
-    from autorl_tui.store.run_ids import resolve_run_id_sqlite
+    from autorl_tui.run_ids import resolve_run_id_sqlite
 
     if not args.out:
         raise UsageError("--format autorl-bench writes a folder: give --out DIR")

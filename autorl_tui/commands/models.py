@@ -23,11 +23,11 @@ def register(subparsers) -> None:
 
 
 def cmd_build(args) -> int:
-    from autorl_tui.catalog.models import BUILTIN_MODELS, build_builtin
+    from autorl_tui.catalog.models import builtin_models, build_builtin
     from autorl_tui.home import Home
 
-    if args.name not in BUILTIN_MODELS:
-        raise UsageError(f"{args.name!r} is not a built-in model; built-in: {', '.join(BUILTIN_MODELS)}. "
+    if args.name not in builtin_models():
+        raise UsageError(f"{args.name!r} is not a built-in model; built-in: {', '.join(builtin_models())}. "
                          f"Other models are used from a local Hugging Face folder (give its path)")
     from autorl_tui.catalog.tiny import weights_hash
 
@@ -40,17 +40,17 @@ def cmd_build(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from autorl_tui.catalog.models import BUILTIN_MODELS, is_hf_model_dir
+    from autorl_tui.catalog.models import builtin_models, is_hf_model_dir
     from autorl_tui.home import Home
 
     home = Home.open(getattr(args, "home", None))
     rows = []
-    names = set(BUILTIN_MODELS) | {p.name for p in home.models.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    names = set(builtin_models()) | {p.name for p in home.models.iterdir() if p.is_dir() and not p.name.startswith(".")}
     for name in sorted(names):
         path = home.models / name
         built = is_hf_model_dir(path)
         size = sum(f.stat().st_size for f in path.iterdir() if f.is_file()) if built else 0
-        rows.append({"name": name, "builtin": name in BUILTIN_MODELS, "ready": built,
+        rows.append({"name": name, "builtin": name in builtin_models(), "ready": built,
                      "path": str(path) if built else None, "bytes": size})
     if args.json:
         print(json.dumps(rows, indent=1))

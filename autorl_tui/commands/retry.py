@@ -23,7 +23,7 @@ def run(args) -> int:
     from autorl_tui.engine.client import engine_is_running
     from autorl_tui.home import Home
     from autorl_tui.store.db import StoreError, open_readonly
-    from autorl_tui.store.run_ids import resolve_run_id_sqlite
+    from autorl_tui.run_ids import resolve_run_id_sqlite
     from autorl_tui.exitcodes import UsageError
 
     home = Home.open(args.home)

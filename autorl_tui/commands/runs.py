@@ -54,7 +54,7 @@ def list_runs(args) -> int:
         if where:
             sql += " WHERE " + " AND ".join(where)
         rows = [dict(r) for r in conn.execute(sql + " ORDER BY created_at DESC, id DESC", params)]
-    from autorl_tui.catalog.plans import recorded_isolation
+    from autorl_tui.store.isolation import recorded_isolation
 
     for r in rows:
         try:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
 from pathlib import Path
 
 from autorl_tui.engine.safe_files import write_replace
+from autorl_tui.interop.autorl_bench_ledger import GRADED, entry, iso, ledger, parse_iso, response_as_of
 
-GRADED = ("scored", "error")     # the entries AutoRL-Bench keeps in scores.json (a failed one with score 0.0)
+__all__ = ["GRADED", "GpuRefused", "choose_gpus", "entry", "iso", "ledger", "parse_iso", "response_as_of",
+           "time_fields", "write_scores_mirror"]
+
 SCORES_MIRROR = "scores.json"
 
 
@@ -22,18 +24,6 @@ class GpuRefused(ValueError):
     def __init__(self, message: str, available: list[str], code: str = "bad_gpu"):
         super().__init__(message)
         self.available, self.code = available, code
-
-
-def iso(ts: float | None) -> str | None:
-    """A timestamp as AutoRL-Bench writes it (ISO 8601), with the local offset so it is unambiguous."""
-    return None if ts is None else datetime.fromtimestamp(ts).astimezone().isoformat()
-
-
-def parse_iso(value) -> float | None:
-    try:
-        return datetime.fromisoformat(str(value)).timestamp()
-    except (TypeError, ValueError):
-        return None
 
 
 def choose_gpus(value, available: list[str]) -> list[str]:
@@ -53,34 +43,6 @@ def choose_gpus(value, available: list[str]) -> list[str]:
         shown = available or "none: this run has no GPU, leave \"gpu\" out"
         raise GpuRefused(f"GPU {outside} not in available GPUs {shown} (from CUDA_VISIBLE_DEVICES)", available)
     return list(dict.fromkeys(requested))
-
-
-def entry(row: dict, baseline: float | None) -> dict:
-    """One submission as an AutoRL-Bench scores.json entry; a failed grading scores 0.0 with `error`."""
-    failed = row["status"] == "error"
-    score = 0.0 if failed or row.get("score") is None else float(row["score"])
-    graded = row.get("graded_at") or row.get("received_at")
-    item = {"submission_id": row["seq"], "timestamp": iso(graded), "model_path": row.get("path"),
-            "score": score, "baseline_score": baseline,
-            "improvement": None if baseline is None else round(score - baseline, 6),
-            "elapsed_seconds": None if row.get("graded_at") is None else round(row["graded_at"] - row["received_at"], 2)}
-    if failed:
-        item["error"] = row.get("error") or "grading failed"
-    return item
-
-
-def ledger(rows: list[dict], baseline: float | None) -> list[dict]:
-    """The scores.json list: graded submissions (scored or failed) in order."""
-    return [entry(r, baseline) for r in sorted(rows, key=lambda r: r["seq"]) if r["status"] in GRADED]
-
-
-def response_as_of(rows: list[dict], row: dict, baseline: float | None) -> dict:
-    """AutoRL-Bench's /submit answer for `row`: its entry, the best entry and the count of graded
-    submissions as they stood once it was graded."""
-    upto = [e for e in ledger(rows, baseline) if e["submission_id"] <= row["seq"]]
-    this = entry(row, baseline)
-    best = max(upto, key=lambda e: e["score"], default=this)   # first of equal scores, as max() keeps it
-    return {**this, "best": best, "total_submissions": len(upto)}
 
 
 def write_scores_mirror(workspace: Path, rows: list[dict], baseline: float | None) -> None:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from autorl_tui.catalog.agents import agent_search_path, find_agent
-from autorl_tui.catalog.models import BUILTIN_MODELS, resolve_model
+from autorl_tui.catalog.models import builtin_models, resolve_model
 from autorl_tui.catalog.plans import Plan, RunRequest, isolation_of
 from autorl_tui.catalog.tasks import DataUnavailable, find_task, local_data_root, task_search_path
 from autorl_tui.engine import events as ev
@@ -84,7 +84,7 @@ class Engine:
         if cancel_runs:
             await asyncio.gather(*(s.cancel("engine stopped with --cancel-runs") for s in list(self.supervisors.values())),
                                  return_exceptions=True)
-            tasks = [s._task for s in self.supervisors.values() if s._task]
+            tasks = [s.task for s in self.supervisors.values() if s.task]
             if tasks:
                 await asyncio.wait(tasks, timeout=30)
         self._stopping = True
@@ -93,7 +93,7 @@ class Engine:
                 t.cancel()
         # Wait for them to end before the store closes (wait_for can swallow a cancellation).
         await asyncio.gather(*(t for t in (self._loop_task, self._flush_task) if t), return_exceptions=True)
-        sup_tasks = [s._task for s in self.supervisors.values() if s._task and not s._task.done()]
+        sup_tasks = [s.task for s in self.supervisors.values() if s.task and not s.task.done()]
         for t in sup_tasks:
             t.cancel()
         if sup_tasks:
@@ -166,7 +166,7 @@ class Engine:
             except DataUnavailable:
                 raise
         agent = find_agent(req.agent, self.agent_search_path())
-        if req.model not in BUILTIN_MODELS:
+        if req.model not in builtin_models():
             resolve_model(req.model, self.home.models, build=False)
         if req.executor == "docker":
             ok, why = self.executor("docker").available()

@@ -323,15 +323,15 @@ class EngineServer:
     def cmd_catalog(self, conn) -> dict:
         """Tasks, agents and models this engine can run (for the New-plan screen)."""
         from autorl_tui.catalog.agents import agent_search_path, list_agents
-        from autorl_tui.catalog.models import BUILTIN_MODELS, is_hf_model_dir
-        from autorl_tui.catalog.plans import EXECUTORS
+        from autorl_tui.catalog.models import builtin_models, is_hf_model_dir
+        from autorl_tui import registry
         from autorl_tui.catalog.tasks import list_tasks, task_search_path
 
         src = self.catalog_sources
         home_root = src.home_root if src else None
         tasks = list_tasks(task_search_path(src.tasks_dirs if src else [], home_root))
         agents = list_agents(agent_search_path(src.agents_dirs if src else [], home_root))
-        models = list(BUILTIN_MODELS)
+        models = builtin_models()
         if home_root is not None and (home_root / "models").is_dir():
             for d in sorted((home_root / "models").iterdir()):
                 if d.name not in models and is_hf_model_dir(d):
@@ -340,7 +340,7 @@ class EngineServer:
             "tasks": [{"id": t.id, "name": t.name, "level": t.level, "default_budget": t.default_budget}
                       for t in tasks.values()],
             "agents": [{"name": a.name, "description": a.description} for a in agents.values()],
-            "models": models, "executors": list(EXECUTORS),
+            "models": models, "executors": registry.names("executors"),
             "gpus": [str(g) for g in (src.gpus if src else [])],
         }
 

@@ -40,7 +40,7 @@ from autorl_tui.grading import GRADER_VERSION
 from autorl_tui.store.db import decode_row
 
 if TYPE_CHECKING:
-    from autorl_tui.engine.engine import Engine
+    from autorl_tui.engine.run_host import RunHost
 
 # Grader bounds (docs/grading.md, "Grader bounds").
 GRADING_TIMEOUT_S = 3600.0    # any one grading process, at most
@@ -85,7 +85,7 @@ class RunSupervisor:
     REVISION_INTERVAL_S = 2.0
     RESOURCE_INTERVAL_S = 3.0
 
-    def __init__(self, engine: "Engine", run: dict, gpus: list[str]):
+    def __init__(self, engine: "RunHost", run: dict, gpus: list[str]):
         self.engine = engine
         self.store = engine.store
         self.run_id: str = run["id"]
@@ -149,6 +149,11 @@ class RunSupervisor:
         extra = {k: v for k, v in fields.items() if k != "state"}
         if extra:
             self.engine.bus.publish(ev.RunUpdated(self.run_id, fields=extra))
+
+    @property
+    def task(self) -> asyncio.Task | None:
+        """The asyncio task driving this run (None before start/adopt)."""
+        return self._task
 
     # ------------------------------------------------------------------ main flow
     def start(self) -> asyncio.Task:
@@ -367,9 +372,9 @@ class RunSupervisor:
                      data={"phase": "baseline", "elapsed_s": round(time.monotonic() - t0)})
 
     async def _baseline(self, split: str, model_key: str) -> float:
-        cached = self.store.one(
+        cached = decode_row("baselines", self.store.one(
             "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? AND grader_version=? AND split=?",
-            (self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split))
+            (self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split)))
         if cached:
             if split == "dev":
                 self._baseline_grading_s = ((cached.get("metrics") or {}).get("timings") or {}).get("total_s")

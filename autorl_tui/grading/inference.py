@@ -16,6 +16,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from autorl_tui import registry
 from autorl_tui.grading.time_limits import RenderBudget, TimeLimitExceeded
 from autorl_tui.grading.types import Completion
 
@@ -207,11 +208,11 @@ class VLLMPolicy:
                  for c in o.outputs] for o in outputs]
 
 
-BACKENDS = {"transformers": TransformersPolicy, "vllm": VLLMPolicy}
-
-
 def load_policy(backend: str, model_path: str | Path, **kwargs) -> Any:
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown inference backend {backend!r}; known: {', '.join(sorted(BACKENDS))}")
+    """Backends are plugins (`autorl_tui/registry.py`, kind `inference_backends`): a class taking
+    (model_path, **kwargs) and implementing the `Policy` protocol."""
+    if backend not in registry.entries("inference_backends"):
+        raise ValueError(f"unknown inference backend {backend!r}; "
+                         f"known: {', '.join(registry.names('inference_backends'))}")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    return BACKENDS[backend](model_path, **kwargs)
+    return registry.load("inference_backends", backend)(model_path, **kwargs)

@@ -14,7 +14,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from autorl_tui.engine.autorl_bench_api import ledger
+from autorl_tui.interop.autorl_bench_ledger import ledger
 from autorl_tui.interop import autorl_bench_metrics
 from autorl_tui.interop.autorl_bench_files import RESULTS_COLUMNS
 from autorl_tui.store.db import decode_row

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autorl_tui.engine.autorl_bench_api import parse_iso
+from autorl_tui.interop.autorl_bench_ledger import parse_iso
 
 RESULTS_COLUMNS = ("run_id", "timestamp", "task", "agent", "driver_model", "base_model", "baseline", "best_score",
                    "improvement", "submissions", "duration_s", "success", "workspace")

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from autorl_tui import registry
 from autorl_tui.catalog.autorl_bench import STACKS, TASK_ALIASES
-from autorl_tui.engine.autorl_bench_api import parse_iso
+from autorl_tui.interop.autorl_bench_ledger import parse_iso
 from autorl_tui.interop.autorl_bench_files import (Malformed, ResultRow, RunFolder, is_run_folder, number,
                                                    read_results, read_run_folder)
 
@@ -210,9 +211,7 @@ def _actions(run: RunFolder, ts: float) -> list[tuple]:
     stack = next((s for s in STACKS if s in run.agent.lower()), None)
     if stack is None or not run.jsonl_lines:
         return []
-    from autorl_tui.engine.instrument.parsers import get_parser
-
-    parser = get_parser(STACKS[stack][0])
+    parser = registry.load("output_parsers", STACKS[stack][0])()
     actions = [a for line in run.jsonl_lines[:MAX_LOG_EVENTS] for a in parser.feed(line)] + list(parser.finish())
     return [(ts, "action", "info", a.summary(), json.dumps(a.to_dict())) for a in actions]
 

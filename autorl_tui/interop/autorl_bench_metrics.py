@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autorl_tui.engine.autorl_bench_api import parse_iso
+from autorl_tui.interop.autorl_bench_ledger import parse_iso
 
 FIELDS = ("valid_submission_rate", "first_valid_idx", "first_valid_delay", "score_trajectory",
           "time_to_first_improvement", "time_to_best", "time_used_ratio", "monotonic_ratio",
@@ -84,7 +84,7 @@ def folder_hash(folder: Path) -> str | None:
 def for_run(run: dict, submissions: list[dict], base_model_hash: str | None = None) -> dict:
     """The diagnostics of a run in our store (ours or imported): its graded submissions as
     AutoRL-Bench entries, its clock as run_meta's."""
-    from autorl_tui.engine.autorl_bench_api import ledger
+    from autorl_tui.interop.autorl_bench_ledger import ledger
 
     graded = [s for s in sorted(submissions, key=lambda s: s["seq"]) if s["status"] in ("scored", "error")]
     entries = ledger(graded, run.get("baseline_dev_score"))

@@ -232,7 +232,7 @@ class Analytics:
 
     def resolve_run_id(self, given: str) -> str:
         """The full id of a run given by its id, short id (`r0001`) or a unique prefix."""
-        from autorl_tui.store.run_ids import match_run_id
+        from autorl_tui.run_ids import match_run_id
 
         rows = self.sql("SELECT run_id FROM run_summary WHERE starts_with(run_id, $p)", {"p": given})
         if not rows:

@@ -10,7 +10,7 @@ import statistics
 import time
 
 from autorl_tui import __version__
-from autorl_tui.catalog.plans import recorded_isolation
+from autorl_tui.store.isolation import recorded_isolation
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.reports import svg
 from autorl_tui.reports.analytics import Analytics, _decode_json

@@ -8,12 +8,12 @@ import time
 from typing import Any
 
 from autorl_tui import __version__
-from autorl_tui.grading.types import FAILURE_KINDS
+from autorl_tui.scores import FAILURE_KINDS
 from autorl_tui.interop import autorl_bench_metrics
 from autorl_tui.reports import svg
 from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.reports.analytics import PHASES, Analytics
-from autorl_tui.catalog.plans import recorded_isolation
+from autorl_tui.store.isolation import recorded_isolation
 from autorl_tui.reports.diffs import diff_manifests, files_run
 from autorl_tui.reports.render import render
 

@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from autorl_tui.catalog.plans import recorded_isolation
+from autorl_tui.store.isolation import recorded_isolation
 from autorl_tui.store.db import decode_row
 
 EXPORT_FORMAT = "autorl-tui.run-export/1"

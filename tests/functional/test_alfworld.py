@@ -84,16 +84,22 @@ def test_every_task_type_is_generated_and_the_files_are_in_the_engines_format(al
 
 
 def test_a_fresh_engine_replays_each_stored_walkthrough_to_a_win(all_types_train):
-    from autorl_tui.tasks_impl.alfworld.env import AlfworldGame
+    """Through the registered environment's episode interface (grading/environments.py)."""
+    from autorl_tui import registry
+    env = registry.load("environments", "alfworld")()
     _, train = all_types_train
-    for item in items_of(train):
-        game = AlfworldGame(str(train / item["gamefile"]))
+    items = items_of(train)
+    for item, episode in zip(items, env.episodes(items, train)):
+        game = env.open(episode)
         obs = game.reset()
         assert not obs.won and f"Your task is to: {item['goal']}" in obs.text
+        assert game.task == item["goal"] or item["goal"] in game.task
         for action in item["expert_actions"]:
             assert action in obs.admissible, (item["id"], action)
+            assert not obs.done and obs.reward == 0.0
             obs = game.step(action)
-        assert obs.won, item["id"]
+        assert obs.won and obs.done and obs.reward == 1.0, item["id"]
+        assert obs.moves == len(item["expert_actions"])
         game.close()
 
 
@@ -311,7 +317,7 @@ def test_workspace_gets_the_train_split_and_nothing_held_out(three_splits, tmp_p
 def test_tiny_alfworld_reads_every_game_word_and_fits_a_turn(three_splits, all_types_train):
     """The built-in `tiny-alfworld` tokenizer is made from the engine's text, not from any split:
     every word of every split's games (held-out rooms too) is in it, and a whole turn fits its context."""
-    from autorl_tui.catalog.tiny_alfworld import MAX_POSITIONS, build_tokenizer
+    from autorl_tui.tasks_impl.alfworld.tiny_model import MAX_POSITIONS, build_tokenizer
 
     tok = build_tokenizer()
     unk = tok.unk_token_id
@@ -334,7 +340,7 @@ def test_tiny_alfworld_reads_every_game_word_and_fits_a_turn(three_splits, all_t
 
 def test_tiny_alfworld_build_is_deterministic_and_plays_as_a_policy(all_types_train, tmp_path):
     from autorl_tui.catalog.tiny import weights_hash
-    from autorl_tui.catalog.tiny_alfworld import build_tiny_alfworld_model
+    from autorl_tui.tasks_impl.alfworld.tiny_model import build_tiny_alfworld_model
     from autorl_tui.grading.inference import TransformersPolicy
 
     a = build_tiny_alfworld_model(tmp_path / "a")
@@ -439,7 +445,7 @@ def test_reference_dagger_labels_the_states_the_model_reaches(all_types_train, a
     expert's own: the same prompts and answers as the collection writes, and every game is won. With
     an untrained model in charge (beta 0) nothing is won, and each state still gets the expert's
     label, in the grader's prompt for the history the model made."""
-    from autorl_tui.catalog.tiny_alfworld import build_tiny_alfworld_model
+    from autorl_tui.tasks_impl.alfworld.tiny_model import build_tiny_alfworld_model
     from autorl_tui.tasks_impl.alfworld.prompts import build_messages
 
     _, train = all_types_train

@@ -242,7 +242,7 @@ def test_exact_match_task_scores_output_text(tmp_path):
 
     card = find_task("arith", task_search_path())
     items = read_items(materialize(card, "dev", tmp_path / "cache"))[:3]
-    from autorl_tui.grading.answers import gold_answer
+    from autorl_tui.catalog.answers import gold_answer
 
     rows = [{"id": items[0]["id"], "completion": f"#### {gold_answer(items[0])}"},
             {"id": items[1]["id"], "completion": "#### 123456789"},

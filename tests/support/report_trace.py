@@ -59,7 +59,7 @@ def check_run_report(db, r: dict) -> set[str]:
     spec = _json(run["spec"]) or {}
     for k, v in r["run"].items():
         if k == "isolation":   # from the run's spec (absent before it was recorded)
-            from autorl_tui.catalog.plans import recorded_isolation
+            from autorl_tui.store.isolation import recorded_isolation
 
             assert v == recorded_isolation(spec, run["executor"]), (v, spec.get("isolation"))
             continue

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from autorl_tui.catalog.agents import OUTPUT_FORMATS, load_agent_spec
+from autorl_tui.catalog.agents import known_output_formats, load_agent_spec
 from autorl_tui.engine.instrument.actions import Action, UsageTotals
 from autorl_tui.engine.instrument.parsers import get_parser, output_formats
 
@@ -171,7 +171,7 @@ def test_action_roundtrip_and_validation():
 
 
 def test_registry_and_catalog_validation(tmp_path):
-    assert set(output_formats()) <= OUTPUT_FORMATS
+    assert set(output_formats()) == known_output_formats()
     with pytest.raises(ValueError, match="known: claude_stream_json"):
         get_parser("yaml_stream")
     spec = tmp_path / "a.yaml"

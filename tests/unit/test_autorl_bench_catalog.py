@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from autorl_tui.catalog.agents import find_agent, list_agents, passthrough_env
-from autorl_tui.catalog.autorl_bench import load_agent_folder
+from autorl_tui.catalog.autorl_bench_agents import load_agent_folder
 from autorl_tui.catalog.plans import load_plan
 from autorl_tui.catalog.tasks import find_task
 from autorl_tui.engine import autorl_bench_api as abapi

@@ -1,6 +1,6 @@
 import pytest
 
-from autorl_tui.grading.answers import answers_match, canonical_number, extract_answer, gold_answer
+from autorl_tui.catalog.answers import answers_match, canonical_number, extract_answer, gold_answer
 
 
 @pytest.mark.parametrize("text, value, marker", [

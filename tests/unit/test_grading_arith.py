@@ -1,6 +1,6 @@
 from autorl_tui.catalog.generators import arith
 from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path
-from autorl_tui.grading.answers import extract_answer
+from autorl_tui.catalog.answers import extract_answer
 
 import pytest
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from autorl_tui.exitcodes import UsageError
-from autorl_tui.grading.answers import MARKER, extract_answer
+from autorl_tui.catalog.answers import MARKER, extract_answer
 
 
 def normalize(raw: dict, index: int, split: str) -> dict:

@@ -1,13 +1,14 @@
-"""Scorer `env_success`: the submitted model plays the split's games in the real environment.
+"""Scorer `env_success`: the submitted model plays the split's episodes in a real interactive
+environment and scores the share it wins.
 
-The policy is the model, prompted ReAct-style (see tasks_impl/alfworld/prompts.py), greedy by the
-protocol, for at most `protocol.max_steps` steps per game. Its reply is mapped to the closest
-admissible command. Episodes advance together: one `policy.generate` call per step over all live
-episodes (up to `batch_size`). Every episode's full trajectory is stored in its SampleResult.
+The environment is a plugin named by `scorer_options.env` (registry kind `environments`,
+interface in grading/environments.py; `alfworld` is built in). The policy is the model, greedy by
+the protocol, for at most `protocol.max_steps` steps per episode. Episodes advance together: one
+`policy.generate` call per step over all live episodes (up to `batch_size`). Every episode's full
+trajectory is stored in its SampleResult.
 
-Options (task card `scorer_options`): env (only `alfworld` today), few_shot (bool), history_len
-(steps shown in the prompt), match_threshold (0..1 similarity to accept a non-exact command),
-batch_size (live episodes; default protocol.batch_size).
+Options (task card `scorer_options`): env (default `alfworld`), batch_size (live episodes; default
+protocol.batch_size), plus the environment's own (ALFWorld: few_shot, history_len, match_threshold).
 """
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from autorl_tui import registry
+from autorl_tui.grading.environments import InteractiveEnvironment
 from autorl_tui.grading.types import EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
 
-KNOWN_OPTIONS = {"env", "few_shot", "history_len", "match_threshold", "batch_size"}
+SCORER_OPTIONS = {"env", "batch_size"}
 DEFAULT_MAX_STEPS = 30
+
+
+def load_environment(name: str) -> InteractiveEnvironment:
+    return registry.load("environments", name)()
 
 
 class EnvSuccessScorer:
@@ -28,45 +35,42 @@ class EnvSuccessScorer:
 
     def validate_options(self, opts: dict, task_dir=None) -> list[tuple[str, str]]:
         """Problems with scorer_options as (what is wrong, how to fix it); used by `tasks validate`."""
+        name = opts.get("env", "alfworld")
+        if name not in registry.entries("environments"):
+            return [(f"env_success: unknown env {name!r}",
+                     f"set scorer_options.env to one of: {', '.join(registry.names('environments'))}")]
+        env = load_environment(name)
         problems = []
-        unknown = sorted(set(opts) - KNOWN_OPTIONS)
+        unknown = sorted(set(opts) - SCORER_OPTIONS - env.options)
         if unknown:
-            problems.append((f"env_success: unknown scorer option(s) {unknown}", f"use only {sorted(KNOWN_OPTIONS)}"))
-        if opts.get("env", "alfworld") != "alfworld":
-            problems.append((f"env_success: unknown env {opts['env']!r}", "set scorer_options.env: alfworld"))
-        threshold = opts.get("match_threshold", 0.6)
-        if not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-            problems.append((f"env_success: match_threshold {threshold!r} is not in [0, 1]",
-                             "use a similarity ratio such as 0.6 (1 = exact commands only)"))
-        return problems
+            problems.append((f"env_success: unknown scorer option(s) {unknown}",
+                             f"use only {sorted(SCORER_OPTIONS | env.options)}"))
+        return problems + env.validate_options(opts)
 
     def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol, ctx: ScorerContext) -> EvalResult:
         opts = dict(ctx.options or {})
         problems = self.validate_options(opts)
         if problems:
             raise ValueError("; ".join(f"{what} ({fix})" for what, fix in problems))
-        from autorl_tui.tasks_impl.alfworld.api import list_games, run_episodes
-        from autorl_tui.tasks_impl.alfworld.prompts import messages_to_text
-
-        games = resolve_games(items, Path(ctx.split_path), list_games)
+        env = load_environment(opts.get("env", "alfworld"))
+        games = env.episodes(items, Path(ctx.split_path))
         if not games:
             raise ValueError(f"env_success: no games in {ctx.split_path} (expected items.jsonl with gamefile entries)")
         max_steps = int(protocol.max_steps or DEFAULT_MAX_STEPS)
 
         def generate(prompts: list[list[dict]]):
             if protocol.prompt_format == "plain":
-                prompts = [messages_to_text(p) for p in prompts]
+                prompts = [env.to_text(p) for p in prompts]
             outs = policy.generate(prompts, n=1, temperature=protocol.temperature, top_p=protocol.top_p,
                                    max_tokens=protocol.max_tokens, stop=protocol.stop)
             return [o[0] for o in outs]
 
         t0 = time.time()
         ctx.progress(0, len(games), "episodes")
-        results = run_episodes(generate, games, max_steps=max_steps,
-                               batch_size=int(opts.get("batch_size") or protocol.batch_size or 16),
-                               few_shot=bool(opts.get("few_shot", False)), history_len=int(opts.get("history_len", 5)),
-                               match_threshold=float(opts.get("match_threshold", 0.6)), log=ctx.log,
-                               on_progress=lambda done, total: ctx.progress(done, total, "episodes"))
+        results = env.run_episodes(generate, games, max_steps=max_steps,
+                                   batch_size=int(opts.get("batch_size") or protocol.batch_size or 16),
+                                   options=opts, log=ctx.log,
+                                   on_progress=lambda done, total: ctx.progress(done, total, "episodes"))
         elapsed = time.time() - t0
         samples = [to_sample(r, g) for r, g in zip(results, games)]
         metrics = summarize(results)
@@ -74,19 +78,6 @@ class EnvSuccessScorer:
         metrics["max_steps"] = max_steps
         return EvalResult(score=metrics["success_rate"], metrics=metrics, samples=samples,
                           timings={"episodes_s": elapsed})
-
-
-def resolve_games(items: list[dict], split_path: Path, list_games) -> list[dict]:
-    """Items carry gamefile paths relative to the split folder; without items, read its index."""
-    if not items or not all("gamefile" in it for it in items):
-        return list_games(split_path)
-    games = []
-    for it in items:
-        g = dict(it)
-        path = Path(g["gamefile"])
-        g["gamefile"] = str(path if path.is_absolute() else (split_path / path).resolve())
-        games.append(g)
-    return games
 
 
 def to_sample(r, game: dict) -> SampleResult:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from math import comb
 
-from autorl_tui.grading.answers import answers_match, extract_answer, gold_answer
+from autorl_tui.catalog.answers import answers_match, extract_answer, gold_answer
 from autorl_tui.grading.types import Completion, EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
 
 

@@ -111,6 +111,14 @@ class Observation:
     won: bool = False
     moves: int = 0
 
+    @property
+    def reward(self) -> float:
+        return 1.0 if self.won else 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.won
+
 
 @dataclass
 class AlfworldGame:

@@ -24,6 +24,7 @@ import re
 import time
 from pathlib import Path
 
+from autorl_tui.exitcodes import UsageError
 from autorl_tui.catalog.tiny import BUILD_INFO, CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically
 
 NAME = "tiny-alfworld"
@@ -115,3 +116,12 @@ def _build_into(folder: Path, seed: int) -> dict:
 def build_tiny_alfworld_model(out_dir: Path | str, seed: int = 0, force: bool = False) -> Path:
     """Build `tiny-alfworld` into `out_dir` unless it is already there (or `force`). Returns `out_dir`."""
     return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed), force)
+
+
+def build(out_dir: Path | str, seed: int = 0, force: bool = False) -> Path:
+    """The `tiny-alfworld` built-in model (registry kind `models`): a missing ALFWorld is a usage
+    error saying what to install."""
+    try:
+        return build_tiny_alfworld_model(out_dir, seed=seed, force=force)
+    except AlfworldMissing as exc:
+        raise UsageError(str(exc)) from exc

@@ -14,7 +14,6 @@
 import asyncio
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time

@@ -1,7 +1,6 @@
 import atexit
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 

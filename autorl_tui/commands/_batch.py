@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-import time
 from pathlib import Path
 
 from autorl_tui.exitcodes import ExitCode, InfraError, UsageError

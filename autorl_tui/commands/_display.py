@@ -188,6 +188,17 @@ def make_display(engine, plain: bool):
     return PlainDisplay(engine) if plain else RichDisplay(engine)
 
 
+async def follow_to_end(engine, run_ids: list[str], title: str, plain: bool) -> list[dict]:
+    """Show the runs until each has ended, then the summary and where to look next; their rows."""
+    display = make_display(engine, plain=plain)
+    display.start(run_ids, title)
+    rows = await engine.wait_runs(run_ids)
+    display.stop()
+    print_summary(engine, rows)
+    print_next(engine.home.root, rows)
+    return rows
+
+
 def summary_rows(engine, rows: list[dict], query=None) -> list[dict]:
     query = query or engine.store.query
     out = []

@@ -22,7 +22,7 @@ async def _resume(args) -> int:
     import sys
 
     from autorl_tui.commands._batch import engine_from_args
-    from autorl_tui.commands._display import make_display, print_next, print_summary
+    from autorl_tui.commands._display import follow_to_end
     from autorl_tui.engine.supervisor import ACTIVE_STATES
 
     engine = engine_from_args(args, role="resume")
@@ -32,12 +32,8 @@ async def _resume(args) -> int:
         if not run_ids:
             print(nothing_to_resume(engine.home.root, engine.runs(["failed", "cancelled", "lost"])))
             return int(ExitCode.OK)
-        display = make_display(engine, plain=getattr(args, "plain", False) or not sys.stdout.isatty())
-        display.start(run_ids, "resume")
-        rows = await engine.wait_runs(run_ids)
-        display.stop()
-        print_summary(engine, rows)
-        print_next(engine.home.root, rows)
+        rows = await follow_to_end(engine, run_ids, "resume",
+                                   plain=getattr(args, "plain", False) or not sys.stdout.isatty())
     finally:
         await engine.stop()
     return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)

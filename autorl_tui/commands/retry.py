@@ -54,18 +54,13 @@ async def _hand_over(home, run_id: str) -> int:
 
 async def _retry_here(args, run_id: str) -> int:
     from autorl_tui.commands._batch import engine_from_args
-    from autorl_tui.commands._display import make_display, print_next, print_summary
+    from autorl_tui.commands._display import follow_to_end
 
     engine = engine_from_args(args, role="retry")
     await engine.start()
     try:
         new_id = await engine.retry(run_id)
-        display = make_display(engine, plain=not sys.stdout.isatty())
-        display.start([new_id], f"retry of {run_id}")
-        rows = await engine.wait_runs([new_id])
-        display.stop()
-        print_summary(engine, rows)
-        print_next(engine.home.root, rows)
+        rows = await follow_to_end(engine, [new_id], f"retry of {run_id}", plain=not sys.stdout.isatty())
     finally:
         await engine.stop()
     return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)

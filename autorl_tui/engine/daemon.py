@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autorl_tui.engine.client import engine_is_running
-from autorl_tui.exitcodes import InfraError, UsageError
+from autorl_tui.exitcodes import InfraError
 from autorl_tui.home import Home
 
 

@@ -58,7 +58,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 RUNNER = Path(__file__).with_name("_sandbox_runner.py")

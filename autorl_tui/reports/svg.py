@@ -142,7 +142,7 @@ def line_chart(series: list[dict], *, width=460, height=200, x_label="", y_label
     ys = [y for s in series for x, y in s["points"] if x is not None and y is not None]
     ys += [v for s in series for _, lo, hi in s.get("band", []) for v in (lo, hi) if v is not None]
     if not xs:
-        return _svg(width, 60, [f'<text class="empty" x="10" y="30">no finite values to plot</text>'], title)
+        return _svg(width, 60, ['<text class="empty" x="10" y="30">no finite values to plot</text>'], title)
     y_lo, y_hi = min(ys), max(ys)
     pad = (y_hi - y_lo) * 0.05 or abs(y_hi) * 0.05 or 1.0
     ticks = nice_ticks(y_lo - pad, y_hi + pad)

@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from autorl_tui.catalog.agents import builtin_agents_dir, load_agent_spec
 from autorl_tui.engine.instrument.actions import UsageTotals

@@ -79,14 +79,14 @@ def _db_state(home):
         return None
 
 
-def test_ctrl_c_on_batch_cancels_and_resume_then_says_how_to_retry(home, tmp_path):
-    plan = write_plan(tmp_path / "plan.yaml", agents=["test-budget-hog"], budget="300s")
+def _interrupt_batch_once_running(home, tasks, plan, start_within_s: float) -> tuple[int, str, str]:
+    """Run `--batch PLAN` (stdout not a TTY) and send it Ctrl-C once its run is `running`."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     batch = subprocess.Popen([sys.executable, "-m", "autorl_tui", "--home", str(home), "--agents-dir", str(TEST_AGENTS),
-                              "--tasks-dir", str(TASKS), "--batch", str(plan)],
+                              "--tasks-dir", str(tasks), "--batch", str(plan)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + start_within_s
         while _db_state(home) != "running":
             assert batch.poll() is None and time.monotonic() < deadline, "the run never started"
             time.sleep(0.3)
@@ -95,7 +95,13 @@ def test_ctrl_c_on_batch_cancels_and_resume_then_says_how_to_retry(home, tmp_pat
     finally:
         if batch.poll() is None:
             batch.kill()
-    assert batch.returncode == 130, out + err
+    return batch.returncode, out, err
+
+
+def test_ctrl_c_on_batch_cancels_and_resume_then_says_how_to_retry(home, tmp_path):
+    plan = write_plan(tmp_path / "plan.yaml", agents=["test-budget-hog"], budget="300s")
+    returncode, out, err = _interrupt_batch_once_running(home, TASKS, plan, start_within_s=300)
+    assert returncode == 130, out + err
     assert "Traceback" not in out + err
     assert "retry RUN" in err and f"--home {home}" in err, err
     assert _db_state(home) == "cancelled"
@@ -116,20 +122,7 @@ def test_batch_output_shows_baseline_grading_progress_in_samples(home, tmp_path)
     card = tasks / "arith-small" / "task.yaml"
     card.write_text(card.read_text().replace("batch_size: 50", "batch_size: 10"))
     plan = write_plan(tmp_path / "plan.yaml", agents=["test-budget-hog"], budget="300s")
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    batch = subprocess.Popen([sys.executable, "-m", "autorl_tui", "--home", str(home), "--agents-dir", str(TEST_AGENTS),
-                              "--tasks-dir", str(tasks), "--batch", str(plan)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
-    try:
-        deadline = time.monotonic() + 400
-        while _db_state(home) != "running":
-            assert batch.poll() is None and time.monotonic() < deadline, "the run never started"
-            time.sleep(0.3)
-        batch.send_signal(signal.SIGINT)
-        out, err = batch.communicate(timeout=180)
-    finally:
-        if batch.poll() is None:
-            batch.kill()
+    _, out, err = _interrupt_batch_once_running(home, tasks, plan, start_within_s=400)
     for split in ("dev", "test"):
         dones = [int(line.rsplit(" grading ", 1)[1].split("/")[0]) for line in out.splitlines()
                  if f"baseline on {split}: grading " in line and line.endswith("/40 samples")]

@@ -10,7 +10,6 @@ import signal
 import sqlite3
 import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest

@@ -1,7 +1,6 @@
 """kill -9 the engine during the agent phase; a new engine re-adopts the agent and the run
 completes with every earlier event and submission intact."""
 
-import json
 import shutil
 import os
 import signal

@@ -2,7 +2,6 @@
 
 import importlib.util
 import json
-import os
 import shlex
 import stat
 import sys

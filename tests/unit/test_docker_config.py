@@ -1,7 +1,6 @@
 """The container configuration built from a LaunchSpec (pure; the real runs are in
 tests/functional/test_docker_executor.py)."""
 
-from pathlib import Path
 
 import pytest
 

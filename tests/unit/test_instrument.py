@@ -1,5 +1,4 @@
 import json
-import math
 
 from autorl_tui.engine.instrument.filetail import FileTail
 from autorl_tui.engine.instrument.metrics import MetricsCollector, parse_metrics_line

@@ -55,6 +55,10 @@ SERIES_ALIASES = {
     "length": ("completions/mean_length", "completion_length", "train/completion_length",
                "completions/mean_terminated_length", "train/completions/mean_length"),
 }
+# A KL below this is no danger whatever its shape (TRL's GRPO logs ~1e-3..1e-1 in healthy runs).
+KL_SPIKE_FLOOR = 0.1
+# Entropy collapse is a reinforcement-learning failure: supervised stages lower entropy on purpose.
+NOT_RL_KINDS = ("sft", "rm")
 
 PHASES = ("explore", "write_code", "train", "evaluate", "idle")
 
@@ -339,7 +343,7 @@ class Analytics:
             check["series"] = found[0]["name"] if found else None
             check["sessions"] = [s["session_seq"] for s in judged]
             if not judged:
-                check["message"] = none_msg
+                check["message"] = "; ".join(filter(None, (check.get("message"), none_msg)))
             checks.append(check)
 
         # reward rising while dev score falls, within one session's reward series
@@ -386,13 +390,14 @@ class Analytics:
                 continue
             judged.append(kl)
             spread = max(kl["mad"] or 0.0, 0.1 * abs(kl["median"]), 1e-6)
-            threshold = kl["median"] + 10 * spread
+            threshold = max(kl["median"] + 10 * spread, KL_SPIKE_FLOOR)
             flagged = kl["max"] > threshold
             check["status"] = "flagged" if flagged or check["status"] == "flagged" else "ok"
             check["evidence"].append({"max": kl["max"], "step": kl["step_at_max"], "median": kl["median"],
                                       "mad": kl["mad"], "threshold": threshold, "flagged": flagged, **where(kl)})
             msgs.append(f"{label(kl)}{kl['name']} reached {kl['max']:.4g} at step {kl['step_at_max']} "
-                        f"(median {kl['median']:.4g}; spike threshold median + 10×MAD = {threshold:.4g})")
+                        f"(median {kl['median']:.4g}; spike threshold max(median + 10×MAD, {KL_SPIKE_FLOOR:g}) "
+                        f"= {threshold:.4g})")
         check["message"] = "; ".join(msgs)
         finish(check, kls, judged, "no KL series with at least 5 points")
 
@@ -407,6 +412,9 @@ class Analytics:
             for s in found:
                 if s["n_points"] < 10 or s["head_mean"] is None or s["tail_mean"] is None:
                     continue
+                if role == "entropy" and s["session_kind"] in NOT_RL_KINDS:
+                    msgs.append(f"{label(s)}not judged (supervised training lowers entropy by design)")
+                    continue
                 judged.append(s)
                 flagged = test(s["head_mean"], s["tail_mean"])
                 check["status"] = "flagged" if flagged or check["status"] == "flagged" else "ok"
@@ -415,7 +423,8 @@ class Analytics:
                 msgs.append(f"{label(s)}{s['name']}: mean of first tenth {s['head_mean']:.4g} → last tenth "
                             f"{s['tail_mean']:.4g}" + (f" ({explain})" if flagged else ""))
             check["message"] = "; ".join(msgs)
-            finish(check, found, judged, f"no {role} series with at least 10 points")
+            finish(check, found, judged, f"no {role} series with at least 10 points"
+                   + (" in a reinforcement-learning session" if role == "entropy" else ""))
 
         bad = [s for s in stats if s["n_nan"] or s["n_inf"]]
         checks.append({"signal": "non_finite", "title": "NaN / inf values", "series": None,

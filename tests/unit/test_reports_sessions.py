@@ -28,7 +28,7 @@ def _session(store, run_id, kind, t, series: dict[str, list[float]]):
 def store_path(tmp_path):
     path = tmp_path / "store.db"
     store = Store(path)
-    for rid in ("r-two", "r-collapse"):
+    for rid in ("r-two", "r-collapse", "r-sft-sharpens", "r-kl"):
         store.insert("runs", {"id": rid, "task": "arith", "agent": "a", "model": "tiny", "budget_s": 600, "state": "done",
                               "created_at": T0, "started_at": T0, "spec": "{}"})
     # SFT: entropy ~1.0, loss falls; GRPO: entropy ~0.1 from its start, clip ratio always 0
@@ -39,6 +39,11 @@ def store_path(tmp_path):
                                                  "clip_ratio/region_mean": [0.0] * 20})
     _session(store, "r-collapse", "sft", T0, {"loss": [1.0] * 5})
     _session(store, "r-collapse", "grpo", T0 + 50, {"entropy": [1.0] * 10 + [0.05] * 10})
+    # SFT makes the model sure of its answers: the same fall is no collapse there
+    _session(store, "r-sft-sharpens", "sft", T0, {"entropy": [1.0] * 10 + [0.05] * 10})
+    # a KL that jumps 20x but stays tiny, and one that really jumps
+    _session(store, "r-kl", "grpo", T0, {"kl": [0.001] * 19 + [0.02]})
+    _session(store, "r-kl", "grpo", T0 + 50, {"kl": [0.01] * 19 + [0.5]})
     store.close()
     return path
 
@@ -49,8 +54,9 @@ def test_no_signal_compares_two_sessions(store_path):
         series = a.metric_series("r-two")
     entropy = checks["entropy_collapse"]
     assert entropy["status"] == "ok", entropy            # merged, 1.0 -> 0.1 would read as a collapse
-    assert [(e["session"], e["session_kind"]) for e in entropy["evidence"]] == [(1, "sft"), (2, "grpo")]
-    assert entropy["sessions"] == [1, 2] and "session 2 (grpo)" in entropy["message"]
+    assert [(e["session"], e["session_kind"]) for e in entropy["evidence"]] == [(2, "grpo")]
+    assert entropy["sessions"] == [2] and "session 2 (grpo)" in entropy["message"]
+    assert "session 1 (sft) not judged" in entropy["message"]
     assert checks["kl_spike"]["sessions"] == [2]
     assert {(s["name"], s["session"]) for s in series if s["name"] in ("loss", "entropy")} == {
         ("loss", 1), ("loss", 2), ("entropy", 1), ("entropy", 2)}
@@ -79,3 +85,18 @@ def test_charts_informative_first_one_line_per_session_constants_listed(store_pa
     assert loss["name"] == "loss" and loss["sessions"] == ["session 1 (sft)", "session 2 (grpo)"]
     assert "session 1 (sft)" in loss["svg"] and "session 2 (grpo)" in loss["svg"]     # legend: two lines
     assert loss["svg"].count("<path d=") >= 2
+
+
+def test_entropy_falling_in_supervised_training_is_not_a_collapse(store_path):
+    with Analytics(store_path) as a:
+        entropy = next(c for c in a.danger_signals("r-sft-sharpens") if c["signal"] == "entropy_collapse")
+    assert entropy["status"] == "not_applicable" and entropy["evidence"] == [], entropy
+    assert "not judged" in entropy["message"]
+
+
+def test_a_kl_spike_must_also_be_large(store_path):
+    with Analytics(store_path) as a:
+        kl = next(c for c in a.danger_signals("r-kl") if c["signal"] == "kl_spike")
+    assert kl["status"] == "flagged"
+    assert [(e["session"], e["flagged"]) for e in kl["evidence"]] == [(1, False), (2, True)]
+    assert kl["evidence"][0]["threshold"] == pytest.approx(0.1)

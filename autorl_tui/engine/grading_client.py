@@ -187,7 +187,8 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
     work_dir.mkdir(parents=True, exist_ok=True)
     sandboxed = request.get("scorer") not in RUNS_GENERATED_CODE and sandbox_probe()[0]
     if sandboxed:
-        request = {**request, "scratch_dir": request.get("scratch_dir") or str(work_dir / "scratch")}
+        # The sandboxed worker can write only its work dir: its scratch space is there, whatever the caller named.
+        request = {**request, "scratch_dir": str(work_dir / "scratch")}
     req_path, res_path = work_dir / "request.json", work_dir / "result.json"
     res_path.unlink(missing_ok=True)
     (work_dir / PROGRESS_FILE).unlink(missing_ok=True)

@@ -137,6 +137,7 @@ class Sandbox:
                  isolate: bool = True, forkserver: bool = True, hide: list | tuple = ()):
         self.limits = limits or SandboxLimits()
         self.hide = _hideable(hide)
+        self.hidden_by_tmp = _under_private_tmp(hide)    # a fresh tmpfs covers them already
         self.workers = max(1, int(workers))
         self.base_dir = Path(base_dir) if base_dir else None
         self.isolation: dict[str, str] = {}
@@ -173,9 +174,10 @@ class Sandbox:
         self.use_forkserver = False
         self.python = python or self._pick_python()
         self.isolation["python"] = self.python
-        if self.hide:
-            self.isolation["hidden_paths"] = (", ".join(self.hide) if self.use_mountns else
-                                              f"NOT hidden (no mount namespace): {', '.join(self.hide)}")
+        hidden = [*self.hide, *(f"{p} (under a private tmpfs)" for p in self.hidden_by_tmp)]
+        if hidden:
+            self.isolation["hidden_paths"] = (", ".join(hidden) if self.use_mountns else
+                                              f"NOT hidden (no mount namespace): {', '.join(hidden)}")
         # The fork server needs everything the one-shot mode has (it kills escapees by uid, inside
         # its own pid namespace); otherwise each program starts its own interpreter.
         if not forkserver:
@@ -442,6 +444,16 @@ def _hideable(paths) -> tuple[str, ...]:
                 or any(within(real, t) or within(t, real) for t in PRIVATE_TMP):
             continue
         out.append(real)
+    return tuple(dict.fromkeys(out))
+
+
+def _under_private_tmp(paths) -> tuple[str, ...]:
+    """Existing paths to hide that lie inside a private temp folder (e.g. a checkout under /tmp)."""
+    out = []
+    for path in paths or ():
+        real = os.path.realpath(str(path))
+        if os.path.exists(real) and any(real.startswith(t + "/") for t in PRIVATE_TMP):
+            out.append(real)
     return tuple(dict.fromkeys(out))
 
 

@@ -126,6 +126,8 @@ def test_batch_output_shows_baseline_grading_progress_in_samples(home, tmp_path)
     for split in ("dev", "test"):
         dones = [int(line.rsplit(" grading ", 1)[1].split("/")[0]) for line in out.splitlines()
                  if f"baseline on {split}: grading " in line and line.endswith("/40 samples")]
-        assert len(dones) >= 2, out                         # more than the end alone
+        # How many intermediate lines show depends on speed (the client polls the worker's file every
+        # 0.5 s; a fast grading may end between two polls): every line shown is a batch boundary.
+        assert dones, out
         assert dones == sorted(set(dones)) and dones[-1] == 40, (split, dones, out)
         assert all(d % 10 == 0 for d in dones), dones       # one step per batch

@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.agent_clis import install_agent_clis
 from tests.support.agent_session import LOOK, SUBMIT
-from tests.support.harness import TASKS, cli, install_model, make_reachable_home, write_plan
+from tests.support.harness import home_with_tiny, TASKS, cli, write_plan
 from tests.support.standin_llm import Step, StandinLLM
 
 pytestmark = pytest.mark.slow
@@ -49,14 +49,7 @@ AGENTS = os.environ.get("TEST_AGENTS_ENGINE", "claude-code").split(",")
 
 @pytest.fixture
 def home(tiny_model_dir):
-    h = make_reachable_home()
-    h.mkdir(parents=True)
-    install_model(tiny_model_dir, h)
-    yield h
-    if not os.environ.get("KEEP_HOME"):
-        shutil.rmtree(h.parent, ignore_errors=True)
-    else:
-        print("home kept:", h)
+    yield from home_with_tiny(tiny_model_dir)
 
 
 def tiny_task(root: Path) -> Path:

@@ -3,7 +3,6 @@ grading API on loopback, the real grader worker on the real tiny model, a real S
 
 import json
 import os
-import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -11,18 +10,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, install_model, load_json, make_reachable_home, write_plan
+from tests.support.harness import home_with_tiny, REPO, TASKS, TEST_AGENTS, cli, load_json, write_plan
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def home(tiny_model_dir):
-    h = make_reachable_home()
-    h.mkdir(parents=True)
-    install_model(tiny_model_dir, h)
-    yield h
-    shutil.rmtree(h.parent, ignore_errors=True)
+    yield from home_with_tiny(tiny_model_dir)
 
 
 def store(home: Path) -> sqlite3.Connection:

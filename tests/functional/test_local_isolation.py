@@ -17,18 +17,14 @@ import psutil
 import pytest
 
 from autorl_tui.engine.executors.sandbox_bwrap import UID_BASE, UID_COUNT
-from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, install_model, load_json, make_reachable_home, write_plan
+from tests.support.harness import home_with_tiny, REPO, TASKS, TEST_AGENTS, cli, load_json, make_reachable_home, write_plan
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def home(tiny_model_dir):
-    h = make_reachable_home()
-    h.mkdir(parents=True)
-    install_model(tiny_model_dir, h)
-    yield h
-    shutil.rmtree(h.parent, ignore_errors=True)
+    yield from home_with_tiny(tiny_model_dir)
 
 
 @pytest.fixture

@@ -63,9 +63,12 @@ def load_json(path: Path):
 
 def home_with_tiny(model_dir: Path):
     """For a fixture: `yield from home_with_tiny(tiny_model_dir)` gives a reachable home with the
-    session's tiny model installed, removed afterwards."""
+    session's tiny model installed, removed afterwards (kept when KEEP_HOME is set, to look at)."""
     home = make_reachable_home()
     home.mkdir(parents=True)
     install_model(model_dir, home)
     yield home
-    shutil.rmtree(home.parent, ignore_errors=True)
+    if os.environ.get("KEEP_HOME"):
+        print("home kept:", home)
+    else:
+        shutil.rmtree(home.parent, ignore_errors=True)

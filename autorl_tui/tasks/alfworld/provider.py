@@ -161,3 +161,19 @@ def add_workspace_extras(card, split_dir: Path, items: list[dict]) -> None:
         "raw expert trajectories in expert_trajectories.jsonl; ReAct examples in few_shot/; "
         "the episode runner in alfworld_api/ (see the task description).\n")
 
+
+
+def check_split(card, split: str, path: Path) -> list[tuple[str, str]]:
+    """`tasks validate`'s task-specific check of a materialized split: every indexed game is on
+    disk in the engine's format (game.tw-pddl with traj_data.json beside it) with a known task type."""
+    problems = []
+    items = [json.loads(line) for line in (path / "items.jsonl").read_text().splitlines() if line.strip()]
+    missing = [str(it.get("id")) for it in items if not (path / str(it.get("gamefile", ""))).is_file()
+               or not (path / str(it.get("gamefile", ""))).with_name("traj_data.json").is_file()]
+    if missing:
+        problems.append((f"{len(missing)} game(s) of items.jsonl are not on disk (e.g. {', '.join(missing[:3])})",
+                         "materialize the split again (delete its folder in the cache)"))
+    unknown = sorted({str(it.get("task_type")) for it in items} - set(G.TASK_TYPES))
+    if unknown:
+        problems.append((f"unknown task type(s) {unknown}", f"use ALFWorld's: {', '.join(G.TASK_TYPES)}"))
+    return problems

@@ -139,9 +139,14 @@ def resolve(kind: str, ref: str, folder: str | Path | None = None) -> Any:
     if ref in entries(kind) or ":" not in ref:
         return load(kind, ref)
     module, _, attr = ref.partition(":")
-    if folder is not None and _in_folder(Path(folder), module):
-        ref = f"{folder_package(Path(folder))}.{module}:{attr}"
-    return EntryPoint(name=ref, value=ref, group=group(kind)).load()
+    if folder is None or not _in_folder(Path(folder), module):
+        return EntryPoint(name=ref, value=ref, group=group(kind)).load()
+    ref = f"{folder_package(Path(folder))}.{module}:{attr}"
+    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # no __pycache__ in a task's folder
+    try:
+        return EntryPoint(name=ref, value=ref, group=group(kind)).load()
+    finally:
+        sys.dont_write_bytecode = saved
 
 
 def _in_folder(folder: Path, module: str) -> bool:

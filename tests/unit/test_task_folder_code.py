@@ -1,7 +1,7 @@
 """A task folder outside the package carries its own code: the card names `module:attribute` of
 a file beside it (data provider, scorer, interactive environment, the provider's `check_split`),
 and `tasks validate`, `score` and the env_success scorer load it from there (registry.resolve with
-the task's folder). The example folders are copied into tmp first: importing writes __pycache__."""
+the task's folder). The example folder is copied into tmp all the same."""
 
 import json
 import shutil
@@ -64,6 +64,7 @@ def test_interactive_task_with_its_code_in_its_folder_validates_and_scores(capsy
 
     walker = Walker()
     result = evaluate(walker)
+    assert not list(task.rglob("__pycache__"))               # the task's folder is not written to
     assert result.score == 100.0 and result.metrics["episodes"] == 4
     assert max(walker.calls) == 3                              # the card's batch_size
     steps = {s.sample_id: s.data["steps"] for s in result.samples}

@@ -5,22 +5,15 @@ the task's folder). The example folder is copied into tmp all the same."""
 
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
 from autorl_tui.catalog.tasks import load_task_card, materialize
-from autorl_tui.cli import main
 from autorl_tui.grading.scorers import get_scorer
 from autorl_tui.grading.types import EvalProtocol, ScorerContext
+from tests.unit.test_tasks_command import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 NUMBER_WALK = REPO / "tests" / "data" / "tasks" / "number-walk"
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def copy_task(src: Path, tmp_path: Path) -> Path:

@@ -23,9 +23,10 @@ A card fixes the evaluation protocol. Data comes from a *provider* named in the 
       function: alfworld           # called as f(card, split, out_dir) -> Path
 
 Data providers and generators are plugins (`autorl_tui/registry.py`, kinds `data_providers` and
-`generators`), or `module:attribute` references to the task folder's own code (`provider:materialize`
-is `provider.py` beside the card; `registry.resolve(kind, ref, card.dir)`); folders of task cards come from `--tasks-dir`, $AUTORL_TASKS_DIR, the home's
-`tasks/` and the `tasks` plugins (the built-in `tasks/` folder is one).
+`generators`), or `module:attribute` references to the task folder's own code
+(`provider:materialize` is `provider.py` beside the card; `registry.resolve(kind, ref, card.dir)`).
+Folders of task cards come from `--tasks-dir`, $AUTORL_TASKS_DIR, the home's `tasks/` and the
+`tasks` plugins (the built-in `tasks/` folder is one).
 
 Splits are materialized once into the home's cache (harness-private) as `<split>.jsonl` (or a
 folder) and read from there; only `train` is ever copied into a workspace.

@@ -3,8 +3,8 @@ environment and scores the share it wins.
 
 The environment is a plugin named by `scorer_options.env` (registry kind `environments`,
 interface in grading/environments.py; `alfworld` is built in), or a class of the task's own folder
-(`module:Class`). The policy is the model, greedy by
-the protocol, for at most `protocol.max_steps` steps per episode. Episodes advance together: one
+(`module:Class`). The policy is the model, greedy by the protocol, for at most `protocol.max_steps`
+steps per episode. Episodes advance together (the generic runner, grading/episodes.py): one
 `policy.generate` call per step over all live episodes (up to `batch_size`). Every episode's full
 trajectory is stored in its SampleResult.
 

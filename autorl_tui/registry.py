@@ -57,9 +57,11 @@ BUILTINS: dict[str, dict[str, str]] = {
     "data_providers": {
         "alfworld": "autorl_tui.tasks.alfworld.provider:materialize",
         "humaneval": "autorl_tui.tasks.humaneval.provider:materialize",
+        "webshop": "autorl_tui.tasks.webshop.provider:materialize",
     },
     "environments": {
         "alfworld": "autorl_tui.tasks.alfworld.environment:AlfworldEnvironment",
+        "webshop": "autorl_tui.tasks.webshop.environment:WebshopEnvironment",
     },
     "generators": {
         "arith": "autorl_tui.tasks.arith.generator:generate",

@@ -93,4 +93,8 @@ def read_prompt(user_message: str) -> tuple[str, list[str], list[str]]:
 
 def expert_generate(prompts: list[list[dict]]) -> list[str]:
     """The expert as a `generate` function for api.run_episodes: it reads only the prompt."""
-    return [expert_action(*read_prompt(messages[-1]["content"])) for messages in prompts]
+    replies = []
+    for messages in prompts:
+        page, history, admissible = read_prompt(messages[-1]["content"])
+        replies.append(expert_action(page, admissible, history))
+    return replies

@@ -72,6 +72,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     "models": {
         "tiny": "autorl_tui.tasks.arith.tiny_model:build_tiny_model",
         "tiny-alfworld": "autorl_tui.tasks.alfworld.tiny_model:build",
+        "tiny-webshop": "autorl_tui.tasks.webshop.tiny_model:build",
     },
     "commands": {
         **{name: f"autorl_tui.commands.{name}:register"

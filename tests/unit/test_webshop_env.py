@@ -151,3 +151,24 @@ def test_tasks_validate_webshop_passes_through_the_cli(capsys, home_dir):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "valid" in out
+
+
+class ExpertPolicy:
+    """The expert behind the grader's policy interface: it answers each chat prompt it is sent."""
+
+    def generate(self, prompts, n=1, **kwargs):
+        return [[reply] for reply in expert_generate(prompts)]
+
+
+def test_env_success_scores_the_dev_split_and_stores_trajectories(splits, tmp_path):
+    from autorl_tui.grading.scorers import get_scorer
+    from autorl_tui.grading.types import ScorerContext
+
+    card, paths = splits
+    items = [json.loads(line) for line in (paths["dev"] / "items.jsonl").read_text().splitlines()]
+    ctx = ScorerContext(task_dir=CARD.parent, split="dev", split_path=paths["dev"], scratch_dir=tmp_path,
+                        options=dict(card.scorer_options), log=lambda msg: None)
+    result = get_scorer("env_success").evaluate(ExpertPolicy(), items, card.protocol, ctx)
+    assert result.metrics["episodes"] == 40 and result.score >= 95
+    assert all(s.data["trajectory"] for s in result.samples)
+    assert all(s.data["trajectory"][-1]["reward"] == 1.0 for s in result.samples if s.correct)

@@ -171,4 +171,4 @@ def test_env_success_scores_the_dev_split_and_stores_trajectories(splits, tmp_pa
     result = get_scorer("env_success").evaluate(ExpertPolicy(), items, card.protocol, ctx)
     assert result.metrics["episodes"] == 40 and result.score >= 95
     assert all(s.data["trajectory"] for s in result.samples)
-    assert all(s.data["trajectory"][-1]["reward"] == 1.0 for s in result.samples if s.correct)
+    assert all(s.data["trajectory"][-1]["action"] == "click[buy now]" for s in result.samples if s.correct)

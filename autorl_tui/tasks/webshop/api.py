@@ -1,7 +1,9 @@
 """Play WebShop episodes with a language-model policy: the batched episode runner.
 
-Standalone (relative imports; standard library and bm25s): the grader's `env_success` scorer uses
-it, and the same files are copied into the agent's workspace as the `webshop_api` package, so an
+WebShop's hooks (episode, prompt, reply parsing) for the generic batched runner (`episodes.py`, the
+grader's `autorl_tui/grading/episodes.py`). Standalone (relative imports; standard library and
+bm25s): the grader's `env_success` scorer uses it, and the same files (with the generic runner as
+`episodes.py`) are copied into the agent's workspace as the `webshop_api` package, so an
 agent's online rollouts see exactly the prompts, parsing, step accounting and rewards the grader
 uses.
 
@@ -20,35 +22,16 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .episodes import EpisodeRecord, EpisodeState, Generate, Parsed
+from .episodes import run_episodes as run_generic
 from .prompts import INVALID_FEEDBACK, build_messages, parse_reply
 from .shop import ShopEpisode, shop_for
 
-Generate = Callable[[list[list[dict]]], list]
-
-
-@dataclass
-class EpisodeResult:
-    game_id: str
-    gamefile: str
-    task_type: str
-    task: str = ""
-    won: bool = False
-    reward: float = 0.0
-    bought: str | None = None
-    steps: int = 0
-    invalid_steps: int = 0       # replies that were not a valid action on the page
-    unmatched_steps: int = 0     # ...of which no action could be read at all
-    thought_steps: int = 0
-    tokens: int = 0
-    trajectory: list[dict] = field(default_factory=list)
-    error: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+EpisodeResult = EpisodeRecord   # the name agents' code imports
+__all__ = ["EpisodeResult", "Generate", "list_episodes", "open_episode", "run_episodes", "summarize_rewards"]
 
 
 def list_episodes(data_path: str | os.PathLike | None = None, category: str | None = None) -> list[dict]:
@@ -60,94 +43,52 @@ def list_episodes(data_path: str | os.PathLike | None = None, category: str | No
     out = []
     for line in index.read_text().splitlines():
         if line.strip():
-            item = json.loads(line)
-            item["catalog"] = str((root / item.get("catalog", "catalog.jsonl")).resolve())
+            item = with_paths(json.loads(line), root)
             if category is None or item.get("category") == category:
                 out.append(item)
     return out
+
+
+def with_paths(item: dict, root: Path) -> dict:
+    """The item with its catalog's absolute path, and the runner's `gamefile` and `task_type`."""
+    item = dict(item)
+    catalog = Path(item.get("catalog", "catalog.jsonl"))
+    item["catalog"] = str(catalog if catalog.is_absolute() else (Path(root) / catalog).resolve())
+    item.setdefault("gamefile", f"{item['catalog']}#{item['id']}")
+    item.setdefault("task_type", item.get("category", ""))
+    return item
 
 
 def open_episode(item: dict) -> ShopEpisode:
     return ShopEpisode(shop_for(item["catalog"]), item)
 
 
-class _Live:
-    def __init__(self, item: dict):
-        self.episode = open_episode(item)
-        self.result = EpisodeResult(game_id=str(item["id"]), gamefile=f"{item['catalog']}#{item['id']}",
-                                    task_type=item.get("category", ""), task=item["instruction"])
-        self.obs = self.episode.reset()
-        self.history: list[str] = []
+def _valid_on_page(action: str, admissible: list[str]) -> bool:
+    return action in admissible or (action.startswith("search[") and admissible == ["search[...]"])
 
 
 def run_episodes(generate: Generate, episodes: list[dict], *, max_steps: int = 15, batch_size: int = 16,
                  history_len: int = 8, log: Callable[[str], None] | None = None,
-                 on_progress: Callable[[int, int], None] | None = None) -> list[EpisodeResult]:
-    """Play every episode once; all live episodes advance together, one `generate` call per step."""
-    results: dict[int, EpisodeResult] = {}
-    pending = list(enumerate(episodes))
-    live: dict[int, _Live] = {}
+                 on_progress: Callable[[int, int], None] | None = None) -> list[EpisodeRecord]:
+    """Play every episode once; all live episodes advance together, one `generate` call per step.
+    An action the page does not offer is stepped (the page stays, the step is spent) and counted
+    invalid; a reply with no `search[...]`/`click[...]` is also unmatched (no move)."""
 
-    def refill():
-        while pending and len(live) < batch_size:
-            idx, item = pending.pop(0)
-            try:
-                live[idx] = _Live(item)
-            except Exception as exc:  # an unloadable episode is a failed one, not a crashed run
-                results[idx] = EpisodeResult(game_id=str(item.get("id")), gamefile=str(item.get("catalog")),
-                                             task_type=item.get("category", ""), error=f"{type(exc).__name__}: {exc}")
+    def build_prompt(state: EpisodeState) -> list[dict]:
+        return build_messages(state.obs.text, [a for a, _ in state.history], state.obs.admissible, history_len)
 
-    refill()
-    while live:
-        order = sorted(live)
-        prompts = [build_messages(live[i].obs.text, live[i].history, live[i].obs.admissible, history_len)
-                   for i in order]
-        replies = generate(prompts)
-        if len(replies) != len(prompts):
-            raise RuntimeError(f"generate returned {len(replies)} replies for {len(prompts)} prompts")
-        for i, messages, reply in zip(order, prompts, replies):
-            ep = live[i]
-            res = ep.result
-            tokens = getattr(reply, "tokens", None)
-            if not isinstance(reply, str):
-                reply = getattr(reply, "text", "") or ""
-            res.tokens += tokens or 0
-            action = parse_reply(reply)
-            record = {"step": res.steps + 1, "observation": ep.obs.text, "admissible": ep.obs.admissible,
-                      "prompt": messages[-1]["content"], "raw_output": reply, "action": action}
-            try:
-                if action is None:
-                    res.invalid_steps += 1
-                    res.unmatched_steps += 1
-                    feedback = INVALID_FEEDBACK
-                else:
-                    ep.obs = ep.episode.step(action)
-                    if not ep.obs.valid:
-                        res.invalid_steps += 1
-                    feedback = ep.obs.text if ep.obs.valid else INVALID_FEEDBACK
-            except Exception as exc:
-                res.error = f"{type(exc).__name__}: {exc}"
-                feedback = ""
-            res.steps += 1
-            ep.history.append(action if action and ep.obs.valid else f"{(action or reply.strip())[:60]} (invalid)")
-            record.update(feedback=feedback, reward=ep.obs.reward, won=ep.obs.won)
-            res.trajectory.append(record)
-            if ep.obs.done:
-                res.reward, res.won = ep.obs.reward, ep.obs.won
-                res.bought = ep.obs.info.get("asin")
-            if ep.obs.done or res.error or res.steps >= max_steps:
-                ep.episode.close()
-                results[i] = res
-                del live[i]
-                if log:
-                    log(f"episode {res.game_id}: reward {res.reward:.2f} in {res.steps} steps")
-        if on_progress:
-            on_progress(len(results), len(episodes))
-        refill()
-    return [results[i] for i in range(len(episodes))]
+    def parse(reply: str, obs) -> Parsed:
+        action = parse_reply(reply)
+        if action is None:
+            return Parsed(action=None, exact=False, text=(reply or "").strip()[:80] or None)
+        return Parsed(action=action, exact=_valid_on_page(action, obs.admissible), text=action)
+
+    return run_generic(generate, episodes, open_episode=open_episode, build_prompt=build_prompt,
+                       parse_reply=parse, max_steps=max_steps, batch_size=batch_size,
+                       invalid_feedback=INVALID_FEEDBACK, log=log, on_progress=on_progress)
 
 
-def summarize_rewards(results: list[EpisodeResult]) -> dict:
+def summarize_rewards(results: list[EpisodeRecord]) -> dict:
     """WebShop's figures beside the success rate: mean reward (0-100) and the share with reward >= 0.5."""
     n = len(results)
     return {"mean_reward": 100.0 * sum(r.reward for r in results) / n if n else 0.0,

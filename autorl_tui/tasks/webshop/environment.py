@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autorl_tui.tasks.webshop.api import list_episodes, open_episode, run_episodes
+from autorl_tui.tasks.webshop.api import list_episodes, open_episode, run_episodes, with_paths
 from autorl_tui.tasks.webshop.prompts import messages_to_text
 from autorl_tui.tasks.webshop.shop import ShopEpisode
 
@@ -24,13 +24,7 @@ class WebshopEnvironment:
         """Items name their catalog relative to the split folder; without items, read its index."""
         if not items:
             return list_episodes(split_path)
-        out = []
-        for it in items:
-            g = dict(it)
-            path = Path(g.get("catalog", "catalog.jsonl"))
-            g["catalog"] = str(path if path.is_absolute() else (Path(split_path) / path).resolve())
-            out.append(g)
-        return out
+        return [with_paths(it, Path(split_path)) for it in items]
 
     def open(self, episode: dict) -> ShopEpisode:
         return open_episode(episode)

@@ -25,12 +25,15 @@ import random
 import shutil
 from pathlib import Path
 
+from autorl_tui.grading import episodes as generic_runner
 from autorl_tui.tasks.webshop import catalog as C
 from autorl_tui.tasks.webshop.official import load_official, official_root
 
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
-API_FILES = ("api.py", "experts.py", "prompts.py", "reward.py", "search.py", "shop.py")
+API_FILES = {**{name: PACKAGE_DIR / name for name in ("api.py", "experts.py", "prompts.py", "reward.py", "search.py",
+                                                    "shop.py")},
+             "episodes.py": Path(generic_runner.__file__)}
 DEFAULT_FRACTIONS = {"train": 0.7, "dev": 0.1, "test": 0.2}
 
 
@@ -117,8 +120,8 @@ def add_workspace_extras(card, split_dir: Path, goals: list[dict], log) -> None:
     log(f"webshop train: expert won {counts['won']}/{counts['episodes']} episodes, {counts['sft_examples']} steps")
     api = split_dir / "webshop_api"
     api.mkdir(exist_ok=True)
-    for name in API_FILES:
-        shutil.copy2(PACKAGE_DIR / name, api / name)
+    for name, source in API_FILES.items():
+        shutil.copy2(source, api / name)
     (api / "__init__.py").write_text(
         '"""WebShop episode runner (the grader\'s own code). See api.py."""\n'
         "from .api import EpisodeResult, list_episodes, open_episode, run_episodes, summarize_rewards  # noqa: F401\n"

@@ -13,8 +13,8 @@ uses.
     results = run_episodes(my_generate, episodes[:16], max_steps=15)
     # my_generate(list_of_chat_message_lists) -> list of reply strings
 
-Each result has `reward` (0-1), `won` (reward 1.0), `steps` and the full `trajectory`
-(page, prompt, raw reply, action, feedback, reward per step): material for SFT, rejection
+Each result has `reward` (the purchase's, 0-1), `won` (reward 1.0), `steps` and the full
+`trajectory` (page, prompt, raw reply, action, feedback per step): material for SFT, rejection
 sampling, or GRPO rewards.
 """
 

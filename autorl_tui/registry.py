@@ -63,9 +63,11 @@ BUILTINS: dict[str, dict[str, str]] = {
     "data_providers": {
         "alfworld": "autorl_tui.tasks.alfworld.provider:materialize",
         "humaneval": "autorl_tui.tasks.humaneval.provider:materialize",
+        "webshop": "autorl_tui.tasks.webshop.provider:materialize",
     },
     "environments": {
         "alfworld": "autorl_tui.tasks.alfworld.environment:AlfworldEnvironment",
+        "webshop": "autorl_tui.tasks.webshop.environment:WebshopEnvironment",
     },
     "generators": {
         "arith": "autorl_tui.tasks.arith.generator:generate",
@@ -76,6 +78,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     "models": {
         "tiny": "autorl_tui.tasks.arith.tiny_model:build_tiny_model",
         "tiny-alfworld": "autorl_tui.tasks.alfworld.tiny_model:build",
+        "tiny-webshop": "autorl_tui.tasks.webshop.tiny_model:build",
     },
     "commands": {
         **{name: f"autorl_tui.commands.{name}:register"

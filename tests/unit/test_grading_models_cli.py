@@ -9,7 +9,7 @@ def test_models_list_on_a_fresh_home(home_dir, capsys):
     assert main(["--home", str(home_dir), "models", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows == [{"name": name, "builtin": True, "ready": False, "path": None, "bytes": 0}
-                    for name in ("tiny", "tiny-alfworld")]
+                    for name in ("tiny", "tiny-alfworld", "tiny-webshop")]
     assert main(["--home", str(home_dir), "models", "list"]) == 0
     assert "models build tiny" in capsys.readouterr().out
 
@@ -36,3 +36,15 @@ def test_models_build_tiny_alfworld(home_dir, capsys):
 def test_models_build_unknown_name_is_a_usage_error(home_dir, capsys):
     assert main(["--home", str(home_dir), "models", "build", "gpt5"]) == 2
     assert "not a built-in model" in capsys.readouterr().err
+
+
+def test_models_build_tiny_webshop_reads_and_writes_product_ids(home_dir, capsys):
+    from transformers import AutoTokenizer
+
+    assert main(["--home", str(home_dir), "models", "build", "tiny-webshop"]) == 0
+    path = home_dir / "models" / "tiny-webshop"
+    info = json.loads((path / "autorl_tui_build.json").read_text())
+    assert info["pretrained"] is False and info["max_positions"] >= 1024
+    tok = AutoTokenizer.from_pretrained(path)
+    for text in ("click[b0zq7x9k2m]", "search[gluten free dark chocolate bar sea salt]"):
+        assert tok.decode(tok(text)["input_ids"]) == text

@@ -21,6 +21,9 @@ nothing. With `alf_dagger_rounds`, DAgger rounds follow: the best model so far p
 games as the grader would (`alf_max_steps`), the expert labels every state it reaches
 (alfworld_dagger.py), and SFT continues on the expert's data plus those labels -> the next
 `output/vN`; every model is submitted and the best is kept.
+On WebShop (the data folder holds `webshop_api/`) it trains on the shipped expert steps (the
+expert reads only the page, so its steps can be imitated): SFT with the loss on every token ->
+`output/v1`, then a focus stage on the actions alone -> `output/v2` (`ws_focus_steps`; 0 skips it).
 Every stage gets a wall-clock stop time well before the deadline and is killed if it overruns.
 
 Options: `REFERENCE_AGENT_OPTIONS="sft_steps=400,grpo_steps=60,lora=16"` or the same as
@@ -54,6 +57,8 @@ DEFAULTS = {
     "alf_focus_steps": 1000, "alf_focus_lr": 1e-3, "alf_focus_decisions": 4, "alf_focus_share": 0.35,
     "alf_dagger_rounds": 0, "alf_dagger_share": 0.35, "alf_dagger_steps": 300, "alf_dagger_lr": 1e-3,
     "alf_max_steps": 30,
+    "ws_sft_steps": 1500, "ws_sft_lr": 2e-3, "ws_sft_batch": 16, "ws_focus_steps": 600, "ws_focus_lr": 1e-3,
+    "ws_focus_share": 0.35, "ws_submit_reserve_s": 180.0,
 }
 
 
@@ -324,6 +329,38 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
     return scores
 
 
+def is_webshop(ws: Workspace) -> bool:
+    return (ws.data / "webshop_api").is_dir() and (ws.data / "sft_prompt_completion.jsonl").exists()
+
+
+def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
+    """SFT on the expert's steps (loss on every token) -> v1, then on the actions alone -> v2."""
+    reserve = opts["ws_submit_reserve_s"]
+    left = deadline - time.time() - reserve
+    if left < 30:
+        log(f"not enough budget to train anything ({left:.0f}s after the submission reserve); stopping")
+        return None
+    files = [str(ws.data / "sft_prompt_completion.jsonl")]
+    focus_steps = int(opts["ws_focus_steps"])
+
+    def sft(model: Path, name: str, steps: int, lr: float, stop_at: float, full_loss: int, seed_: int):
+        return run_stage(ws, "alfworld_sft.py", ["--model", str(model), "--out", str(ws.output / name),
+                                                 "--data", *files, "--steps", str(steps), "--lr", str(lr),
+                                                 "--batch", str(int(opts["ws_sft_batch"])), "--rename", "0",
+                                                 "--seed", str(seed_), "--full_loss", str(full_loss),
+                                                 "--decisions", "1", "--stop_at", str(stop_at)],
+                         kill_at=stop_at + reserve / 2, threads=threads)
+
+    v1_stop = time.time() + (1 - (opts["ws_focus_share"] if focus_steps > 0 else 0.0)) * left
+    if sft(ws.model, "v1", int(opts["ws_sft_steps"]), opts["ws_sft_lr"], v1_stop, 1, seed) is None:
+        return None
+    scores = {"v1": submit(ws, "v1", deadline)}
+    if focus_steps > 0 and deadline - reserve - time.time() > 20:
+        if sft(ws.output / "v1", "v2", focus_steps, opts["ws_focus_lr"], deadline - reserve, 0, seed + 1):
+            scores["v2"] = submit(ws, "v2", deadline)
+    return scores
+
+
 def main(argv: list[str]) -> int:
     t_start = time.time()
     opts = parse_options(argv)
@@ -333,13 +370,14 @@ def main(argv: list[str]) -> int:
     reserve = opts["submit_reserve_s"]
     threads = int(opts["threads"])
     lora = ["--lora", str(int(opts["lora"]))] if opts["lora"] else []
-    train = f"ALFWorld train games in {ws.data}" if is_alfworld(ws) else f"train {ws.train}"
+    train = (f"ALFWorld train games in {ws.data}" if is_alfworld(ws)
+             else f"WebShop train instructions in {ws.data}" if is_webshop(ws) else f"train {ws.train}")
     log(f"workspace {ws.root}; base model {ws.model}; {train}; seed {seed}; "
         f"{deadline - time.time():.0f}s of budget left")
     ws.output.mkdir(parents=True, exist_ok=True)
     write_code(ws)
-    if is_alfworld(ws):
-        scores = alfworld_main(ws, opts, deadline, seed, threads)
+    if is_alfworld(ws) or is_webshop(ws):
+        scores = (alfworld_main if is_alfworld(ws) else webshop_main)(ws, opts, deadline, seed, threads)
         if scores is None:
             return 1
         log("done: " + json.dumps({"scores": scores, "wall_s": round(time.time() - t_start, 1)}))

@@ -1,0 +1,37 @@
+"""WebShop as an `InteractiveEnvironment` (grading/environments.py), registered as `webshop`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autorl_tui.tasks.webshop.api import list_episodes, open_episode, run_episodes, with_paths
+from autorl_tui.tasks.webshop.prompts import messages_to_text
+from autorl_tui.tasks.webshop.shop import ShopEpisode
+
+
+class WebshopEnvironment:
+    name = "webshop"
+    options = frozenset({"history_len"})
+
+    def validate_options(self, opts: dict) -> list[tuple[str, str]]:
+        h = opts.get("history_len", 8)
+        if not isinstance(h, int) or isinstance(h, bool) or h < 0:
+            return [(f"env_success: history_len {h!r} is not a whole number >= 0",
+                     "use the number of previous actions shown in the prompt, such as 8")]
+        return []
+
+    def episodes(self, items: list[dict], split_path: Path) -> list[dict]:
+        """Items name their catalog relative to the split folder; without items, read its index."""
+        if not items:
+            return list_episodes(split_path)
+        return [with_paths(it, Path(split_path)) for it in items]
+
+    def open(self, episode: dict) -> ShopEpisode:
+        return open_episode(episode)
+
+    def run_episodes(self, generate, episodes, *, max_steps, batch_size, options, log, on_progress=None):
+        return run_episodes(generate, episodes, max_steps=max_steps, batch_size=batch_size,
+                            history_len=int(options.get("history_len", 8)), log=log, on_progress=on_progress)
+
+    def to_text(self, messages: list[dict]) -> str:
+        return messages_to_text(messages)

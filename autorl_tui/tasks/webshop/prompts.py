@@ -1,0 +1,48 @@
+"""The prompt the policy sees each turn, and how its reply becomes an action. Standard library only.
+
+A turn is a chat: a system message with the rules, and a user message with the last few actions,
+the current page (which repeats the instruction) and the actions available on it.
+"""
+
+from __future__ import annotations
+
+import re
+
+SYSTEM_PROMPT = (
+    "You are shopping on a web store for a customer. Follow the instruction: find the product, "
+    "choose the options it asks for, and buy it. Each turn, reply with exactly one action: "
+    "search[your query] on the search page, or click[element] with an element shown in brackets "
+    "on the page, for example click[b0abc12345], click[next >], click[large], click[buy now]."
+)
+INVALID_FEEDBACK = "Invalid action: nothing happens."
+_ACTION = re.compile(r"(search|click)\s*\[([^\]\n]*)\]", re.I)
+
+
+def user_message(page: str, history: list[str], admissible: list[str], history_len: int = 8) -> str:
+    parts = []
+    shown = history[-history_len:] if history_len > 0 else []
+    if shown:
+        parts.append("Previous actions: " + " ; ".join(shown))
+    parts.append(page.strip())
+    parts.append("Available actions: " + ", ".join(admissible))
+    parts.append("Your next action:")
+    return "\n\n".join(parts)
+
+
+def build_messages(page: str, history: list[str], admissible: list[str], history_len: int = 8) -> list[dict]:
+    return [{"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": user_message(page, history, admissible, history_len)}]
+
+
+def messages_to_text(messages: list[dict]) -> str:
+    """Plain-text rendering for models without a chat template (prompt_format: plain)."""
+    return "\n\n".join(m["content"] for m in messages) + "\n> "
+
+
+def parse_reply(text: str) -> str | None:
+    """The first `search[...]` or `click[...]` in the reply, normalized; None when there is none."""
+    m = _ACTION.search(text or "")
+    if not m:
+        return None
+    kind, arg = m.group(1).lower(), " ".join(m.group(2).split())
+    return f"{kind}[{arg.lower() if kind == 'click' else arg}]"

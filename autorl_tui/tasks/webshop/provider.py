@@ -1,0 +1,136 @@
+"""Data provider for the `webshop` task card: `materialize(card, split, out_dir) -> Path`.
+
+A materialized split is a folder:
+
+    <split>/catalog.jsonl   every product of the shop (all splits shop in the same catalog)
+    <split>/items.jsonl     one instruction (goal) per line: id, instruction, target asin, attributes,
+                            goal_options, price_upper, category
+
+and, for `train` only (the split copied into the agent's workspace): the expert's trajectories
+(`expert_trajectories.jsonl`) and SFT data in the grader's prompt format (`sft_chat.jsonl`,
+`sft_prompt_completion.jsonl`), the episode runner `webshop_api/`, and a README.md.
+
+The catalog is generated (catalog.py) unless the official data is present ($WEBSHOP_DATA, see
+official.py) and `params.source` is `auto` or `official`. Either way the splits' goals come from
+disjoint target products: the products are shuffled with `params.partition_seed` and divided by
+`params.fractions`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import shutil
+from pathlib import Path
+
+from autorl_tui.grading import episodes as generic_runner
+from autorl_tui.tasks.webshop import catalog as C
+from autorl_tui.tasks.webshop.official import load_official, official_root
+
+_log = logging.getLogger(__name__)
+PACKAGE_DIR = Path(__file__).resolve().parent
+API_FILES = {**{name: PACKAGE_DIR / name for name in ("api.py", "experts.py", "prompts.py", "reward.py", "search.py",
+                                                    "shop.py")},
+             "episodes.py": Path(generic_runner.__file__)}
+DEFAULT_FRACTIONS = {"train": 0.7, "dev": 0.1, "test": 0.2}
+
+
+class WebshopDataError(RuntimeError):
+    pass
+
+
+def _source(card) -> str:
+    source = (card.data.get("params") or {}).get("source", "auto")
+    if source not in ("auto", "generated", "official"):
+        raise WebshopDataError(f"task {card.id}: data.params.source must be auto, generated or official, got {source!r}")
+    return source
+
+
+def available(card) -> str | None:
+    if _source(card) == "official" and official_root() is None:
+        return ("the card asks for the official WebShop data: set WEBSHOP_DATA to the folder holding "
+                "items_shuffle*.json and items_human_ins.json, or set data.params.source: generated")
+    return None
+
+
+def source_fingerprint(card) -> str:
+    root = official_root() if _source(card) != "generated" else None
+    return f"official:{root.resolve()}" if root is not None else ""
+
+
+def build_split(card, split: str) -> tuple[list[dict], list[dict]]:
+    """(products, the split's goals)."""
+    params = dict(card.data.get("params") or {})
+    source = _source(card)
+    root = official_root() if source != "generated" else None
+    if source == "official" and root is None:
+        raise WebshopDataError(available(card))
+    fractions = dict(params.get("fractions") or DEFAULT_FRACTIONS)
+    if set(fractions) != set(card.data["splits"]):
+        raise WebshopDataError(f"task {card.id}: data.params.fractions names {sorted(fractions)}, "
+                               f"the splits are {sorted(card.data['splits'])}: name the same splits")
+    spec = dict(card.data["splits"][split])
+    n, seed = int(spec.get("n", 50)), int(spec.get("seed", 0))
+    if root is not None:
+        products, goals = load_official(root)
+        parts = C.partition([p for p in products if any(g["asin"] == p["asin"] for g in goals)],
+                            int(params.get("partition_seed", 0)), fractions)
+        mine = {p["asin"] for p in parts[split]}
+        pool = [g for g in goals if g["asin"] in mine]
+        random.Random(seed).shuffle(pool)
+        return products, [dict(g, id=f"{split}-{g['id']}") for g in pool[:n]]
+    products = C.generate_products(int(params.get("catalog_seed", 0)), int(params.get("per_type", 50)))
+    parts = C.partition(products, int(params.get("partition_seed", 0)), fractions)
+    return products, C.make_goals(parts[split], n, seed, split)
+
+
+def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
+    out_dir = Path(out_dir)
+    final = out_dir / split
+    if (final / "items.jsonl").exists():
+        return final
+    products, goals = build_split(card, split)
+    work = out_dir / f".{split}.partial"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    _write_jsonl(work / "catalog.jsonl", products)
+    for g in goals:
+        g["catalog"] = "catalog.jsonl"
+    _write_jsonl(work / "items.jsonl", goals)
+    if split == "train":
+        add_workspace_extras(card, work, goals, log)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(work, final)
+    return final
+
+
+def _write_jsonl(path: Path, rows) -> None:
+    with open(path, "w") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+
+
+def add_workspace_extras(card, split_dir: Path, goals: list[dict], log) -> None:
+    from autorl_tui.tasks.webshop.expert_data import write_sft_files
+    opts = dict(card.scorer_options or {})
+    counts = write_sft_files(split_dir, max_steps=int(card.protocol.max_steps or 15),
+                             history_len=int(opts.get("history_len", 8)))
+    log(f"webshop train: expert won {counts['won']}/{counts['episodes']} episodes, {counts['sft_examples']} steps")
+    api = split_dir / "webshop_api"
+    api.mkdir(exist_ok=True)
+    for name, source in API_FILES.items():
+        shutil.copy2(source, api / name)
+    (api / "__init__.py").write_text(
+        '"""WebShop episode runner (the grader\'s own code). See api.py."""\n'
+        "from .api import EpisodeResult, list_episodes, open_episode, run_episodes, summarize_rewards  # noqa: F401\n"
+        "from .experts import expert_action  # noqa: F401\n"
+        "from .prompts import build_messages, messages_to_text, parse_reply  # noqa: F401\n"
+        "from .reward import reward  # noqa: F401\n"
+        "from .shop import Shop, ShopEpisode  # noqa: F401\n")
+    (split_dir / "README.md").write_text(
+        f"# WebShop train split\n\n{len(goals)} instructions (items.jsonl) over the shop's catalog "
+        f"(catalog.jsonl); the expert's trajectories in expert_trajectories.jsonl ({counts['won']}/"
+        f"{counts['episodes']} won) and their {counts['sft_examples']} steps as SFT data (sft_chat.jsonl, "
+        "sft_prompt_completion.jsonl); the episode runner in webshop_api/ (see the task description).\n")

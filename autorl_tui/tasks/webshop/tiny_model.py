@@ -1,0 +1,99 @@
+"""The built-in `tiny-webshop` base model: `tiny`'s sibling sized for WebShop prompts.
+
+`tiny` (tasks/arith/tiny_model.py) has a 512-token arithmetic BPE and 256 positions; a WebShop
+results page (ten listings, their product ids, the available actions) is several hundred words.
+This model can read one:
+
+- Tokenizer: byte-level BPE (digits one per token, so any product id can be read and written),
+  trained on text of the store's own kind: a catalog generated with a seed no split uses
+  (titles, features, options), instructions for it, the prompt's fixed text and actions. No split
+  goes in. ChatML chat template, eos `<|im_end|>`, left padding, like `tiny`.
+- Model: Llama-style, hidden 192, 4 layers, 2,048 positions, fp32, randomly initialized and not
+  pretrained: its WebShop baseline is the floor, and what it learns comes from the run's own
+  post-training.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+
+from autorl_tui.catalog.model_builds import BUILD_INFO, CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically
+
+NAME = "tiny-webshop"
+VERSION = "1"
+VOCAB_SIZE = 2048
+MAX_POSITIONS = 2048
+HIDDEN, LAYERS, HEADS, KV_HEADS = 192, 4, 6, 3
+TOKENIZER_SEED = 987_654     # the catalog seed of the tokenizer's corpus; the card uses others
+
+
+def corpus() -> list[str]:
+    from autorl_tui.tasks.webshop import catalog as C
+    from autorl_tui.tasks.webshop import prompts
+
+    products = C.generate_products(TOKENIZER_SEED, per_type=40)
+    texts = [prompts.SYSTEM_PROMPT, prompts.INVALID_FEEDBACK,
+             prompts.user_message("Instruction: x\n[Search]", ["search[x]"], ["search[...]"]),
+             "[Back to Search] [< Prev] [Next >] Page 1 (Total results: 50) Price: $ Rating: "
+             "[Description] [Features] [Reviews] [Buy Now] (selected: ) No products match your search."]
+    for p in products:
+        texts.append(f"[{p['asin']}] {p['title']} | ${p['price']:.2f} click[{p['asin'].lower()}]")
+        texts += p["features"] + [p["description"]]
+        texts += [f"{g}: " + " ".join(f"[{v}]" for v in vals) + " " + ", ".join(f"click[{v}]" for v in vals)
+                  for g, vals in p["options"].items()]
+    rng = random.Random(TOKENIZER_SEED)
+    for g in C.make_goals(products, 2000, TOKENIZER_SEED, "tok"):
+        texts.append(g["instruction"])
+        texts.append(f"search[{g['instruction']}]".lower())
+    rng.shuffle(texts)
+    return texts
+
+
+def build_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=SPECIAL_TOKENS, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus(), trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|pad|>", bos_token=None, unk_token=None,
+        additional_special_tokens=["<|endoftext|>", "<|im_start|>"], model_max_length=MAX_POSITIONS,
+        padding_side="left", chat_template=CHAT_TEMPLATE)
+
+
+def _build_into(folder: Path, seed: int) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig
+
+    t0 = time.time()
+    tok = build_tokenizer()
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=HIDDEN, intermediate_size=3 * HIDDEN, num_hidden_layers=LAYERS,
+                      num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=MAX_POSITIONS,
+                      rope_theta=10000.0, tie_word_embeddings=True, initializer_range=0.02, bos_token_id=None,
+                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, dtype="float32")
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg)
+    model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                                               bos_token_id=None, do_sample=False, max_new_tokens=32)
+    model.save_pretrained(folder, safe_serialization=True)
+    tok.save_pretrained(folder)
+    info = {"name": NAME, "version": VERSION, "seed": seed, "params": sum(p.numel() for p in model.parameters()),
+            "vocab": len(tok), "max_positions": MAX_POSITIONS, "pretrained": False,
+            "build_s": round(time.time() - t0, 2), "torch": torch.__version__}
+    (folder / BUILD_INFO).write_text(json.dumps(info, indent=1))
+    return info
+
+
+def build(out_dir: Path | str, seed: int = 0, force: bool = False) -> Path:
+    """Build `tiny-webshop` into `out_dir` unless it is already there (or `force`). Returns `out_dir`."""
+    return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed), force)

@@ -1,0 +1,174 @@
+"""The WebShop store: pages, action validity, pagination, search, the expert, the card's splits."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autorl_tui.catalog.tasks import load_task_card, materialize
+from autorl_tui.cli import main
+from autorl_tui.tasks.webshop import catalog as C
+from autorl_tui.tasks.webshop.api import list_episodes, run_episodes, summarize_rewards
+from autorl_tui.tasks.webshop.environment import WebshopEnvironment
+from autorl_tui.tasks.webshop.experts import expert_generate
+from autorl_tui.tasks.webshop.shop import Shop, ShopEpisode
+
+CARD = Path(__file__).resolve().parents[2] / "autorl_tui" / "tasks" / "webshop" / "task.yaml"
+
+
+@pytest.fixture(scope="module")
+def shop():
+    return Shop(C.generate_products(seed=0, per_type=20))
+
+
+def target_goal(shop, rng_seed=5):
+    return C.make_goals(shop.products[:50], 1, rng_seed, "t")[0]
+
+
+def test_catalog_and_goals_are_deterministic_per_seed():
+    assert C.generate_products(3, 5) == C.generate_products(3, 5)
+    assert C.generate_products(3, 5) != C.generate_products(4, 5)
+    prods = C.generate_products(3, 5)
+    assert C.make_goals(prods, 10, 1, "x") == C.make_goals(prods, 10, 1, "x")
+    assert len({p["asin"] for p in prods}) == len(prods) == 5 * len(C.TYPES)
+
+
+def test_goals_are_reachable_and_read_like_instructions():
+    prods = C.generate_products(0, 5)
+    by = {p["asin"]: p for p in prods}
+    for g in C.make_goals(prods, 40, 2, "g"):
+        p = by[g["asin"]]
+        assert set(g["attributes"]) <= set(p["attributes"])
+        assert all(v in p["options"][k] for k, v in g["goal_options"].items())
+        assert p["price"] < g["price_upper"] and g["instruction"].endswith(f"lower than {g['price_upper']:.2f} dollars")
+        assert p["name"] in g["instruction"]
+
+
+def test_search_is_only_allowed_on_the_search_page_and_clicks_only_on_shown_elements(shop):
+    ep = ShopEpisode(shop, target_goal(shop))
+    obs = ep.reset()
+    assert obs.admissible == ["search[...]"] and "[Search]" in obs.text
+    assert not ep.step("click[buy now]").valid            # nothing to click on the search page
+    assert not ep.step("buy it please").valid             # not an action at all
+    obs = ep.step("search[chocolate bar]")
+    assert obs.valid and "Page 1 (Total results: " in obs.text
+    assert not ep.step("search[coffee]").valid            # no search box on the results page
+    assert not ep.step("click[b0nonexistent]").valid
+    assert ep.step("click[back to search]").valid and ep.page == "search"
+    assert ep.moves == 6                               # invalid actions cost a step too
+
+
+def test_results_come_ten_per_page_out_of_at_most_fifty(shop):
+    ep = ShopEpisode(shop, target_goal(shop))
+    ep.reset()
+    obs = ep.step("search[organic gluten free cotton]")
+    assert len(ep.results) == 50
+    items = [a for a in obs.admissible if a.startswith("click[b0")]
+    assert len(items) == 10 and "click[< prev]" not in obs.admissible and "click[next >]" in obs.admissible
+    for _ in range(4):
+        obs = ep.step("click[next >]")
+    assert ep.page_no == 5 and "click[next >]" not in obs.admissible and "click[< prev]" in obs.admissible
+    assert not ep.step("click[next >]").valid
+    ep.step("click[< prev]")
+    assert ep.page_no == 4
+
+
+def test_item_page_options_sub_pages_and_buying(shop):
+    goal = target_goal(shop)
+    p = shop.by_asin[goal["asin"]]
+    ep = ShopEpisode(shop, goal)
+    ep.reset()
+    ep.step(f"search[{p['title']}]")
+    assert ep.results[0] == p["asin"]                     # a product's own title finds it first
+    obs = ep.step(f"click[{p['asin'].lower()}]")
+    assert p["title"] in obs.text and f"Price: ${p['price']:.2f}" in obs.text
+    assert ep.step("click[features]").text.count(p["features"][0]) == 1
+    ep.step("click[< prev]")
+    for group, value in goal["goal_options"].items():
+        obs = ep.step(f"click[{value}]")
+        assert f"(selected: {value})" in obs.text
+    obs = ep.step("click[buy now]")
+    assert obs.done and obs.reward == 1.0 and obs.won and obs.info["asin"] == p["asin"]
+    with pytest.raises(RuntimeError):
+        ep.step("click[buy now]")
+
+
+def test_buying_without_the_options_is_not_a_win(shop):
+    goal = target_goal(shop)
+    ep = ShopEpisode(shop, goal)
+    ep.reset()
+    ep.step(f"search[{shop.by_asin[goal['asin']]['title']}]")
+    ep.step(f"click[{goal['asin'].lower()}]")
+    obs = ep.step("click[buy now]")
+    n = len(goal["attributes"]) + len(goal["goal_options"]) + 1
+    assert obs.done and not obs.won and obs.reward == pytest.approx((n - len(goal["goal_options"])) / n)
+
+
+@pytest.fixture(scope="module")
+def splits(tmp_path_factory):
+    card = load_task_card(CARD)
+    cache = tmp_path_factory.mktemp("cache")
+    return card, {s: materialize(card, s, cache) for s in ("train", "dev", "test")}
+
+
+def test_held_out_targets_are_never_train_targets(splits):
+    _, paths = splits
+    targets = {s: {g["asin"] for g in list_episodes(p)} for s, p in paths.items()}
+    assert len(list_episodes(paths["train"])) == 600 and len(list_episodes(paths["test"])) == 80
+    assert not targets["train"] & targets["test"] and not targets["train"] & targets["dev"]
+    assert not targets["dev"] & targets["test"]
+    assert (paths["train"] / "webshop_api" / "api.py").exists() and not (paths["test"] / "webshop_api").exists()
+
+
+def test_the_expert_wins_at_least_95_percent_of_train_episodes(splits):
+    card, paths = splits
+    episodes = list_episodes(paths["train"])
+    results = run_episodes(expert_generate, episodes, max_steps=card.protocol.max_steps, batch_size=64)
+    won = sum(r.won for r in results)
+    assert won >= 0.95 * len(results), f"expert won {won}/{len(results)}"
+    assert summarize_rewards(results)["mean_reward"] >= 95
+    sft = [json.loads(line) for line in (paths["train"] / "sft_chat.jsonl").read_text().splitlines()]
+    assert len(sft) == sum(r.steps for r in results if r.won)
+    assert sft[0]["messages"][1]["content"] == results[0].trajectory[0]["prompt"]
+
+
+def test_the_environment_plays_the_split_and_a_silent_model_wins_nothing(splits):
+    _, paths = splits
+    env = WebshopEnvironment()
+    items = [json.loads(line) for line in (paths["dev"] / "items.jsonl").read_text().splitlines()]
+    episodes = env.episodes(items[:5], paths["dev"])
+    results = env.run_episodes(lambda prompts: ["I do not know."] * len(prompts), episodes, max_steps=3,
+                               batch_size=4, options={}, log=None)
+    assert [r.steps for r in results] == [3] * 5 and not any(r.won for r in results)
+    assert all(r.unmatched_steps == 3 for r in results)
+    won = env.run_episodes(expert_generate, episodes, max_steps=15, batch_size=4, options={}, log=None)
+    assert all(r.won and r.reward == 1.0 for r in won)
+    assert env.validate_options({"history_len": -1}) and not env.validate_options({"history_len": 8})
+
+
+def test_tasks_validate_webshop_passes_through_the_cli(capsys, home_dir):
+    code = main(["--home", str(home_dir), "tasks", "validate", "webshop"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "valid" in out
+
+
+class ExpertPolicy:
+    """The expert behind the grader's policy interface: it answers each chat prompt it is sent."""
+
+    def generate(self, prompts, n=1, **kwargs):
+        return [[reply] for reply in expert_generate(prompts)]
+
+
+def test_env_success_scores_the_dev_split_and_stores_trajectories(splits, tmp_path):
+    from autorl_tui.grading.scorers import get_scorer
+    from autorl_tui.grading.types import ScorerContext
+
+    card, paths = splits
+    items = [json.loads(line) for line in (paths["dev"] / "items.jsonl").read_text().splitlines()]
+    ctx = ScorerContext(task_dir=CARD.parent, split="dev", split_path=paths["dev"], scratch_dir=tmp_path,
+                        options=dict(card.scorer_options), log=lambda msg: None)
+    result = get_scorer("env_success").evaluate(ExpertPolicy(), items, card.protocol, ctx)
+    assert result.metrics["episodes"] == 40 and result.score >= 95
+    assert all(s.data["trajectory"] for s in result.samples)
+    assert all(s.data["trajectory"][-1]["action"] == "click[buy now]" for s in result.samples if s.correct)

@@ -1,0 +1,53 @@
+"""The official WebShop files, when WEBSHOP_DATA points at them, feed the same environment."""
+
+import json
+
+from autorl_tui.catalog.tasks import data_source_fingerprint, load_task_card, materialize
+from autorl_tui.tasks.webshop import catalog as C
+from autorl_tui.tasks.webshop.api import list_episodes, open_episode
+
+from tests.unit.test_webshop_env import CARD
+
+
+def write_official(root, products):
+    """Our generated products written in the official files' shapes (items_shuffle, items_ins_v2,
+    items_human_ins)."""
+    raw = [{"asin": p["asin"], "name": p["title"], "category": p["category"], "query": p["query"],
+            "product_category": p["product_category"], "pricing": f"${p['price']:.2f}",
+            "small_description": p["features"], "full_description": p["description"],
+            "customization_options": {g: [{"value": v, "image": None} for v in vals] for g, vals in p["options"].items()}}
+           for p in products]
+    (root / "items_shuffle_1000.json").write_text(json.dumps(raw))
+    (root / "items_ins_v2_1000.json").write_text(json.dumps({p["asin"]: {"attributes": p["attributes"]} for p in products}))
+    human = {p["asin"]: [{"instruction": f"i want {p['attributes'][0]} {p['name']}.",
+                          "instruction_attributes": p["attributes"][:1],
+                          "instruction_options": [vals[0] for vals in p["options"].values()]}] for p in products}
+    (root / "items_human_ins.json").write_text(json.dumps(human))
+
+
+def test_official_data_is_used_and_keys_the_cache(tmp_path, monkeypatch):
+    products = C.generate_products(seed=7, per_type=1)
+    official = tmp_path / "webshop_data"
+    official.mkdir()
+    write_official(official, products)
+    card = load_task_card(CARD)
+    generated_key = data_source_fingerprint(card)
+    monkeypatch.setenv("WEBSHOP_DATA", str(official))
+    assert data_source_fingerprint(card) != generated_key
+    paths = {s: materialize(card, s, tmp_path / "cache") for s in ("train", "dev", "test")}
+    catalog = [json.loads(x) for x in (paths["test"] / "catalog.jsonl").read_text().splitlines()]
+    assert sorted(p["asin"] for p in catalog) == sorted(p["asin"] for p in products)
+    goals = {s: list_episodes(p) for s, p in paths.items()}
+    assert sum(len(g) for g in goals.values()) == len(products)
+    assert not {g["asin"] for g in goals["train"]} & {g["asin"] for g in goals["test"]}
+    goal = goals["test"][0]
+    assert goal["instruction"].startswith("i want ") and "price lower than" in goal["instruction"]
+    ep = open_episode(goal)
+    ep.reset()
+    target = ep.shop.by_asin[goal["asin"]]
+    ep.step(f"search[{target['title']}]")
+    ep.step(f"click[{goal['asin'].lower()}]")
+    for value in goal["goal_options"].values():
+        ep.step(f"click[{value}]")
+    obs = ep.step("click[buy now]")
+    assert obs.done and obs.reward == 1.0

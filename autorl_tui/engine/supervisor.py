@@ -22,7 +22,7 @@ from autorl_tui.engine import events as ev
 from autorl_tui.durations import format_duration
 from autorl_tui.progress import describe as describe_progress
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, ExecutorError, LaunchSpec, Mount
-from autorl_tui.engine.grading_api import ApiError, GradingServer
+from autorl_tui.engine.run_api import ApiError, RunApiServer
 from autorl_tui.engine.grading_client import GradingOutcome, run_grader
 from autorl_tui.engine.instrument.filetail import FileTail
 from autorl_tui.engine.instrument.log_ingest import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, LogIngest
@@ -99,7 +99,7 @@ class RunSupervisor:
         self.model_path: Path | None = None
         self.split_paths: dict[str, str] = {}
         self.handle: AgentHandle | None = None
-        self.server: GradingServer | None = None
+        self.server: RunApiServer | None = None
         self.attempt: int = run.get("current_attempt") or 0
         self.deadline: float | None = run.get("deadline")
         self.started_at: float | None = run.get("started_at")
@@ -473,7 +473,7 @@ class RunSupervisor:
         if sock is not None:
             sock.parent.mkdir(parents=True, exist_ok=True)
             os.chmod(sock.parent, 0o755)
-        self.server = GradingServer(self, token=token, unix_socket=sock)
+        self.server = RunApiServer(self, token=token, unix_socket=sock)
         await self.server.start(port=port or 0)
         if sock is not None:
             os.chmod(sock, 0o666)   # the container's user is not the harness's

@@ -1,6 +1,9 @@
-"""The per-run grading API: aiohttp on 127.0.0.1 (and optionally a Unix socket for containers
-without a network). Every path starts with an unguessable per-run token, so a run can reach only
-its own server. The API is a thin shell over the run supervisor's `SubmissionDesk`.
+"""The per-run API that agents call at $GRADING_SERVER_URL (submit a model, read the run's time,
+list its submissions): aiohttp on 127.0.0.1, and optionally a Unix socket for containers without a
+network. Not the grader: that is the `grading/` subprocess. Every path starts with an unguessable
+per-run token, so a run can reach only its own server. The API is the HTTP edge of the run's
+`SubmissionDesk` (engine/submission_desk.py): the desk raises typed domain errors, this module alone
+turns them into HTTP statuses.
 
 It answers every request with JSON, and bad input with a 4xx saying how to fix it: the limits
 below bound what one client can make it read or hold (docs/grading.md, "Grading API")."""
@@ -44,7 +47,7 @@ def _error(status: int, message: str, code: str, extra: dict | None = None) -> w
     return web.json_response({"error": message, "code": code, **(extra or {})}, status=status)
 
 
-class GradingServer:
+class RunApiServer:
     def __init__(self, desk: SubmissionDesk, token: str | None = None, host: str = "127.0.0.1",
                  unix_socket: Path | None = None):
         self.desk = desk

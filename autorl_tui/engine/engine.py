@@ -20,7 +20,8 @@ from autorl_tui.catalog.tasks import DataUnavailable, find_task, local_data_root
 from autorl_tui.engine import events as ev
 from autorl_tui.engine.events import EventBus
 from autorl_tui.engine.executors import get_executor
-from autorl_tui.engine.supervisor import ACTIVE_STATES, FINAL_STATES, RunSupervisor
+from autorl_tui.engine.run_journal import ACTIVE_STATES, FINAL_STATES
+from autorl_tui.engine.supervisor import RunSupervisor
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.home import EngineLock, Home
 from autorl_tui.store import Store

@@ -34,13 +34,13 @@ from typing import Any, Awaitable, Callable
 
 from autorl_tui import __version__
 from autorl_tui.engine.events import RunStateChanged, RunUpdated
+from autorl_tui.engine.run_journal import ACTIVE_STATES
 from autorl_tui.exitcodes import InfraError, UsageError
 
 log = logging.getLogger(__name__)
 
 # One JSON line may carry a whole run history; asyncio's default 64 KiB line limit is too small.
 LINE_LIMIT = 256 * 1024 * 1024
-ACTIVE_STATES = ("preparing", "baseline", "running", "paused", "finalizing")
 HISTORY_EVENTS_DEFAULT = 5000
 
 

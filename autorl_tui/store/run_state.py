@@ -181,6 +181,14 @@ class RunStateQueries:
                                       "WHERE run_id = ? ORDER BY seq", (run_id,))
 
     # ---------------------------------------------------------------- events, metrics, resources
+    def stage_session_update(self, session_id: int, fields: dict[str, Any]) -> None:
+        """A training session's change, committed with the points read so far (Store.stage_update)."""
+        self.stage_update("training_sessions", {"id": session_id}, fields)
+
+    def stage_metric_update(self, metric_id: int, fields: dict[str, Any]) -> None:
+        """A stored point refined by a better source, committed with the tail offsets."""
+        self.stage_update("metrics", {"id": metric_id}, fields)
+
     def log_volume(self, run_id: str) -> LogVolume:
         row = self.one("SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(message) + COALESCE(LENGTH(data), 0)), 0) AS b "
                        "FROM events WHERE run_id=? AND kind IN ('stdout', 'stderr', 'action')", (run_id,))

@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO))
 
 from autorl_tui.catalog.agents import builtin_agents_dir  # noqa: E402
 from autorl_tui.catalog.tasks import find_task, materialize, task_search_path  # noqa: E402
-from autorl_tui.catalog.tiny import build_tiny_model  # noqa: E402
+from autorl_tui.tasks.arith.tiny_model import build_tiny_model  # noqa: E402
 from tests.standin_grading import StandinGradingServer, grade, make_workspace  # noqa: E402
 
 

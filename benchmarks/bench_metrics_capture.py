@@ -3,7 +3,7 @@
 1. Lag: a child process prints TRL-format log dicts (`{'loss': '2.345', ..., 'epoch': '0.1'}`,
    10 a second, unbuffered, into a file like the executors' stdout.log) and notes when it printed
    each. The capture side runs the engine's own pieces at the engine's cadence: FileTail every
-   RunSupervisor.TAIL_INTERVAL_S, MetricsCollector.poll in a worker thread, Store.append_metric,
+   AgentWatch.TAIL_INTERVAL_S, MetricsCollector.poll in a worker thread, Store.append_metric,
    and Store.flush every Engine.FLUSH_INTERVAL_S (the engine's flush loop). A point's lag is the
    time its row was committed minus the time it was printed. (It leaves out the executor and the
    engine's other work; tests/functional/test_metrics_capture.py checks the whole engine: < 5 s.)
@@ -25,7 +25,7 @@ from autorl_tui.engine.engine import Engine  # noqa: E402
 from autorl_tui.engine.instrument.filetail import FileTail  # noqa: E402
 from autorl_tui.engine.instrument.metrics import MetricsCollector  # noqa: E402
 from autorl_tui.engine.instrument.sessions import SessionTracker  # noqa: E402
-from autorl_tui.engine.supervisor import RunSupervisor  # noqa: E402
+from autorl_tui.engine.agent_watch import AgentWatch  # noqa: E402
 from autorl_tui.store import Store  # noqa: E402
 
 WRITER = r"""
@@ -85,7 +85,7 @@ async def measure_lag(tmp: Path, n: int = 200, rate: float = 10.0) -> list[float
                 loss_rows.append(rid)
         if final:
             break
-        await asyncio.wait({wait}, timeout=RunSupervisor.TAIL_INTERVAL_S)
+        await asyncio.wait({wait}, timeout=AgentWatch.TAIL_INTERVAL_S)
     await asyncio.sleep(Engine.FLUSH_INTERVAL_S * 2)
     stop.set()
     await flusher

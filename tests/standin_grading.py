@@ -1,5 +1,5 @@
 """A hand-laid workspace and a small stand-in for the per-run grading API, used to develop and test
-the reference agent before the engine's own (engine/workspace.py, engine/grading_api.py) is wired in.
+the reference agent before the engine's own (engine/workspace.py, engine/run_api.py) is wired in.
 
 The stand-in speaks the workspace contract's HTTP API on 127.0.0.1 (token path prefix, POST /submit,
 GET /time, GET /submissions, GET /health) and grades every submission with the REAL grader worker

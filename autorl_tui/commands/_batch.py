@@ -41,7 +41,7 @@ async def _hand_over(args, plan) -> int:
     from autorl_tui.commands._display import PlainDisplay, print_next, print_summary_rows
     from autorl_tui.engine.client import Disconnected, EngineClient, Lagged
     from autorl_tui.engine.events import RunStateChanged
-    from autorl_tui.engine.supervisor import FINAL_STATES
+    from autorl_tui.engine.run_journal import FINAL_STATES
     from autorl_tui.home import Home
 
     home = Home.open(args.home)

@@ -23,7 +23,7 @@ async def _resume(args) -> int:
 
     from autorl_tui.commands._batch import engine_from_args
     from autorl_tui.commands._display import follow_to_end
-    from autorl_tui.engine.supervisor import ACTIVE_STATES
+    from autorl_tui.engine.run_journal import ACTIVE_STATES
 
     engine = engine_from_args(args, role="resume")
     await engine.start()

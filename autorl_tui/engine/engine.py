@@ -20,11 +20,12 @@ from autorl_tui.catalog.tasks import DataUnavailable, find_task, local_data_root
 from autorl_tui.engine import events as ev
 from autorl_tui.engine.events import EventBus
 from autorl_tui.engine.executors import get_executor
-from autorl_tui.engine.supervisor import ACTIVE_STATES, FINAL_STATES, RunSupervisor
+from autorl_tui.engine.run_journal import ACTIVE_STATES, FINAL_STATES
+from autorl_tui.engine.supervisor import RunSupervisor
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.home import EngineLock, Home
 from autorl_tui.store import Store
-from autorl_tui.store.db import decode_row
+from autorl_tui.store.engine_records import QueueEntry
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-")[:24] or "x"
@@ -188,22 +189,21 @@ class Engine:
                 "isolation": isolation_of(req)}
 
     def _next_run_number(self) -> int:
-        row = self.store.one("SELECT COUNT(*) AS n FROM runs")
-        return row["n"] + 1
+        return self.store.count_runs() + 1
 
     async def enqueue_plan(self, plan: Plan) -> list[str]:
         specs = [self._validate(r) for r in plan.runs]   # everything validated before anything is queued
         now = time.time()
         plan_id = f"p{int(now * 1000):x}-{_slug(plan.name)}"
-        self.store.insert("plans", {"id": plan_id, "name": plan.name, "source": plan.source, "created_at": now})
-        max_pos = self.store.one("SELECT COALESCE(MAX(queue_pos), 0) AS m FROM runs")["m"]
+        self.store.add_plan(plan_id, plan.name, plan.source, now)
+        max_pos = self.store.last_queue_pos()
         ids = []
         n = self._next_run_number()
         for i, (req, spec) in enumerate(zip(plan.runs, specs)):
             # By the card's id and the spec's name: a plan may use an alias or an agent folder's path.
             task_id, agent_name = spec["task"]["id"], spec["agent"]["name"]
             run_id = f"r{n + i:04d}-{_slug(task_id)}-{_slug(agent_name)}-s{req.seed}"
-            self.store.insert("runs", {
+            self.store.add_run({
                 "id": run_id, "plan_id": plan_id, "plan_name": plan.name, "task": task_id, "level": spec["level"],
                 "agent": spec["agent"]["name"], "model": req.model, "driver": req.driver, "seed": req.seed,
                 "budget_s": req.budget_s, "executor": req.executor, "gpus_requested": req.gpus,
@@ -218,22 +218,16 @@ class Engine:
         return ids
 
     def runs(self, states: list[str] | None = None) -> list[dict]:
-        sql = "SELECT * FROM runs"
-        params: list = []
-        if states:
-            sql += f" WHERE state IN ({', '.join('?' for _ in states)})"
-            params = list(states)
-        return [decode_row("runs", r) for r in self.store.query(sql + " ORDER BY created_at DESC, id DESC", params)]
+        return self.store.runs(states)
 
     def get_run(self, run_id: str) -> dict:
-        row = self.store.get("runs", run_id)
+        row = self.store.run(run_id)
         if row is None:
             raise UsageError(f"no run {run_id!r} in {self.home.root}; `autorl-tui runs list` shows them")
         return row
 
-    def _queued(self) -> list[dict]:
-        return self.store.query("SELECT id, priority, queue_pos, gpus_requested, created_at, budget_s, not_before FROM runs "
-                                "WHERE state='queued' ORDER BY priority DESC, queue_pos ASC, created_at ASC")
+    def _queued(self) -> list[QueueEntry]:
+        return self.store.queued_runs()
 
     def busy_gpus(self) -> set[str]:
         """Derived from live supervisors every time, never from separate bookkeeping."""
@@ -245,9 +239,9 @@ class Engine:
         queued = self._queued()
         if not queued:
             return []
-        queue = [QueuedRun(run_id=r["id"], gpus=r["gpus_requested"] or 0, priority=r["priority"],
-                           queue_pos=r["queue_pos"], enqueued_at=r["created_at"], budget_s=r["budget_s"],
-                           not_before=r["not_before"] or 0.0)
+        queue = [QueuedRun(run_id=r.run_id, gpus=r.gpus_requested or 0, priority=r.priority,
+                           queue_pos=r.queue_pos, enqueued_at=r.created_at, budget_s=r.budget_s,
+                           not_before=r.not_before or 0.0)
                  for r in queued]
         active = [ActiveRun(run_id=s.run_id, gpus=tuple(s.gpus), expected_end=s.deadline)
                   for s in self.supervisors.values()]
@@ -264,7 +258,7 @@ class Engine:
     async def _schedule_loop(self) -> None:
         while not self._stopping:
             for run_id, gpus in self._plan_starts():
-                row = self.store.get("runs", run_id)
+                row = self.store.run(run_id)
                 if row is None or row["state"] != "queued":
                     continue
                 sup = RunSupervisor(self, row, gpus)
@@ -295,7 +289,7 @@ class Engine:
         sub = self.bus.subscribe()
         try:
             while True:
-                rows = [self.store.get("runs", r) for r in run_ids]
+                rows = [self.store.run(r) for r in run_ids]
                 if all(r["state"] in FINAL_STATES for r in rows):
                     return rows
                 try:
@@ -313,7 +307,7 @@ class Engine:
         if sup is not None:
             await sup.cancel(reason)
         elif row["state"] == "queued":
-            self.store.update("runs", run_id, {"state": "cancelled", "failure_source": "user", "end_reason": reason,
+            self.store.set_run_fields(run_id, {"state": "cancelled", "failure_source": "user", "end_reason": reason,
                                                "ended_at": time.time()})
             self.store.append_event(run_id, "state", f"state queued → cancelled: {reason}",
                                     data={"state": "cancelled", "previous": "queued", "reason": reason})
@@ -350,7 +344,7 @@ class Engine:
         if run_id in self.supervisors:
             await self.supervisors[run_id].extend(seconds)
         elif row["state"] == "queued":
-            self.store.update("runs", run_id, {"budget_s": row["budget_s"] + seconds})
+            self.store.set_run_fields(run_id, {"budget_s": row["budget_s"] + seconds})
             self.bus.publish(ev.RunUpdated(run_id, fields={"budget_s": row["budget_s"] + seconds}))
         else:
             raise UsageError(f"run {run_id} is {row['state']}: its budget can no longer change")
@@ -372,14 +366,14 @@ class Engine:
         row = self.get_run(run_id)
         if row["state"] != "queued":
             raise UsageError(f"run {run_id} is {row['state']}: only queued runs can be reordered")
-        low = self.store.one("SELECT COALESCE(MIN(queue_pos), 0) AS m FROM runs WHERE state='queued'")["m"]
-        self.store.update("runs", run_id, {"queue_pos": low - 1})
+        low = self.store.first_queued_pos()
+        self.store.set_run_fields(run_id, {"queue_pos": low - 1})
         self.bus.publish(ev.RunUpdated(run_id, fields={"queue_pos": low - 1}))
         self._wake.set()
 
     async def set_priority(self, run_id: str, priority: int) -> None:
         self.get_run(run_id)
-        self.store.update("runs", run_id, {"priority": int(priority)})
+        self.store.set_run_fields(run_id, {"priority": int(priority)})
         self.bus.publish(ev.RunUpdated(run_id, fields={"priority": int(priority)}))
         self._wake.set()
 
@@ -407,18 +401,17 @@ class Engine:
             run_id = row["id"]
             self.store.append_event(run_id, "harness", f"engine restarted while the run was {row['state']}")
             if row["state"] in ("preparing", "baseline"):
-                self.store.update("runs", run_id, {"state": "queued"})
+                self.store.set_run_fields(run_id, {"state": "queued"})
                 self.store.append_event(run_id, "state", f"state {row['state']} → queued: engine restarted before "
                                                          f"the agent started", data={"state": "queued"})
                 continue
-            attempt = self.store.one("SELECT * FROM attempts WHERE run_id=? ORDER BY number DESC LIMIT 1", (run_id,))
+            attempt = self.store.latest_attempt(run_id)
             if attempt is None or not row.get("workspace"):
-                self.store.update("runs", run_id, {"state": "lost", "failure_source": "infra", "ended_at": time.time(),
+                self.store.set_run_fields(run_id, {"state": "lost", "failure_source": "infra", "ended_at": time.time(),
                                                    "end_reason": "engine died before the agent was recorded"})
                 self.store.append_event(run_id, "state", "state → lost: engine died before the agent was recorded",
                                         level="error", data={"state": "lost"})
                 continue
-            attempt = decode_row("attempts", attempt)
             live_containers.add(attempt.get("container_id") or "")
             gpus = attempt.get("gpus") or []
             sup = RunSupervisor(self, row, list(gpus))

@@ -1,5 +1,6 @@
-"""What a run's supervisor may use of the engine that hosts it: a narrow protocol, so that the
-supervisor does not import the engine (which imports the supervisor to start runs)."""
+"""What a run's supervisor (and its grading and agent watch) may use of the engine that hosts it:
+a narrow protocol, so that the supervisor does not import the engine (which imports the
+supervisor to start runs)."""
 
 from __future__ import annotations
 

@@ -34,14 +34,13 @@ from typing import Any, Awaitable, Callable
 
 from autorl_tui import __version__
 from autorl_tui.engine.events import RunStateChanged, RunUpdated
+from autorl_tui.engine.run_journal import ACTIVE_STATES
 from autorl_tui.exitcodes import InfraError, UsageError
-from autorl_tui.store.db import decode_row
 
 log = logging.getLogger(__name__)
 
 # One JSON line may carry a whole run history; asyncio's default 64 KiB line limit is too small.
 LINE_LIMIT = 256 * 1024 * 1024
-ACTIVE_STATES = ("preparing", "baseline", "running", "paused", "finalizing")
 HISTORY_EVENTS_DEFAULT = 5000
 
 
@@ -238,7 +237,7 @@ class EngineServer:
         store = getattr(self.engine, "store", None)
         if store is None:
             return None
-        row = store.get("runs", run_id)
+        row = store.run(run_id)
         if row is not None:
             row.pop("spec", None)
         return row
@@ -272,15 +271,9 @@ class EngineServer:
         """Devices this engine schedules on, and the active attempt holding each."""
         devices = [str(d) for d in (self.catalog_sources.gpus if self.catalog_sources else [])]
         holders: dict[str, str] = {}
-        store = self.engine.store
-        rows = store.query(
-            "SELECT a.run_id, a.gpus FROM attempts a JOIN runs r ON r.id = a.run_id "
-            f"WHERE r.state IN ({','.join('?' * len(ACTIVE_STATES))}) AND a.number = r.current_attempt",
-            ACTIVE_STATES)
-        for row in rows:
-            row = decode_row("attempts", row)
-            for dev in row.get("gpus") or []:
-                holders[str(dev)] = row["run_id"]
+        for holder in self.engine.store.gpu_holders(ACTIVE_STATES):
+            for dev in holder.gpus:
+                holders[dev] = holder.run_id
         concurrency = self.catalog_sources.concurrency if self.catalog_sources else None
         return {"devices": devices, "holders": holders, "cpu_slots": concurrency}
 
@@ -292,33 +285,17 @@ class EngineServer:
         conn.flush_subscription()
         store = self.engine.store
         store.flush()
-        run = store.get("runs", run_id)
+        run = store.run(run_id)
         if run is None:
             raise UsageError(f"no run {run_id!r} in this home")
-        events = store.query(
-            "SELECT * FROM (SELECT id, ts, kind, level, message, data FROM events WHERE run_id = ? "
-            "ORDER BY id DESC LIMIT ?) ORDER BY id", (run_id, int(events_limit)))
-        n_events = store.one("SELECT COUNT(*) AS n FROM events WHERE run_id = ?", (run_id,))["n"]
-        metrics = store.query(
-            "SELECT * FROM (SELECT id, ts, step, name, value, source, phase, session_id FROM metrics WHERE run_id = ? "
-            "ORDER BY id DESC LIMIT ?) ORDER BY id", (run_id, int(metrics_limit)))
-        submissions = [decode_row("submissions", r) for r in store.query(
-            "SELECT * FROM submissions WHERE run_id = ? ORDER BY seq", (run_id,))]
-        revisions = [decode_row("revisions", r) for r in store.query(
-            "SELECT id, seq, ts, reason, n_files, total_bytes FROM revisions WHERE run_id = ? ORDER BY seq",
-            (run_id,))]
-        resources = [decode_row("resources", r) for r in store.query(
-            "SELECT * FROM resources WHERE run_id = ? ORDER BY id DESC LIMIT 1", (run_id,))]
-        return {"run": run, "events": [decode_row("events", e) for e in events], "events_total": n_events,
-                "metrics": metrics, "submissions": submissions, "revisions": revisions,
-                "resources": resources[0] if resources else None}
+        return {"run": run, "events": store.events_tail(run_id, events_limit), "events_total": store.count_events(run_id),
+                "metrics": store.metrics_tail(run_id, metrics_limit), "submissions": store.submissions(run_id),
+                "revisions": store.revision_list(run_id), "resources": store.last_resource_sample(run_id)}
 
     def cmd_revisions(self, conn, run_id: str) -> list[dict]:
         """A run's code revisions (metadata; file contents are blobs in the store)."""
         self.engine.store.flush()
-        return [decode_row("revisions", r) for r in self.engine.store.query(
-            "SELECT id, seq, ts, reason, n_files, total_bytes FROM revisions WHERE run_id = ? ORDER BY seq",
-            (run_id,))]
+        return self.engine.store.revision_list(run_id)
 
     def cmd_catalog(self, conn) -> dict:
         """Tasks, agents and models this engine can run (for the New-plan screen)."""

@@ -17,6 +17,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from autorl_tui.store.run_state import RunStateQueries
 from autorl_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 JSON_COLUMNS = {
@@ -54,8 +55,9 @@ class StoreError(Exception):
     pass
 
 
-class Store:
-    """Read-write handle. Create one per process that owns the home (the engine)."""
+class Store(RunStateQueries):
+    """Read-write handle. Create one per process that owns the home (the engine). The engine's
+    named queries and writes are its methods too (store/run_state.py)."""
 
     def __init__(self, path: str | os.PathLike, flush_rows: int = 2000):
         self.path = Path(path)
@@ -274,6 +276,10 @@ class Store:
     def query(self, sql: str, params: Iterable = ()) -> list[dict]:
         with self._lock:
             return [dict(r) for r in self._conn.execute(sql, tuple(params)).fetchall()]
+
+    def rows(self, table: str, sql: str, params: Iterable = ()) -> list[dict]:
+        """query(), with the JSON columns of `table` decoded."""
+        return [decode_row(table, r) for r in self.query(sql, params)]
 
     def one(self, sql: str, params: Iterable = ()) -> dict | None:
         rows = self.query(sql, params)

@@ -65,7 +65,7 @@ def test_cap_is_unaffected_by_rejected_requests(attacked):
 
 
 def test_slow_partial_request_is_closed_and_others_are_answered(attacked):
-    from autorl_tui.engine.grading_api import HEADER_TIMEOUT_S
+    from autorl_tui.engine.run_api import HEADER_TIMEOUT_S
 
     slow = attacked["probe"]["slowloris"]
     assert slow["closed_after_s"] is not None, "the server never closed a connection sending one byte at a time"

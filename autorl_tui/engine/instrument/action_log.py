@@ -50,6 +50,6 @@ class ActionRecorder:
         if not self._dirty:
             return None
         fields = self.totals.run_fields()
-        self.store.update("runs", self.run_id, fields)
+        self.store.set_run_fields(self.run_id, fields)
         self._dirty = False
         return fields

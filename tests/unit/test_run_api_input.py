@@ -2,7 +2,7 @@
 
 import pytest
 
-from autorl_tui.engine.grading_api import MAX_JSON_DEPTH, _nesting
+from autorl_tui.engine.run_api import MAX_JSON_DEPTH, _nesting
 from autorl_tui.engine.submissions import SubmissionRejected, check_model_path_text
 
 

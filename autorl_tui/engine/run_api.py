@@ -1,6 +1,9 @@
-"""The per-run grading API: aiohttp on 127.0.0.1 (and optionally a Unix socket for containers
-without a network). Every path starts with an unguessable per-run token, so a run can reach only
-its own server. The API is a thin shell over the run supervisor's `SubmissionDesk`.
+"""The per-run API that agents call at $GRADING_SERVER_URL (submit a model, read the run's time,
+list its submissions): aiohttp on 127.0.0.1, and optionally a Unix socket for containers without a
+network. Not the grader: that is the `grading/` subprocess. Every path starts with an unguessable
+per-run token, so a run can reach only its own server. The API is the HTTP edge of the run's
+`SubmissionDesk` (engine/submission_desk.py): the desk raises typed domain errors, this module alone
+turns them into HTTP statuses.
 
 It answers every request with JSON, and bad input with a 4xx saying how to fix it: the limits
 below bound what one client can make it read or hold (docs/grading.md, "Grading API")."""
@@ -12,11 +15,16 @@ import json
 import logging
 import secrets
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from autorl_tui.engine.submission_desk import (GpuRequestRefused, GradingFailed, SubmissionLimit, SubmissionRefused,
+                                               SubmissionsClosed)
 from autorl_tui.engine.submissions import SubmissionRejected
+
+if TYPE_CHECKING:
+    from autorl_tui.engine.submission_desk import SubmissionDesk
 
 HEADER_TIMEOUT_S = 10.0      # a connection must finish its request line and headers within this
 BODY_TIMEOUT_S = 10.0        # ...and its body within this once the headers are in
@@ -28,24 +36,24 @@ log = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
+    """A request this API refuses before it reaches the desk (its body, its JSON)."""
+
     def __init__(self, status: int, message: str, code: str = "error", extra: dict | None = None):
         super().__init__(message)
         self.status, self.code, self.extra = status, code, extra or {}
 
 
-class SubmissionDesk(Protocol):
-    async def submit(self, model_path: str, gpu=None) -> dict: ...
-    def time_info(self) -> dict: ...
-    def submissions_info(self) -> list[dict]: ...
-    def health_info(self) -> dict: ...
+# The desk's refusals, as HTTP statuses (a `SubmissionRejected` folder is a 400).
+REFUSAL_STATUS: dict[type[SubmissionRefused], int] = {
+    SubmissionsClosed: 409, SubmissionLimit: 429, GpuRequestRefused: 400, GradingFailed: 422}
 
 
 def _error(status: int, message: str, code: str, extra: dict | None = None) -> web.Response:
     return web.json_response({"error": message, "code": code, **(extra or {})}, status=status)
 
 
-class GradingServer:
-    def __init__(self, desk: SubmissionDesk, token: str | None = None, host: str = "127.0.0.1",
+class RunApiServer:
+    def __init__(self, desk: "SubmissionDesk", token: str | None = None, host: str = "127.0.0.1",
                  unix_socket: Path | None = None):
         self.desk = desk
         self.token = token or secrets.token_urlsafe(24)
@@ -92,8 +100,8 @@ class GradingServer:
             result = await self.desk.submit(model_path, gpu=body.get("gpu"))
         except SubmissionRejected as exc:
             return _error(400, str(exc), exc.code)
-        except ApiError as exc:
-            return _error(exc.status, str(exc), exc.code, exc.extra)
+        except SubmissionRefused as exc:
+            return _error(REFUSAL_STATUS[type(exc)], str(exc), exc.code, exc.extra)
         return web.json_response(result)
 
     async def _health(self, request: web.Request) -> web.Response:

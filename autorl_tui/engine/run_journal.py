@@ -1,0 +1,76 @@
+"""A run's live state (state, attempt, clock) and the one way to change it: every change is written
+to the store and published on the bus, in that order (journal first: a change is on disk before the
+action it describes). The supervisor, its submission desk, its grading and its finalization all
+record through one journal."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from autorl_tui.engine import events as ev
+
+if TYPE_CHECKING:
+    from autorl_tui.engine.events import EventBus
+    from autorl_tui.store.db import Store
+    from autorl_tui.store.engine_records import RunRow, SubmissionRow
+
+ACTIVE_STATES = ("preparing", "baseline", "running", "paused", "finalizing")
+FINAL_STATES = ("done", "failed", "cancelled", "lost")
+
+
+class RunJournal:
+    def __init__(self, store: "Store", bus: "EventBus", run: "RunRow"):
+        self.store = store
+        self.bus = bus
+        self.run = run
+        self.run_id: str = run["id"]
+        self.state: str = run["state"]
+        self.attempt: int = run.get("current_attempt") or 0
+        self.deadline: float | None = run.get("deadline")
+        self.started_at: float | None = run.get("started_at")
+
+    @property
+    def budget_s(self) -> float:
+        return float(self.run["budget_s"])
+
+    @property
+    def seed(self) -> int:
+        return int(self.run["seed"])
+
+    def log(self, kind: str, message: str, level: str = "info", data: Any = None) -> None:
+        self.store.append_event(self.run_id, kind, message, level=level, data=data, attempt=self.attempt or None)
+        self.bus.publish(ev.RunEventAppended(self.run_id, kind=kind, message=message, level=level, data=data))
+
+    def update_run(self, **fields) -> None:
+        self.store.set_run_fields(self.run_id, fields)
+        self.run.update(fields)
+        self.bus.publish(ev.RunUpdated(self.run_id, fields=fields))
+
+    def transition(self, state: str, reason: str | None = None, failure_source: str | None = None,
+                   **fields) -> None:
+        previous = self.state
+        self.state = state
+        fields = {"state": state, **fields}
+        if failure_source:
+            fields["failure_source"] = failure_source
+        if state in FINAL_STATES:
+            fields.setdefault("ended_at", time.time())
+            fields.setdefault("end_reason", reason)
+        self.store.set_run_fields(self.run_id, fields)
+        self.run.update(fields)
+        message = f"state {previous} → {state}" + (f": {reason}" if reason else "")
+        self.store.append_event(self.run_id, "state", message, level="error" if state in ("failed", "lost") else "info",
+                                data={"state": state, "previous": previous, "reason": reason,
+                                      "failure_source": failure_source}, attempt=self.attempt or None)
+        self.store.flush()
+        self.bus.publish(ev.RunStateChanged(self.run_id, state=state, previous=previous, reason=reason,
+                                            failure_source=failure_source))
+        extra = {k: v for k, v in fields.items() if k != "state"}
+        if extra:
+            self.bus.publish(ev.RunUpdated(self.run_id, fields=extra))
+
+    def set_submission(self, sub_id: int, **fields) -> "SubmissionRow":
+        row = self.store.update_submission(sub_id, fields)
+        self.bus.publish(ev.SubmissionUpdated(self.run_id, submission=row))
+        return row

@@ -1,0 +1,297 @@
+"""A run's submission desk: takes a submitted model folder in (checks, cap, snapshot, code
+revision), grades it on dev or joins the grading of identical content, records the result and
+answers. It also answers the agent's time, submissions and health questions.
+
+Refusals are typed domain errors (`SubmissionRefused` and its kinds here, `SubmissionRejected` from
+engine/submissions.py); only the HTTP edge, engine/run_api.py, turns them into statuses."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autorl_tui.engine import autorl_bench_api as abapi
+from autorl_tui.engine import events as ev
+from autorl_tui.engine.run_revisions import revision_tracker, snapshot_revision
+from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, check_model_path_text,
+                                           check_snapshot_size, folder_bytes, resolve_submission_path, snapshot_cap,
+                                           snapshot_folder)
+from autorl_tui.engine.workspace import write_run_meta
+
+if TYPE_CHECKING:
+    from autorl_tui.catalog.agents import AgentSpec
+    from autorl_tui.catalog.tasks import TaskCard
+    from autorl_tui.engine.run_grading import RunGrading
+    from autorl_tui.engine.run_journal import RunJournal
+    from autorl_tui.engine.workspace import Workspace
+    from autorl_tui.home import Home
+    from autorl_tui.store.engine_records import SubmissionRow
+
+
+class SubmissionRefused(Exception):
+    """A submission the desk does not take, or took and could not grade. `code` says why in one
+    word; `extra` holds fields for the answer."""
+
+    def __init__(self, message: str, code: str, extra: dict | None = None):
+        super().__init__(message)
+        self.code, self.extra = code, extra or {}
+
+
+class SubmissionsClosed(SubmissionRefused):
+    """The run is not taking submissions (not running, or past its deadline)."""
+
+
+class SubmissionLimit(SubmissionRefused):
+    """The task's submission cap: too many, or too soon after the last one."""
+
+
+class GpuRequestRefused(SubmissionRefused):
+    """The submission asked for GPUs this run does not hold."""
+
+
+class GradingFailed(SubmissionRefused):
+    """Taken in, but its grading failed; `extra` is the rest of the answer (our own agents' contract:
+    AutoRL-Bench agents get that answer as a success with score 0.0 instead)."""
+
+
+class SubmissionDesk:
+    def __init__(self, journal: "RunJournal", grading: "RunGrading", home: "Home", *, workspace: "Workspace",
+                 card: "TaskCard", agent: "AgentSpec", gpus: list[str]):
+        self.journal = journal
+        self.store = journal.store
+        self.grading = grading
+        self.home = home
+        self.workspace = workspace
+        self.card = card
+        self.agent = agent
+        self.gpus = gpus
+        self._lock = asyncio.Lock()
+        self._inflight: set[asyncio.Task] = set()
+        self._grading_by_hash: dict[str, asyncio.Task] = {}   # content being graded → its grading
+        self._base_model_bytes: int | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.journal.run_id
+
+    async def wait_gradings(self) -> None:
+        """Until every grading under way has ended (recorded as scored or error)."""
+        if self._inflight:
+            await asyncio.gather(*list(self._inflight), return_exceptions=True)
+
+    # ------------------------------------------------------------------ intake
+    def _check_cap(self, now: float) -> None:
+        cap = self.card.submission_cap
+        times = self.store.capped_submission_times(self.run_id)
+        if cap.get("max_count") and len(times) >= int(cap["max_count"]):
+            raise SubmissionLimit(f"submission cap reached: at most {cap['max_count']} submissions in this run", "cap")
+        if cap.get("min_interval_s") and times and now - times[-1] < float(cap["min_interval_s"]):
+            wait = float(cap["min_interval_s"]) - (now - times[-1])
+            raise SubmissionLimit(f"one submission every {cap['min_interval_s']}s: try again in {wait:.0f}s", "rate",
+                                  {"retry_after_s": round(wait, 1)})
+
+    async def submit(self, model_path, gpu=None) -> dict:
+        """Take a submission in, grade it (or join the grading of identical content) and answer.
+
+        Nothing is recorded for a request that cannot name a folder (checked first). Once its row is
+        written, every outcome moves it to a terminal state: `rejected` when intake refuses it or
+        fails (not counted against the cap), `scored`/`error` once graded, `duplicate` when its
+        content was already graded (or is being graded: it then waits for that result)."""
+        journal, log = self.journal, self.journal.log
+        now = time.time()
+        if journal.state not in ("running", "paused") or journal.deadline is None:
+            raise SubmissionsClosed(f"the run is {journal.state}: submissions are closed", "closed")
+        if now > journal.deadline:
+            raise SubmissionsClosed("the budget is exhausted: submissions after the deadline are not graded", "deadline")
+        check_model_path_text(model_path)
+        try:
+            grading_gpus = abapi.choose_gpus(gpu, list(self.gpus))
+        except abapi.GpuRefused as exc:
+            raise GpuRequestRefused(str(exc), exc.code, {"available_gpus": exc.available}) from None
+        async with self._lock:
+            self._check_cap(now)
+            sub_id, seq = self.store.add_submission(self.run_id, journal.attempt, model_path[:1000], now)
+            log("submission", f"submission {seq} received: {model_path[:300]}",
+                data={"submission_id": sub_id, "seq": seq})
+            try:
+                snap, rev_id = await self._intake(model_path, seq)
+            except SubmissionRejected as exc:
+                journal.set_submission(sub_id, status="rejected", error=str(exc))
+                log("submission", f"submission {seq} rejected: {exc}", level="warning",
+                    data={"submission_id": sub_id, "code": exc.code})
+                raise
+            except BaseException as exc:   # a harness fault (or shutdown): never a row left in `received`
+                journal.set_submission(sub_id, status="rejected",
+                                       error=f"the harness could not take it in ({type(exc).__name__}: {exc}); "
+                                             f"not counted against the cap")
+                log("error", f"submission {seq}: intake failed: {type(exc).__name__}: {exc}", level="error",
+                    data={"submission_id": sub_id, "traceback": traceback.format_exc()})
+                raise
+            journal.set_submission(sub_id, snapshot_path=str(snap.path), content_hash=snap.content_hash,
+                                   revision_id=rev_id, status="grading")
+            earlier = self.store.scored_with_content(self.run_id, snap.content_hash, sub_id)
+            if earlier:
+                return self._mark_duplicate(sub_id, seq, earlier)
+            task = self._grading_by_hash.get(snap.content_hash)
+            if task is None:
+                task = asyncio.create_task(self._grade_submission(sub_id, snap.path, snap.content_hash, seq,
+                                                                  grading_gpus))
+                self._inflight.add(task)
+                self._grading_by_hash[snap.content_hash] = task
+                task.add_done_callback(self._inflight.discard)
+                task.add_done_callback(lambda t, h=snap.content_hash: self._grading_by_hash.pop(h, None))
+                first = None
+            else:
+                first = task
+        row = await asyncio.shield(task)
+        if first is not None:          # identical content submitted while it was being graded: one grading
+            if row["status"] == "scored":
+                return self._mark_duplicate(sub_id, seq, row)
+            row = journal.set_submission(sub_id, status="error", duplicate_of=row["id"], graded_at=time.time(),
+                                         error=f"same content as submission {row['seq']}, which could not be "
+                                               f"graded: {row['error']}")
+        if row["status"] == "error":
+            return self._failed_answer(row, seq)
+        return self._response(row)
+
+    async def _intake(self, model_path: str, seq: int) -> tuple[Any, int | None]:
+        """Resolve, check, measure and snapshot the folder; the code revision it was submitted with."""
+        try:
+            real = resolve_submission_path(self.workspace.root, model_path)
+            check_model_folder(real)
+            base_bytes, cap, factor = self._snapshot_cap()
+            await asyncio.to_thread(check_snapshot_size, real, cap, base_bytes, factor)
+            snap = await asyncio.to_thread(snapshot_folder, real,
+                                           self.home.snapshots / self.run_id / f"{seq:03d}", cap)
+        except (OSError, RuntimeError) as exc:    # unreadable files, name too long, a symlink loop, ...
+            raise SubmissionRejected(f"cannot read {model_path[:300]!r}: {exc}: make the folder and its files "
+                                     f"readable regular files (no symlink loops, names under 255 bytes)",
+                                     "unreadable") from None
+        tracker = revision_tracker(self.journal, self.workspace.code)
+        return snap, await snapshot_revision(self.journal, tracker, "submission")
+
+    def _snapshot_cap(self) -> tuple[int, int, float | None]:
+        """(base model bytes, snapshot cap, size factor): the cap is relative to the base model's size
+        (harness-owned files, measured once per desk)."""
+        if self._base_model_bytes is None:
+            self._base_model_bytes = folder_bytes(self.workspace.model_dir)[0]
+        factor = self.card.submission_cap.get("size_factor")
+        return self._base_model_bytes, snapshot_cap(self._base_model_bytes, factor), factor
+
+    def _mark_duplicate(self, sub_id: int, seq: int, earlier: "SubmissionRow") -> dict:
+        self.journal.set_submission(sub_id, status="duplicate", duplicate_of=earlier["id"], score=earlier["score"],
+                                    improvement=earlier["improvement"], graded_at=time.time())
+        self.journal.log("submission", f"submission {seq} has the same content as submission {earlier['seq']}: "
+                                       f"returning its result",
+                         data={"submission_id": sub_id, "duplicate_of": earlier["id"]})
+        return {**self._response(earlier, duplicate=True), "duplicate_of": earlier["seq"]}
+
+    # ------------------------------------------------------------------ grading
+    def regrade_interrupted(self) -> None:
+        """After an engine restart: grade again what the stop interrupted (its snapshot is there),
+        or close it as an error (it is not)."""
+        for row in self.store.interrupted_submissions(self.run_id):
+            if row["snapshot_path"] and Path(row["snapshot_path"]).exists():
+                self.journal.log("harness", f"re-grading submission {row['seq']} interrupted by the engine restart")
+                task = asyncio.create_task(self._grade_submission(row["id"], Path(row["snapshot_path"]),
+                                                                  row["content_hash"], row["seq"]))
+                self._inflight.add(task)
+                task.add_done_callback(self._inflight.discard)
+            else:
+                self.journal.set_submission(row["id"], status="error",
+                                            error="the engine stopped before the snapshot was taken")
+
+    async def _grade_submission(self, sub_id: int, snapshot: Path, content_hash: str, seq: int,
+                                gpus: list[str] | None = None) -> "SubmissionRow":
+        """Grade and record; whatever happens, the submission ends `scored` or `error`."""
+        try:
+            return await self._grade_and_record(sub_id, snapshot, seq, gpus)
+        except Exception as exc:  # noqa: BLE001 - recorded against this submission, never the run
+            self.journal.log("error", f"submission {seq}: grading failed in the harness: {type(exc).__name__}: {exc}",
+                             level="error", data={"submission_id": sub_id, "traceback": traceback.format_exc()})
+            row = self.store.submission(sub_id)
+            if row["status"] == "scored":
+                return row
+            return self.journal.set_submission(sub_id, status="error", graded_at=time.time(),
+                                               error=f"the harness failed while grading it "
+                                                     f"({type(exc).__name__}: {exc})")
+        finally:
+            self.mirror_scores()
+
+    async def _grade_and_record(self, sub_id: int, snapshot: Path, seq: int,
+                                gpus: list[str] | None = None) -> "SubmissionRow":
+        journal = self.journal
+        work = self.home.run_dir(self.run_id) / "grading" / f"submission-{seq:03d}"
+        outcome = await self.grading.grade(snapshot, "dev", work, for_submission=True, gpus=gpus)
+        if not outcome.ok:
+            return journal.set_submission(sub_id, status="error", error=outcome.error, graded_at=time.time(),
+                                          grading_s=outcome.wall_s)
+        self.grading.store_samples(outcome.samples, "dev", submission_id=sub_id)
+        baseline_dev = self.grading.baseline_dev
+        improvement = None if baseline_dev is None else outcome.score - baseline_dev
+        row = journal.set_submission(sub_id, status="scored", score=outcome.score, improvement=improvement,
+                                     metrics=outcome.metrics, graded_at=time.time(),
+                                     inference_s=outcome.timings.get("inference_s"), grading_s=outcome.wall_s)
+        self.store.append_metric(self.run_id, "dev_score", outcome.score, step=seq, source="grading",
+                                 attempt=journal.attempt)
+        journal.bus.publish(ev.MetricPoint(self.run_id, name="dev_score", value=outcome.score, step=seq,
+                                           source="grading"))
+        best = self.store.best_submission(self.run_id)
+        if best and best["id"] == sub_id:
+            journal.update_run(best_dev_score=outcome.score, best_submission_id=sub_id, dev_improvement=improvement)
+        journal.log("submission", f"submission {seq} scored {outcome.score:.2f} on dev"
+                                  + (f" ({improvement:+.2f} vs baseline)" if improvement is not None else ""),
+                    data={"submission_id": sub_id, "score": outcome.score, "improvement": improvement})
+        write_run_meta(self.workspace, card=self.card, seed=journal.seed, budget_s=journal.budget_s,
+                       start=journal.started_at, deadline=journal.deadline, last_submit_time=time.time())
+        return row
+
+    # ------------------------------------------------------------------ answers
+    def mirror_scores(self) -> None:
+        """scores.json in the workspace: the graded submissions in AutoRL-Bench's shape."""
+        try:
+            abapi.write_scores_mirror(self.workspace.root, self.store.graded_submissions(self.run_id),
+                                      self.grading.baseline_dev)
+        except OSError as exc:   # the agent owns the folder: a mirror it broke is its loss, never the run's
+            self.journal.log("harness", f"scores.json mirror not written: {exc}", level="warning")
+
+    def _response(self, row: "SubmissionRow", duplicate: bool = False) -> dict:
+        """The answer to a submission: AutoRL-Bench's fields as of `row` (for a duplicate, `row` is the
+        earlier submission, so its answer comes back unchanged) plus ours."""
+        answer = abapi.response_as_of(self.store.graded_submissions(self.run_id), row, self.grading.baseline_dev)
+        if row["status"] == "scored":
+            answer["improvement"] = row["improvement"]
+        started_at = self.journal.started_at
+        return {**answer, "duplicate": duplicate, "status": "duplicate" if duplicate else row["status"],
+                "run_elapsed_seconds": round(time.time() - (started_at or time.time()), 1)}
+
+    def _failed_answer(self, row: "SubmissionRow", seq: int) -> dict:
+        """A failed grading: AutoRL-Bench answers 200 with score 0.0 and `error`; our own contract
+        answers 422 `grading_failed` with the same body (docs/autorl-bench.md)."""
+        body = {**self._response(row), "code": "grading_failed",
+                "error": f"submission {seq} could not be graded: {row['error']}"}
+        if getattr(self.agent, "grading_api", "autorl-tui") == "autorl-bench":
+            return body
+        raise GradingFailed(body.pop("error"), body.pop("code"), body)
+
+    def time_info(self) -> dict:
+        """Ours (deadline, remaining_seconds, ...) and AutoRL-Bench's run_meta fields with `now` and
+        `remaining`, from the run's own clock (never from run_meta.json, which the agent could replace)."""
+        journal = self.journal
+        now = time.time()
+        last = self.store.last_graded_at(self.run_id)
+        return {"deadline": journal.deadline, "remaining_seconds": max(0.0, (journal.deadline or now) - now),
+                "budget_seconds": journal.run["budget_s"], "state": journal.state,
+                **abapi.time_fields(start=journal.started_at, budget_s=journal.budget_s,
+                                    deadline=journal.deadline, last_submit=last, end=journal.run.get("ended_at"))}
+
+    def submissions_info(self) -> list[dict]:
+        return [{"submission_id": r.pop("seq"), **r} for r in self.store.submission_summaries(self.run_id)]
+
+    def health_info(self) -> dict:
+        return {"ok": True, "status": "ok", "run_id": self.run_id, "task": self.card.id if self.card else None,
+                "state": self.journal.state, "workspace": str(self.workspace.root) if self.workspace else None,
+                "available_gpus": list(self.gpus)}

@@ -1,0 +1,140 @@
+"""The shapes of the rows the engine reads back from the store (store/run_state.py).
+
+Full rows stay dicts (they travel as they are in events and over the engine's socket), typed here
+so that a column's name is written in one place; narrow results are dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+
+class RunRow(TypedDict, total=False):
+    """A `runs` row, `spec` decoded."""
+    id: str
+    plan_id: str | None
+    plan_name: str | None
+    task: str
+    level: int | None
+    agent: str
+    model: str
+    driver: str | None
+    seed: int
+    budget_s: float
+    executor: str
+    gpus_requested: int
+    priority: int
+    queue_pos: float
+    state: str
+    failure_source: str | None
+    end_reason: str | None
+    created_at: float
+    started_at: float | None
+    deadline: float | None
+    ended_at: float | None
+    baseline_score: float | None
+    baseline_dev_score: float | None
+    best_dev_score: float | None
+    best_submission_id: int | None
+    test_score: float | None
+    improvement: float | None
+    dev_improvement: float | None
+    workspace: str | None
+    spec: dict[str, Any]
+    current_attempt: int
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: float | None
+    not_before: float | None
+    imported_from: str | None
+
+
+class AttemptRow(TypedDict, total=False):
+    """An `attempts` row, `gpus` and `offsets` decoded."""
+    id: int
+    run_id: str
+    number: int
+    state: str
+    executor: str
+    started_at: float | None
+    ended_at: float | None
+    pid: int | None
+    container_id: str | None
+    gpus: list[str] | None
+    exit_code: int | None
+    error: str | None
+    log_dir: str | None
+    offsets: dict[str, Any] | None
+    grading_url: str | None
+
+
+class SubmissionRow(TypedDict, total=False):
+    """A `submissions` row, `metrics` decoded."""
+    id: int
+    run_id: str
+    attempt: int | None
+    seq: int
+    path: str
+    snapshot_path: str | None
+    content_hash: str | None
+    revision_id: int | None
+    received_at: float
+    graded_at: float | None
+    status: str      # received | grading | scored | rejected | error | duplicate
+    score: float | None
+    improvement: float | None
+    error: str | None
+    duplicate_of: int | None
+    metrics: dict[str, Any] | None
+    inference_s: float | None
+    grading_s: float | None
+    test_score: float | None
+
+
+class BaselineRow(TypedDict, total=False):
+    """A `baselines` row, `metrics` decoded."""
+    id: int
+    task: str
+    model: str
+    protocol_hash: str
+    grader_version: str
+    split: str
+    score: float
+    metrics: dict[str, Any] | None
+    created_at: float
+
+
+class RevisionMeta(TypedDict):
+    """A code revision without its manifest (file contents are blobs)."""
+    id: int
+    seq: int
+    ts: float
+    reason: str
+    n_files: int
+    total_bytes: int
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    """A queued run, as the scheduler needs it."""
+    run_id: str
+    priority: int
+    queue_pos: float
+    gpus_requested: int
+    created_at: float
+    budget_s: float
+    not_before: float | None
+
+
+@dataclass(frozen=True)
+class LogVolume:
+    """How many agent log events (stdout, stderr, actions) a run has stored, and their size."""
+    events: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class GpuHolder:
+    """The current attempt of an active run and the devices it holds."""
+    run_id: str
+    gpus: list[str]

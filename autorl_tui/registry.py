@@ -36,6 +36,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "unit_tests": "autorl_tui.grading.scorers.unit_tests:UnitTestsScorer",
         "judge": "autorl_tui.grading.scorers.judge:JudgeScorer",
         "env_success": "autorl_tui.grading.scorers.env_success:EnvSuccessScorer",
+        "deepsearchqa": "autorl_tui.tasks.deepsearchqa.scorer:DeepSearchQAScorer",
     },
     "executors": {
         "local": "autorl_tui.engine.executors.local:LocalExecutor",
@@ -57,9 +58,11 @@ BUILTINS: dict[str, dict[str, str]] = {
     "data_providers": {
         "alfworld": "autorl_tui.tasks.alfworld.provider:materialize",
         "humaneval": "autorl_tui.tasks.humaneval.provider:materialize",
+        "deepsearchqa": "autorl_tui.tasks.deepsearchqa.provider:materialize",
     },
     "environments": {
         "alfworld": "autorl_tui.tasks.alfworld.environment:AlfworldEnvironment",
+        "deepsearchqa": "autorl_tui.tasks.deepsearchqa.environment:DeepSearchQAEnvironment",
     },
     "generators": {
         "arith": "autorl_tui.tasks.arith.generator:generate",

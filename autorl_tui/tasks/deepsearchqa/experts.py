@@ -118,3 +118,34 @@ class ExpertPolicy:
             text = self.next_action(p)
             out.append([SimpleNamespace(text=text, tokens=len(text.split()), finish_reason="stop")] * n)
         return out
+
+
+def write_sft_files(out_dir, questions: list[dict], docs: list[dict], options: dict, *, max_steps: int) -> dict:
+    """Play the expert through the real tool loop on every question; write its steps as SFT data
+    (only answered-right episodes) in the grader's prompt format. Returns counts."""
+    import json
+    from pathlib import Path
+
+    from .api import run_episodes
+    from .prompts import SYSTEM_PROMPT
+    from .search import LocalIndex
+    out_dir = Path(out_dir)
+    policy = ExpertPolicy(questions)
+    results = run_episodes(lambda ps: [o[0] for o in policy.generate(ps)], questions, backend=LocalIndex(docs),
+                           max_steps=max_steps, history_len=int(options.get("history_len", 4)),
+                           k=int(options.get("top_k", 5)), page_chars=int(options.get("page_chars", 400)))
+    steps = 0
+    with open(out_dir / "sft_chat.jsonl", "w") as chat, open(out_dir / "sft_prompt_completion.jsonl", "w") as pc, \
+            open(out_dir / "expert_trajectories.jsonl", "w") as raw:
+        for r in results:
+            raw.write(json.dumps(r.to_dict()) + "\n")
+            if not r.won:
+                continue
+            for s in r.trajectory:
+                steps += 1
+                prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": s["prompt"]}]
+                chat.write(json.dumps({"id": r.game_id, "step": s["step"],
+                                       "messages": prompt + [{"role": "assistant", "content": s["raw_output"]}]}) + "\n")
+                pc.write(json.dumps({"id": r.game_id, "step": s["step"], "prompt": prompt,
+                                     "completion": [{"role": "assistant", "content": s["raw_output"]}]}) + "\n")
+    return {"episodes": len(results), "won": sum(r.won for r in results), "steps": steps}

@@ -21,6 +21,7 @@ _CITY = {"country": re.compile(r"is a city in (.+?)\."), "population": re.compil
 _COUNTRY = {"currency": re.compile(r"The currency of .+? is the (\w+)\.")}
 _HIT = re.compile(r"^\[(\S+)\] (.+?): ", re.M)
 _MORE = re.compile(r"open\[(\S+?)#(\d+)\] for more")
+_FOOTER = re.compile(r"\n\(page \d+ of \d+[^)]*\)$")
 
 
 def _find(pattern: re.Pattern, text: str) -> str | None:
@@ -35,13 +36,13 @@ def read(name: str):
     if doc is None:
         return ""
     page = yield f"open[{doc}]"
-    text = page
+    text = _FOOTER.sub("", page)
     more = _MORE.search(page)
     while more:
         page = yield f"open[{more.group(1)}#{more.group(2)}]"
-        text += " " + page
+        text += " " + _FOOTER.sub("", page)
         more = _MORE.search(page)
-    return _MORE.sub("", text)
+    return text
 
 
 def expert_script(item: dict):

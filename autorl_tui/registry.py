@@ -73,6 +73,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     "models": {
         "tiny": "autorl_tui.tasks.arith.tiny_model:build_tiny_model",
         "tiny-alfworld": "autorl_tui.tasks.alfworld.tiny_model:build",
+        "tiny-dsqa": "autorl_tui.tasks.deepsearchqa.tiny_model:build",
     },
     "commands": {
         **{name: f"autorl_tui.commands.{name}:register"

@@ -80,6 +80,8 @@ class SearchEpisode:
         except ValueError:
             return f"Bad page {page!r}: write open[{doc_id}#2] for page 2."
         text = self.backend.get(doc_id)
+        if text is None and doc_id != doc_id.upper():
+            text = self.backend.get(doc_id.upper())
         if text is None:
             return f"No document {doc_id!r}. Use a document id from the search results, e.g. open[D0001]."
         parts = pages(text, self.page_chars)

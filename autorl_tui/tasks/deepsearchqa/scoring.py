@@ -17,6 +17,7 @@ from collections import Counter
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\w])")
+_SPACED_THOUSANDS = re.compile(r"(?<=\d)\s*,\s*(?=\d{3}(?!\d))")
 _LIST_SPLIT = re.compile(r"\s*(?:;|,|\band\b|\n)\s*")
 
 
@@ -29,6 +30,7 @@ def _number(m: re.Match) -> str:
 def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKD", str(text))
     text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
+    text = _SPACED_THOUSANDS.sub(",", text)        # "1 , 914 , 000" (a word-piece decoder's spacing)
     text = _NUMBER.sub(_number, text)
     text = "".join(" " if ch in string.punctuation and ch != "." else ch for ch in text)
     text = re.sub(r"\.(?!\d)|(?<!\d)\.", " ", text)     # a full stop goes, a decimal point stays

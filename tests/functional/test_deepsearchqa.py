@@ -5,6 +5,7 @@ policy that never answers scores 0 with every trajectory stored; the judge optio
 the train split carries the runner an agent imports; `autorl-tui tasks validate` passes."""
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -246,3 +247,22 @@ def test_tasks_validate_passes_on_the_shipped_card(tmp_path):
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "valid" in out.stdout
+
+
+def test_tiny_dsqa_tokenizer_reads_every_split_and_the_actions(splits):
+    """The word-piece vocabulary comes from the generator's word lists, not from a split, yet
+    covers every article, question and expert step of the card's splits."""
+    from autorl_tui.tasks.deepsearchqa.prompts import parse_reply
+    from autorl_tui.tasks.deepsearchqa.tiny_model import build_tokenizer
+    tok = build_tokenizer()
+    _, dirs = splits
+    texts = [json.loads(l)["text"] for l in (dirs["train"] / "corpus.jsonl").read_text().splitlines()]
+    texts += [q["question"] for d in dirs.values() for q in items_of(d)]
+    texts += [json.loads(l)["messages"][1]["content"] for l in (dirs["train"] / "sft_chat.jsonl").read_text().splitlines()]
+    ids = [i for t in texts for i in tok(t)["input_ids"]]
+    assert ids.count(tok.unk_token_id) / len(ids) < 1e-3
+    for action in ("open[D0042#2]", "answer[Ada Doryo; Wim Balmar]", "search[Talel Partners founder]"):
+        decoded = tok.decode(tok(action)["input_ids"])
+        tool, arg = parse_reply(decoded)[1]
+        assert tool == action.split("[")[0]
+        assert re.sub(r"\s*([#;])\s*", r"\1", arg) == re.sub(r"\s*([#;])\s*", r"\1", action[len(tool) + 1:-1].lower())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 import time
 from pathlib import Path
 
@@ -46,7 +47,8 @@ def _fixed_texts() -> tuple[list[str], set[str]]:
              "Answer recorded. think: unknown", *[d["text"] for d in docs], *C.NOISE,
              *[t for group in C.TEMPLATES.values() for t in group], " ".join(C.FIRST), " ".join(C.CURRENCIES),
              " ".join(C.INDUSTRIES), " ".join(C.SUFFIX["company"]), "Group International Trust New Minor Vale",
-             E.__doc__ or ""]
+             E.__doc__ or "", string.punctuation,
+             P.build_messages("Who?", [("search[a]", "b")] * 6, step=7, max_steps=12)[1]["content"]]
     return texts, names
 
 

@@ -371,7 +371,8 @@ def main(argv: list[str]) -> int:
     reserve = opts["submit_reserve_s"]
     threads = int(opts["threads"])
     lora = ["--lora", str(int(opts["lora"]))] if opts["lora"] else []
-    train = f"ALFWorld train games in {ws.data}" if is_alfworld(ws) else f"train {ws.train}"
+    train = (f"ALFWorld train games in {ws.data}" if is_alfworld(ws) else
+             f"DeepSearchQA train questions in {ws.data}" if is_deepsearchqa(ws) else f"train {ws.train}")
     log(f"workspace {ws.root}; base model {ws.model}; {train}; seed {seed}; "
         f"{deadline - time.time():.0f}s of budget left")
     ws.output.mkdir(parents=True, exist_ok=True)

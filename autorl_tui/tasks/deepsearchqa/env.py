@@ -58,10 +58,13 @@ class SearchEpisode:
         self.task_type = item.get("question_type", "")
         self.moves = 0
         self.done = False
+        self.last_answer: str | None = None    # the answer given and its scores, once answered
+        self.last_score: dict | None = None
 
     def reset(self) -> Observation:
         self.moves = 0
         self.done = False
+        self.last_answer = self.last_score = None
         return Observation(text=f"Question: {self.task}")
 
     def _search(self, query: str) -> str:
@@ -105,6 +108,7 @@ class SearchEpisode:
             return Observation(text=self._open(arg), moves=self.moves)
         score = self.grade(arg, self.item)
         self.done = True
+        self.last_answer, self.last_score = arg, score
         won = bool(score["correct"])
         reward = float(score.get("f1", won)) if self.reward_kind == "f1" else float(won)
         return Observation(text="Answer recorded.", won=won, moves=self.moves, reward=reward, done=True,

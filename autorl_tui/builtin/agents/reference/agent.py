@@ -271,6 +271,9 @@ def deepsearchqa_main(ws: Workspace, opts: dict, deadline: float, seed: int, thr
     scores: dict[str, float | None] = {}
     for n, (name, model, steps, lr, full_loss) in enumerate(stages):
         left = deadline - reserve - time.time()
+        if n and left < 45:      # loading, a few steps and saving take about that on a CPU
+            log(f"stopping: {left:.0f}s left before the submission reserve, too little for {name}")
+            break
         share = 1.0 if n == len(stages) - 1 else 1 - opts["dsqa_focus_share"]
         stop_at = time.time() + share * left
         sft = run_stage(ws, "alfworld_sft.py", ["--model", str(model), "--out", str(ws.output / name), "--data", *files,

@@ -70,4 +70,4 @@ def test_reference_agent_on_deepsearchqa_and_the_noise_verdict(home, tmp_path):
     assert cell["n"] == 2 and cell["mean"] == pytest.approx(sum(improvements) / 2)
     assert cell["noise"] is not None and cell["noise"] >= abs(improvements[0] - improvements[1]) - 1e-9
     expected = "up" if cell["mean"] > cell["noise"] else "regressed" if cell["mean"] < -cell["noise"] else "flat"
-    assert cell["verdict"] == expected and ("noise" in cell["why"])
+    assert cell["verdict"] == expected and "noise" in cell["reason"]

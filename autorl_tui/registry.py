@@ -19,8 +19,14 @@ until `load()`, which is what keeps the packages free of import cycles.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.machinery
+import importlib.util
+import re
+import sys
 from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any
 
 GROUP_PREFIX = "autorl_tui."
@@ -128,12 +134,40 @@ def load(kind: str, name: str) -> Any:
     return ep.load()
 
 
-def resolve(kind: str, ref: str) -> Any:
-    """A registered name, or (for cards written before names existed) a `module:attribute`
-    reference, loaded through the same `EntryPoint.load()`."""
+def resolve(kind: str, ref: str, folder: str | Path | None = None) -> Any:
+    """A registered name, or a `module:attribute` reference loaded through the same
+    `EntryPoint.load()`. With `folder` (a task's folder), a module that is a file or package in
+    that folder (`scoring:MyScorer` -> `folder/scoring.py`) is loaded from there first, as a
+    submodule of a package private to the folder, so the folder's modules may import each other
+    relatively (`from .prompts import build`)."""
     if ref in entries(kind) or ":" not in ref:
         return load(kind, ref)
-    return EntryPoint(name=ref, value=ref, group=group(kind)).load()
+    module, _, attr = ref.partition(":")
+    if folder is None or not _in_folder(Path(folder), module):
+        return EntryPoint(name=ref, value=ref, group=group(kind)).load()
+    ref = f"{folder_package(Path(folder))}.{module}:{attr}"
+    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # no __pycache__ in a task's folder
+    try:
+        return EntryPoint(name=ref, value=ref, group=group(kind)).load()
+    finally:
+        sys.dont_write_bytecode = saved
+
+
+def _in_folder(folder: Path, module: str) -> bool:
+    path = folder.joinpath(*module.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def folder_package(folder: Path) -> str:
+    """The name of a package (created once per process) whose modules are the folder's files."""
+    folder = folder.resolve()
+    slug = re.sub(r"\W", "_", folder.name)
+    name = f"autorl_task_folder_{slug}_{hashlib.sha256(str(folder).encode()).hexdigest()[:10]}"
+    if name not in sys.modules:
+        spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        spec.submodule_search_locations = [str(folder)]
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+    return name
 
 
 def refresh() -> None:

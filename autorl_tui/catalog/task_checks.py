@@ -3,6 +3,9 @@
 Used by `autorl-tui tasks validate`. Unlike `load_task_card` (which stops at the first
 problem), this collects all of them: fields, level, scorer, protocol, description, data
 provider, every split materialized, item ids, and disjointness of splits by id and by content.
+A folder-shaped split (interactive tasks) is checked through its `items.jsonl` index when it has
+one; what only the task knows it checks itself: `check_split(card, split, path)` in its `python`
+provider's module, and its scorer's (and environment's) `validate_options`.
 """
 
 from __future__ import annotations
@@ -112,16 +115,18 @@ def validate_card(path: Path, cache_root: Path | None = None) -> Report:
                                                                "or 3 (interactive)"))
     scorer_obj = None
     if "scorer" in raw:
-        if str(raw["scorer"]) not in registry.entries("scorers"):
+        name = str(raw["scorer"])
+        if name not in registry.entries("scorers") and ":" not in name:
             problems.append(Problem(f"scorer {raw['scorer']!r} is not known",
                                     f"use one of: {', '.join(registry.names('scorers'))} "
-                                    f"(built-ins: autorl_tui/registry.py; plugins: entry points `autorl_tui.scorers`)"))
+                                    f"(built-ins: autorl_tui/registry.py; plugins: entry points `autorl_tui.scorers`), "
+                                    "or a class of the task's folder as module:Class (scoring:MyScorer = scoring.py)"))
         else:
             try:
-                scorer_obj = registry.load("scorers", str(raw["scorer"]))()
+                scorer_obj = registry.resolve("scorers", name, card_path.parent.resolve())()
             except Exception as exc:  # noqa: BLE001 - a broken scorer module is a problem to report
                 problems.append(Problem(f"scorer {raw['scorer']!r} failed to load: {type(exc).__name__}: {exc}",
-                                        "install the scorer's dependencies (pip install -e .[tasks])"))
+                                        "fix the scorer's module or install its dependencies (pip install -e .[tasks])"))
     problems += _check_protocol(raw)
     check_options = getattr(scorer_obj, "validate_options", None)
     if check_options is not None and isinstance(raw.get("scorer_options") or {}, dict):
@@ -244,9 +249,12 @@ def _check_data(card: TaskCard, scorer_obj, sizes: dict, cache_root: Path | None
                 problems.append(Problem(f"split {split} failed to materialize: {type(exc).__name__}: {exc}",
                                         "check data.splits and the provider's settings (docs/tasks.md)"))
                 continue
-            if path.is_dir():
-                sizes[split] = sum(1 for _ in path.iterdir())
-                continue   # folder-shaped splits (interactive tasks) are the provider's business
+            problems += _provider_checks(card, split, path)
+            if path.is_dir():   # a folder-shaped split (interactive tasks): its index gets the item checks
+                if not (path / "items.jsonl").is_file():
+                    sizes[split] = sum(1 for _ in path.iterdir())
+                    continue
+                path = path / "items.jsonl"
             try:
                 items = read_items(path)
             except UsageError as exc:
@@ -294,6 +302,20 @@ def _check_data(card: TaskCard, scorer_obj, sizes: dict, cache_root: Path | None
                 problems.append(Problem(f"splits {a} and {b} share {len(same)} item(s) with the same content{severity}: {', '.join(eg)}",
                                         "remove the duplicates from one of the splits"))
     return problems
+
+
+def _provider_checks(card: TaskCard, split: str, path: Path) -> list[Problem]:
+    """The task's own checks of a materialized split: `check_split(card, split, path) -> [(what,
+    fix)]` in the `python` provider's module (beside `available` and `source_fingerprint`)."""
+    if card.data.get("provider") != "python":
+        return []
+    try:
+        check = getattr(provider_module(card), "check_split", None)
+        found = check(card, split, path) if check is not None else []
+    except Exception as exc:  # noqa: BLE001 - a failing check is a problem to report, not a crash
+        return [Problem(f"split {split}: the task's check_split failed: {type(exc).__name__}: {exc}",
+                        "fix check_split in the provider's module")]
+    return [Problem(f"split {split}: {what}", fix) for what, fix in found]
 
 
 _FIELD_HELP = {

@@ -23,7 +23,8 @@ A card fixes the evaluation protocol. Data comes from a *provider* named in the 
       function: alfworld           # called as f(card, split, out_dir) -> Path
 
 Data providers and generators are plugins (`autorl_tui/registry.py`, kinds `data_providers` and
-`generators`); folders of task cards come from `--tasks-dir`, $AUTORL_TASKS_DIR, the home's
+`generators`), or `module:attribute` references to the task folder's own code (`provider:materialize`
+is `provider.py` beside the card; `registry.resolve(kind, ref, card.dir)`); folders of task cards come from `--tasks-dir`, $AUTORL_TASKS_DIR, the home's
 `tasks/` and the `tasks` plugins (the built-in `tasks/` folder is one).
 
 Splits are materialized once into the home's cache (harness-private) as `<split>.jsonl` (or a
@@ -246,7 +247,7 @@ def _write_jsonl(path: Path, items: list[dict]) -> Path:
 
 
 def _materialize_generator(card: TaskCard, split: str, out_dir: Path) -> Path:
-    generate = registry.load("generators", card.data["generator"])
+    generate = registry.resolve("generators", str(card.data["generator"]), card.dir)
     spec = dict(card.data["splits"][split])
     items = generate(split=split, params=dict(card.data.get("params") or {}), **spec)
     return _write_jsonl(out_dir / f"{split}.jsonl", items)
@@ -284,8 +285,10 @@ def data_source_fingerprint(card: TaskCard) -> str:
 
 
 def provider_function(card: TaskCard):
-    """The `python` provider's function: a registered data provider, or a `module:function`."""
-    return registry.resolve("data_providers", str(card.data.get("function", "")))
+    """The `python` provider's function: a registered data provider, or a `module:function` (a
+    module of the task's folder, e.g. `provider:materialize` for `provider.py` beside the card, or
+    an importable one)."""
+    return registry.resolve("data_providers", str(card.data.get("function", "")), card.dir)
 
 
 def provider_module(card: TaskCard):
@@ -332,7 +335,7 @@ def _materialize_local(card: TaskCard, split: str, out_dir: Path) -> Path:
                 items = items[:-n] if n else items[int(other.get("first", 0)):]
     normalize = card.data.get("normalize")
     if normalize:
-        fn = registry.resolve("item_normalizers", normalize)
+        fn = registry.resolve("item_normalizers", normalize, card.dir)
         items = [fn(x, i, split) for i, x in enumerate(items)]
     return _write_jsonl(out_dir / f"{split}.jsonl", items)
 

@@ -108,7 +108,7 @@ def run(args) -> int:
         ctx = ScorerContext(task_dir=card.dir, split=args.split, split_path=split_path, scratch_dir=Path(scratch),
                             options=dict(card.scorer_options or {}), log=lambda msg: print(msg, file=sys.stderr))
         try:
-            result = get_scorer(card.scorer).evaluate(GivenCompletions(list(per_item.values())), items, protocol, ctx)
+            result = get_scorer(card.scorer, card.dir).evaluate(GivenCompletions(list(per_item.values())), items, protocol, ctx)
         except ValueError as exc:     # the scorer's own checks of items and options
             raise UsageError(f"cannot score {card.id}: {exc}") from None
         except RuntimeError as exc:   # e.g. no interpreter works inside the sandbox, every judgment failed

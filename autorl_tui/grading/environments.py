@@ -5,7 +5,9 @@ An environment is a plugin (`autorl_tui/registry.py`, kind `environments`): a na
 model) and the protocol; the environment owns the episodes: what one is, how its prompts read,
 how a reply becomes an action, and when it is won. Episodes run batched: every live episode
 advances by one step per `generate` call. ALFWorld (`tasks/alfworld/environment.py`) is the
-reference implementation; docs/tasks.md describes how to add one.
+reference implementation; its `run_episodes` is the generic batched runner
+(`grading/episodes.py`) with ALFWorld's prompt and reply hooks. docs/tasks.md ("Add an
+interactive task") describes how to add one.
 """
 
 from __future__ import annotations
@@ -13,50 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+# One episode, its observations and its record: the generic runner's types (grading/episodes.py).
+from autorl_tui.grading.episodes import Episode, EpisodeRecord, Observation
+
+__all__ = ["Episode", "EpisodeRecord", "Generate", "InteractiveEnvironment", "Observation"]
+
 # generate(prompts) -> one reply per prompt (a Completion, or a string); prompts are chat message
 # lists, or strings when the environment's `to_text` was applied for `prompt_format: plain`.
 Generate = Callable[[list[Any]], list]
-
-
-class Observation(Protocol):
-    """What the environment says after reset() or a step."""
-    text: str                 # the intro at reset, the feedback after a step
-    admissible: list[str]     # actions it accepts now (empty when free-form)
-    won: bool
-    moves: int
-
-    @property
-    def reward(self) -> float: ...   # this step's reward (ALFWorld: 1.0 when won, else 0.0)
-
-    @property
-    def done(self) -> bool: ...
-
-
-class Episode(Protocol):
-    """One episode, playable repeatedly: reset() then step(action) until done."""
-    task: str                 # the goal, known after reset()
-    task_type: str
-
-    def reset(self) -> Observation: ...
-    def step(self, action: str) -> Observation: ...
-    def close(self) -> None: ...
-
-
-class EpisodeRecord(Protocol):
-    """One finished episode, with its trajectory (one dict per step: observation, prompt, raw
-    reply, action, feedback) kept in the sample so reports and agents can replay it."""
-    game_id: str          # the episode's id (unique in the split)
-    gamefile: str         # where the episode was defined (file, URL, seed...)
-    task_type: str        # its category; success rates are also reported per category
-    task: str             # the goal as shown to the policy
-    won: bool
-    steps: int
-    invalid_steps: int    # replies that were not exactly an admissible action
-    unmatched_steps: int  # ...of which nothing admissible was close enough (no move made)
-    thought_steps: int
-    tokens: int
-    trajectory: list[dict]
-    error: str | None
 
 
 class InteractiveEnvironment(Protocol):
@@ -76,7 +42,8 @@ class InteractiveEnvironment(Protocol):
                      options: dict, log: Callable[[str], None] | None,
                      on_progress: Callable[[int, int], None] | None = None) -> list[EpisodeRecord]:
         """Play every episode once, batched; one record per episode, in order. on_progress(done,
-        total) hears each finished episode."""
+        total) hears each finished episode. Implementations call `grading.episodes.run_episodes`
+        with their hooks and options."""
 
     def to_text(self, messages: list[dict]) -> str:
         """A chat prompt as plain text (for `protocol.prompt_format: plain`)."""

@@ -113,9 +113,9 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None) -> dic
     except (TypeError, ValueError) as exc:
         raise GradingError("internal", f"bad protocol: {exc}") from exc
     try:
-        scorer = get_scorer(request["scorer"])
-    except KeyError as exc:
-        raise GradingError("scorer", str(exc.args[0])) from exc
+        scorer = get_scorer(request["scorer"], (request.get("task") or {}).get("dir"))
+    except (LookupError, ImportError, AttributeError) as exc:   # unknown name, or a task's module:Class that fails
+        raise GradingError("scorer", str(exc.args[0]) if exc.args else repr(exc)) from exc
     items = _load_items(request)
     t0 = time.perf_counter()
     try:

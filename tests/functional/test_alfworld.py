@@ -5,6 +5,7 @@ every trajectory. Games are generated once per session (a few per split, to stay
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -187,6 +188,18 @@ def test_splits_are_disjoint_and_test_uses_unseen_rooms(three_splits):
     train_files = {p.name for p in paths["train"].rglob("*")}
     assert not (ids["dev"] | ids["test"]) & train_files
     assert not (paths["dev"] / "sft_chat.jsonl").exists() and not (paths["test"] / "alfworld_api").exists()
+
+
+def test_check_split_of_tasks_validate_finds_a_game_missing_on_disk(three_splits, tmp_path):
+    from autorl_tui.tasks.alfworld.provider import check_split
+    card, paths = three_splits
+    assert all(check_split(card, split, path) == [] for split, path in paths.items())
+    dev = tmp_path / "dev"
+    shutil.copytree(paths["dev"], dev)
+    gamefile = dev / items_of(dev)[0]["gamefile"]
+    gamefile.with_name("traj_data.json").unlink()
+    (what, fix), = check_split(card, "dev", dev)
+    assert "1 game(s) of items.jsonl are not on disk" in what and items_of(dev)[0]["id"] in what and fix
 
 
 def test_generation_is_deterministic_by_seed(three_splits, tmp_path):

@@ -2,7 +2,8 @@
 environment and scores the share it wins.
 
 The environment is a plugin named by `scorer_options.env` (registry kind `environments`,
-interface in grading/environments.py; `alfworld` is built in). The policy is the model, greedy by
+interface in grading/environments.py; `alfworld` is built in), or a class of the task's own folder
+(`module:Class`). The policy is the model, greedy by
 the protocol, for at most `protocol.max_steps` steps per episode. Episodes advance together: one
 `policy.generate` call per step over all live episodes (up to `batch_size`). Every episode's full
 trajectory is stored in its SampleResult.
@@ -25,8 +26,10 @@ SCORER_OPTIONS = {"env", "batch_size"}
 DEFAULT_MAX_STEPS = 30
 
 
-def load_environment(name: str) -> InteractiveEnvironment:
-    return registry.load("environments", name)()
+def load_environment(name: str, task_dir=None) -> InteractiveEnvironment:
+    """A registered environment, or the task folder's own class (`environment:MyEnv` for
+    `environment.py` beside the card)."""
+    return registry.resolve("environments", name, task_dir)()
 
 
 class EnvSuccessScorer:
@@ -35,11 +38,17 @@ class EnvSuccessScorer:
 
     def validate_options(self, opts: dict, task_dir=None) -> list[tuple[str, str]]:
         """Problems with scorer_options as (what is wrong, how to fix it); used by `tasks validate`."""
-        name = opts.get("env", "alfworld")
-        if name not in registry.entries("environments"):
+        name = str(opts.get("env", "alfworld"))
+        if name not in registry.entries("environments") and ":" not in name:
             return [(f"env_success: unknown env {name!r}",
-                     f"set scorer_options.env to one of: {', '.join(registry.names('environments'))}")]
-        env = load_environment(name)
+                     f"set scorer_options.env to one of: {', '.join(registry.names('environments'))}, "
+                     "or to a class of the task's folder as module:Class")]
+        try:
+            env = load_environment(name, task_dir)
+        except Exception as exc:  # noqa: BLE001 - a broken environment module is a problem to report
+            return [(f"env_success: env {name!r} failed to load: {type(exc).__name__}: {exc}",
+                     "fix the module (or install its dependencies); module:Class names a file of the task's folder "
+                     "or an importable module")]
         problems = []
         unknown = sorted(set(opts) - SCORER_OPTIONS - env.options)
         if unknown:
@@ -49,10 +58,10 @@ class EnvSuccessScorer:
 
     def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol, ctx: ScorerContext) -> EvalResult:
         opts = dict(ctx.options or {})
-        problems = self.validate_options(opts)
+        problems = self.validate_options(opts, ctx.task_dir)
         if problems:
             raise ValueError("; ".join(f"{what} ({fix})" for what, fix in problems))
-        env = load_environment(opts.get("env", "alfworld"))
+        env = load_environment(str(opts.get("env", "alfworld")), ctx.task_dir)
         games = env.episodes(items, Path(ctx.split_path))
         if not games:
             raise ValueError(f"env_success: no games in {ctx.split_path} (expected items.jsonl with gamefile entries)")

@@ -24,12 +24,15 @@ import os
 import shutil
 from pathlib import Path
 
+from autorl_tui.grading import episodes as generic_runner
 from autorl_tui.tasks.alfworld import games as G
 from autorl_tui.tasks.alfworld.official import copy_official_game, official_games, official_root
 
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
-API_FILES = ("env.py", "prompts.py", "api.py")
+# the workspace's alfworld_api/: file name -> source (the generic runner is the grader's own file)
+API_FILES = {"env.py": PACKAGE_DIR / "env.py", "prompts.py": PACKAGE_DIR / "prompts.py",
+             "api.py": PACKAGE_DIR / "api.py", "episodes.py": Path(generic_runner.__file__)}
 
 
 class AlfworldDataError(RuntimeError):
@@ -145,8 +148,8 @@ def add_workspace_extras(card, split_dir: Path, items: list[dict]) -> None:
         (shots / f"{task_type}.txt").write_text(text + "\n")
     api = split_dir / "alfworld_api"
     api.mkdir(exist_ok=True)
-    for name in API_FILES:
-        shutil.copy2(PACKAGE_DIR / name, api / name)
+    for name, source in API_FILES.items():
+        shutil.copy2(source, api / name)
     (api / "__init__.py").write_text(
         '"""ALFWorld episode runner (the grader\'s own code). See api.py."""\n'
         "from .api import EpisodeResult, list_games, run_episodes  # noqa: F401\n"
@@ -157,3 +160,20 @@ def add_workspace_extras(card, split_dir: Path, items: list[dict]) -> None:
         f"{counts['sft_examples']} expert steps as SFT data (sft_chat.jsonl, sft_prompt_completion.jsonl); "
         "raw expert trajectories in expert_trajectories.jsonl; ReAct examples in few_shot/; "
         "the episode runner in alfworld_api/ (see the task description).\n")
+
+
+
+def check_split(card, split: str, path: Path) -> list[tuple[str, str]]:
+    """`tasks validate`'s task-specific check of a materialized split: every indexed game is on
+    disk in the engine's format (game.tw-pddl with traj_data.json beside it) with a known task type."""
+    problems = []
+    items = [json.loads(line) for line in (path / "items.jsonl").read_text().splitlines() if line.strip()]
+    missing = [str(it.get("id")) for it in items if not (path / str(it.get("gamefile", ""))).is_file()
+               or not (path / str(it.get("gamefile", ""))).with_name("traj_data.json").is_file()]
+    if missing:
+        problems.append((f"{len(missing)} game(s) of items.jsonl are not on disk (e.g. {', '.join(missing[:3])})",
+                         "materialize the split again (delete its folder in the cache)"))
+    unknown = sorted({str(it.get("task_type")) for it in items} - set(G.TASK_TYPES))
+    if unknown:
+        problems.append((f"unknown task type(s) {unknown}", f"use ALFWorld's: {', '.join(G.TASK_TYPES)}"))
+    return problems

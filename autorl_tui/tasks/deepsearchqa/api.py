@@ -1,8 +1,10 @@
-"""Play DeepSearchQA questions with a language-model policy: the batched episode runner.
+"""Play DeepSearchQA questions with a language-model policy: DeepSearchQA's hooks for the generic
+batched episode runner (`episodes.py`, the grader's `autorl_tui/grading/episodes.py`).
 
-No harness imports (the search backend needs `bm25s` for the local index): the grader's scorer
-uses it, and the same files are copied into the agent's workspace as the `deepsearchqa_api`
-package, so an agent's rollouts see exactly the grader's prompts, tools and step accounting.
+No harness imports (the local index needs the `bm25s` package): the grader's scorer uses it, and
+the same files (with the generic runner as `episodes.py`) are copied into the agent's workspace
+as the `deepsearchqa_api` package, so an agent's rollouts see exactly the grader's prompts, tools
+and step accounting.
 
     import sys; sys.path.insert(0, os.environ["DATA_PATH"])
     from deepsearchqa_api import list_questions, open_backend, run_episodes
@@ -10,47 +12,26 @@ package, so an agent's rollouts see exactly the grader's prompts, tools and step
     results = run_episodes(my_generate, questions[:8], backend=open_backend(), max_steps=12)
     # my_generate(list_of_chat_message_lists) -> list of reply strings
 
-Each result has `won` (answer correct), `answer`, `answer_score` (em, f1, precision, recall),
-`steps` and the full `trajectory` (prompt, raw reply, action, tool output per step).
+Each result has `won` (answer correct), `reward`, `steps` and the full `trajectory` (prompt, raw
+reply, action, tool output per step); the answering step also holds `answer` and `answer_score`
+(correct, em, f1, precision, recall).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from .env import PAGE_CHARS, SearchEpisode
+from .episodes import EpisodeRecord, EpisodeState, Generate, Parsed
+from .episodes import run_episodes as run_generic
 from .prompts import INVALID_FEEDBACK, THOUGHT_FEEDBACK, build_messages, format_action, parse_reply
 from .search import HttpSearch, LocalIndex
 
-Generate = Callable[[list[list[dict]]], list]
-
-
-@dataclass
-class EpisodeResult:
-    game_id: str
-    gamefile: str
-    task_type: str
-    task: str = ""
-    won: bool = False
-    steps: int = 0
-    invalid_steps: int = 0       # replies holding no well-formed action
-    unmatched_steps: int = 0     # (the same here: a free-form action has nothing to match)
-    thought_steps: int = 0
-    tokens: int = 0
-    trajectory: list[dict] = field(default_factory=list)
-    error: str | None = None
-    answer: str | None = None
-    answer_score: dict | None = None
-    reward: float = 0.0
-    searches: int = 0
-    opens: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+EpisodeResult = EpisodeRecord   # the name agents' code imports
+__all__ = ["EpisodeResult", "Generate", "list_questions", "load_corpus", "open_backend", "run_episodes"]
 
 
 def _root(data_path) -> Path:
@@ -83,81 +64,38 @@ def open_backend(data_path: str | os.PathLike | None = None, search_url: str | N
     return LocalIndex(docs)
 
 
-class _Live:
-    def __init__(self, item: dict, backend, k: int, page_chars: int, grade, reward: str):
-        self.ep = SearchEpisode(item, backend, k=k, page_chars=page_chars, grade=grade, reward=reward)
-        self.obs = self.ep.reset()
-        self.result = EpisodeResult(game_id=str(item["id"]), gamefile=str(item.get("source", "")),
-                                    task_type=item.get("question_type", ""), task=item["question"])
-        self.history: list[tuple[str, str]] = []
+def parse(reply: str, obs=None) -> Parsed:
+    """A reply as the generic runner's Parsed: the first well-formed action, or a thought, or nothing."""
+    thought, action = parse_reply(reply)
+    text = format_action(*action) if action else None
+    if text is None and thought is None:
+        return Parsed(action=None, exact=False, text=(reply or "").strip()[:80])
+    return Parsed(action=text, exact=True, thought=thought, text=text)
 
 
 def run_episodes(generate: Generate, questions: list[dict], *, backend, max_steps: int = 12, batch_size: int = 16,
                  history_len: int = 4, k: int = 5, page_chars: int = PAGE_CHARS, grade=None, reward: str = "correct",
                  log: Callable[[str], None] | None = None,
                  on_progress: Callable[[int, int], None] | None = None) -> list[EpisodeResult]:
-    """Play every question once. All live episodes advance together: one `generate` call per step
-    over up to `batch_size` episodes; a finished episode's slot goes to the next question. An
-    episode ends at its answer, at `max_steps`, or at an error of the search backend."""
-    results: dict[int, EpisodeResult] = {}
-    pending = list(enumerate(questions))
-    live: dict[int, _Live] = {}
+    """Play every question once, batched (one `generate` call per step over up to `batch_size`
+    episodes). An episode ends at its answer, at `max_steps`, or when the search backend fails."""
+    episodes: dict[str, SearchEpisode] = {}
 
-    def refill():
-        while pending and len(live) < batch_size:
-            idx, item = pending.pop(0)
-            live[idx] = _Live(item, backend, k, page_chars, grade, reward)
+    def open_episode(item: dict) -> SearchEpisode:
+        ep = episodes[str(item["id"])] = SearchEpisode(item, backend, k=k, page_chars=page_chars, grade=grade,
+                                                       reward=reward)
+        return ep
 
-    refill()
-    while live:
-        order = sorted(live)
-        prompts = [build_messages(live[i].result.task, live[i].history, step=live[i].result.steps + 1,
-                                  max_steps=max_steps, history_len=history_len) for i in order]
-        replies = generate(prompts)
-        if len(replies) != len(prompts):
-            raise RuntimeError(f"generate returned {len(replies)} replies for {len(prompts)} prompts")
-        for i, messages, reply in zip(order, prompts, replies):
-            lv = live[i]
-            res = lv.result
-            tokens = getattr(reply, "tokens", None)
-            if not isinstance(reply, str):
-                reply = getattr(reply, "text", "") or ""
-            res.tokens += tokens or 0
-            thought, parsed = parse_reply(reply)
-            action = format_action(*parsed) if parsed else None
-            record = {"step": res.steps + 1, "observation": lv.obs.text, "prompt": messages[-1]["content"],
-                      "raw_output": reply, "thought": thought, "action": action}
-            obs = None
-            try:
-                if parsed is None and thought is not None:
-                    res.thought_steps += 1
-                    feedback, shown = THOUGHT_FEEDBACK, f"think: {thought}"
-                elif parsed is None:
-                    res.invalid_steps += 1
-                    res.unmatched_steps += 1
-                    feedback, shown = INVALID_FEEDBACK, (reply or "").strip()[:80]
-                else:
-                    res.searches += parsed[0] == "search"
-                    res.opens += parsed[0] == "open"
-                    obs = lv.ep.step(action)
-                    feedback, shown = obs.text, action
-            except Exception as exc:       # a search endpoint that fails ends this episode, not the run
-                res.error = f"{type(exc).__name__}: {exc}"
-                feedback, shown = "", action or ""
-            res.steps += 1
-            record["feedback"] = feedback
-            if obs is not None and obs.done:
-                res.won, res.answer, res.answer_score, res.reward = obs.won, obs.answer, obs.answer_score, obs.reward
-                record.update(won=obs.won, answer_score=obs.answer_score)
-            res.trajectory.append(record)
-            lv.history.append((shown, feedback))
-            if (obs is not None and obs.done) or res.error or res.steps >= max_steps:
-                lv.ep.close()
-                results[i] = res
-                del live[i]
-                if log:
-                    log(f"episode {res.game_id}: {'right' if res.won else 'wrong'} in {res.steps} steps")
-        if on_progress:
-            on_progress(len(results), len(questions))
-        refill()
-    return [results[i] for i in range(len(questions))]
+    def build_prompt(state: EpisodeState) -> list[dict]:
+        return build_messages(state.record.task, state.history, step=state.record.steps + 1, max_steps=max_steps,
+                              history_len=history_len)
+
+    records = run_generic(generate, questions, open_episode=open_episode, build_prompt=build_prompt,
+                          parse_reply=parse, max_steps=max_steps, batch_size=batch_size,
+                          thought_feedback=THOUGHT_FEEDBACK, invalid_feedback=INVALID_FEEDBACK, log=log,
+                          on_progress=on_progress)
+    for rec in records:        # the answer and its scores, on the step that gave it
+        ep = episodes.get(rec.game_id)
+        if ep is not None and ep.last_answer is not None and rec.trajectory:
+            rec.trajectory[-1].update(answer=ep.last_answer, answer_score=ep.last_score)
+    return records

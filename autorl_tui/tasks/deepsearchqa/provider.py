@@ -19,11 +19,15 @@ import os
 import shutil
 from pathlib import Path
 
+from autorl_tui.grading import episodes as generic_runner
 from autorl_tui.tasks.deepsearchqa import corpus as C
 from autorl_tui.tasks.deepsearchqa.official import ENV, official_file, official_split
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-API_FILES = ("api.py", "env.py", "prompts.py", "search.py", "scoring.py", "experts.py")
+# the workspace's deepsearchqa_api/: file name -> source (the generic runner is the grader's own file)
+API_FILES = {**{name: PACKAGE_DIR / name for name in ("api.py", "env.py", "prompts.py", "search.py", "scoring.py",
+                                                     "experts.py")},
+             "episodes.py": Path(generic_runner.__file__)}
 WORLD_KEYS = ("countries", "cities_per_country", "companies_per_city", "people_per_city")
 
 
@@ -111,8 +115,8 @@ def add_workspace_extras(card, split_dir: Path, questions: list[dict], docs: lis
     from autorl_tui.tasks.deepsearchqa.experts import write_sft_files
     api = split_dir / "deepsearchqa_api"
     api.mkdir(exist_ok=True)
-    for name in API_FILES:
-        shutil.copy2(PACKAGE_DIR / name, api / name)
+    for name, source in API_FILES.items():
+        shutil.copy2(source, api / name)
     (api / "__init__.py").write_text(
         '"""DeepSearchQA episode runner (the grader\'s own code). See api.py."""\n'
         "from .api import EpisodeResult, list_questions, load_corpus, open_backend, run_episodes  # noqa: F401\n"

@@ -266,3 +266,17 @@ def test_tiny_dsqa_tokenizer_reads_every_split_and_the_actions(splits):
         tool, arg = parse_reply(decoded)[1]
         assert tool == action.split("[")[0]
         assert re.sub(r"\s*([#;])\s*", r"\1", arg) == re.sub(r"\s*([#;])\s*", r"\1", action[len(tool) + 1:-1].lower())
+
+
+def test_check_split_reports_a_chain_missing_from_the_corpus(splits, tmp_path):
+    import shutil
+    from autorl_tui.tasks.deepsearchqa.provider import check_split
+    card, dirs = splits
+    assert check_split(card, "dev", dirs["dev"]) == []
+    broken = tmp_path / "dev"
+    shutil.copytree(dirs["dev"], broken)
+    first = items_of(broken)[0]
+    kept = [l for l in (broken / "corpus.jsonl").read_text().splitlines() if json.loads(l)["doc_id"] != first["chain"][-1]]
+    (broken / "corpus.jsonl").write_text("\n".join(kept) + "\n")
+    problems = check_split(card, "dev", broken)
+    assert len(problems) == 1 and first["id"] in problems[0][0] and "corpus.jsonl" in problems[0][0]

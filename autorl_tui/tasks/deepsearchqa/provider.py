@@ -132,3 +132,22 @@ def add_workspace_extras(card, split_dir: Path, questions: list[dict], docs: lis
         f"Expert trajectories: {counts['won']}/{counts['episodes']} answered right, {counts['steps']} steps, as SFT "
         "data in sft_chat.jsonl and sft_prompt_completion.jsonl (one example per step, the grader's exact prompt), "
         "raw in expert_trajectories.jsonl. The episode runner is deepsearchqa_api/ (see the task description).\n")
+
+
+def check_split(card, split: str, path: Path) -> list[tuple[str, str]]:
+    """`tasks validate`'s DeepSearchQA checks of a materialized split: every question has gold
+    answers, and (generated data) every document of its lookup chain is in the split's corpus."""
+    problems = []
+    items = [json.loads(line) for line in (path / "items.jsonl").read_text().splitlines() if line.strip()]
+    empty = [str(it.get("id")) for it in items if not it.get("answers") or not it.get("question")]
+    if empty:
+        problems.append((f"{len(empty)} question(s) without a question or gold answers (e.g. {', '.join(empty[:3])})",
+                         "materialize the split again (delete its folder in the cache), or fix the official CSV"))
+    corpus = path / "corpus.jsonl"
+    if corpus.exists():
+        docs = {json.loads(line)["doc_id"] for line in corpus.read_text().splitlines() if line.strip()}
+        broken = [str(it.get("id")) for it in items if not set(it.get("chain") or []) <= docs]
+        if broken:
+            problems.append((f"{len(broken)} question(s) whose lookup chain is not in corpus.jsonl "
+                             f"(e.g. {', '.join(broken[:3])})", "materialize the split again (delete its folder in the cache)"))
+    return problems

@@ -42,6 +42,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "unit_tests": "autorl_tui.grading.scorers.unit_tests:UnitTestsScorer",
         "judge": "autorl_tui.grading.scorers.judge:JudgeScorer",
         "env_success": "autorl_tui.grading.scorers.env_success:EnvSuccessScorer",
+        "deepsearchqa": "autorl_tui.tasks.deepsearchqa.scorer:DeepSearchQAScorer",
     },
     "executors": {
         "local": "autorl_tui.engine.executors.local:LocalExecutor",
@@ -64,9 +65,11 @@ BUILTINS: dict[str, dict[str, str]] = {
         "alfworld": "autorl_tui.tasks.alfworld.provider:materialize",
         "humaneval": "autorl_tui.tasks.humaneval.provider:materialize",
         "webshop": "autorl_tui.tasks.webshop.provider:materialize",
+        "deepsearchqa": "autorl_tui.tasks.deepsearchqa.provider:materialize",
     },
     "environments": {
         "alfworld": "autorl_tui.tasks.alfworld.environment:AlfworldEnvironment",
+        "deepsearchqa": "autorl_tui.tasks.deepsearchqa.environment:DeepSearchQAEnvironment",
         "webshop": "autorl_tui.tasks.webshop.environment:WebshopEnvironment",
     },
     "generators": {
@@ -79,6 +82,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "tiny": "autorl_tui.tasks.arith.tiny_model:build_tiny_model",
         "tiny-alfworld": "autorl_tui.tasks.alfworld.tiny_model:build",
         "tiny-webshop": "autorl_tui.tasks.webshop.tiny_model:build",
+        "tiny-dsqa": "autorl_tui.tasks.deepsearchqa.tiny_model:build",
     },
     "commands": {
         **{name: f"autorl_tui.commands.{name}:register"

@@ -1,6 +1,6 @@
 """Built-in base models built on this machine with no downloads: what they share.
 
-Each built-in model (registry kind `models`; the `tiny` model of the arith task, `tiny-alfworld`)
+Each built-in model (registry kind `models`; the `tiny` model of the arith task, `tiny-alfworld`, `tiny-dsqa`)
 is built into a folder by a deterministic function and written atomically: built in a temporary
 folder beside the target and renamed into place, under a file lock, so a reader never sees half a
 model and concurrent builders build it once. They share the ChatML chat template and the build

@@ -1,4 +1,4 @@
-"""Base models: the built-in ones (`tiny`, `tiny-alfworld`; built locally, cached in the home) or a
+"""Base models: the built-in ones (`tiny`, `tiny-alfworld`, `tiny-dsqa`; built locally, cached in the home) or a
 local Hugging Face-format folder given by path or placed in the home's `models/` folder."""
 
 from __future__ import annotations

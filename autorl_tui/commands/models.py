@@ -1,4 +1,4 @@
-"""`autorl-tui models build tiny|tiny-alfworld|tiny-webshop [--force] [--seed N]` and `autorl-tui models list [--json]`."""
+"""`autorl-tui models build tiny|tiny-alfworld|tiny-webshop|tiny-dsqa [--force] [--seed N]` and `autorl-tui models list [--json]`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("models", help="build and list base models")
     sub = parser.add_subparsers(dest="models_command", metavar="ACTION")
     build = sub.add_parser("build", help="build a built-in model into the home (no downloads)")
-    build.add_argument("name", help="built-in model name (tiny, tiny-alfworld, tiny-webshop)")
+    build.add_argument("name", help="built-in model name (tiny, tiny-alfworld, tiny-webshop, tiny-dsqa)")
     build.add_argument("--force", action="store_true", help="rebuild even if it is already built")
     build.add_argument("--seed", type=int, default=0, help="seed of the build (default 0)")
     build.set_defaults(func=cmd_build)

@@ -9,7 +9,7 @@ def test_models_list_on_a_fresh_home(home_dir, capsys):
     assert main(["--home", str(home_dir), "models", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows == [{"name": name, "builtin": True, "ready": False, "path": None, "bytes": 0}
-                    for name in ("tiny", "tiny-alfworld", "tiny-webshop")]
+                    for name in ("tiny", "tiny-alfworld", "tiny-webshop", "tiny-dsqa")]
     assert main(["--home", str(home_dir), "models", "list"]) == 0
     assert "models build tiny" in capsys.readouterr().out
 
@@ -31,6 +31,16 @@ def test_models_build_tiny_alfworld(home_dir, capsys):
     assert weights_hash(path)[:16] in out
     info = json.loads((path / "autorl_tui_build.json").read_text())
     assert info["name"] == "tiny-alfworld" and info["max_positions"] == 1024 and 1_000_000 < info["params"] < 4_000_000
+
+
+def test_models_build_tiny_dsqa_is_deterministic(home_dir, tmp_path, capsys):
+    assert main(["--home", str(home_dir), "models", "build", "tiny-dsqa"]) == 0
+    path = home_dir / "models" / "tiny-dsqa"
+    assert weights_hash(path)[:16] in capsys.readouterr().out
+    info = json.loads((path / "autorl_tui_build.json").read_text())
+    assert info["name"] == "tiny-dsqa" and info["max_positions"] == 1024 and 1_000_000 < info["params"] < 4_000_000
+    from autorl_tui.tasks.deepsearchqa.tiny_model import build
+    assert weights_hash(build(tmp_path / "again")) == weights_hash(path)
 
 
 def test_models_build_unknown_name_is_a_usage_error(home_dir, capsys):

@@ -24,6 +24,11 @@ games as the grader would (`alf_max_steps`), the expert labels every state it re
 On WebShop (the data folder holds `webshop_api/`) it trains on the shipped expert steps (the
 expert reads only the page, so its steps can be imitated): SFT with the loss on every token ->
 `output/v1`, then a focus stage on the actions alone -> `output/v2` (`ws_focus_steps`; 0 skips it).
+
+On DeepSearchQA (the data folder holds `deepsearchqa_api/`) it fine-tunes on the shipped expert
+trajectories (one example per tool step, the grader's exact prompt; alfworld_sft.py with no
+renaming) with the loss on every token -> `output/v1`, then continues with the loss on the
+action only -> `output/v2` (`dsqa_focus_steps`; 0 skips it); both are submitted.
 Every stage gets a wall-clock stop time well before the deadline and is killed if it overruns.
 
 Options: `REFERENCE_AGENT_OPTIONS="sft_steps=400,grpo_steps=60,lora=16"` or the same as
@@ -59,6 +64,8 @@ DEFAULTS = {
     "alf_max_steps": 30,
     "ws_sft_steps": 1500, "ws_sft_lr": 2e-3, "ws_sft_batch": 16, "ws_focus_steps": 600, "ws_focus_lr": 1e-3,
     "ws_focus_share": 0.35, "ws_submit_reserve_s": 180.0,
+    "dsqa_sft_steps": 600, "dsqa_sft_lr": 2e-3, "dsqa_sft_batch": 16, "dsqa_focus_steps": 300, "dsqa_focus_lr": 1e-3,
+    "dsqa_focus_share": 0.3, "dsqa_submit_reserve_s": 120.0,
 }
 
 
@@ -252,6 +259,41 @@ def alfworld_sft(ws: Workspace, opts: dict, model: Path, name: str, files: list[
                      kill_at=stop_at + opts["alf_submit_reserve_s"] / 2, threads=threads)
 
 
+def is_deepsearchqa(ws: Workspace) -> bool:
+    return (ws.data / "deepsearchqa_api").is_dir() and (ws.data / "sft_prompt_completion.jsonl").exists()
+
+
+def deepsearchqa_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
+    """SFT on the expert's tool steps (loss on every token) -> v1, then on the actions only -> v2."""
+    reserve = opts["dsqa_submit_reserve_s"]
+    files = [str(ws.data / "sft_prompt_completion.jsonl")]
+    left = deadline - reserve - time.time()
+    if left < 30:
+        log(f"not enough budget to train anything ({left:.0f}s after the submission reserve); stopping")
+        return None
+    stages = [("v1", ws.model, int(opts["dsqa_sft_steps"]), opts["dsqa_sft_lr"], 1)]
+    if int(opts["dsqa_focus_steps"]) > 0:
+        stages.append(("v2", ws.output / "v1", int(opts["dsqa_focus_steps"]), opts["dsqa_focus_lr"], 0))
+    scores: dict[str, float | None] = {}
+    for n, (name, model, steps, lr, full_loss) in enumerate(stages):
+        left = deadline - reserve - time.time()
+        if n and left < 45:      # loading, a few steps and saving take about that on a CPU
+            log(f"stopping: {left:.0f}s left before the submission reserve, too little for {name}")
+            break
+        share = 1.0 if n == len(stages) - 1 else 1 - opts["dsqa_focus_share"]
+        stop_at = time.time() + share * left
+        sft = run_stage(ws, "alfworld_sft.py", ["--model", str(model), "--out", str(ws.output / name), "--data", *files,
+                                                 "--steps", str(steps), "--lr", str(lr),
+                                                 "--batch", str(int(opts["dsqa_sft_batch"])), "--rename", "0",
+                                                 "--decisions", "1", "--seed", str(seed + n),
+                                                 "--full_loss", str(full_loss), "--stop_at", str(stop_at)],
+                        kill_at=stop_at + reserve / 2, threads=threads)
+        if sft is None:
+            break
+        scores[name] = submit(ws, name, deadline)
+    return scores or None
+
+
 def better(scores: dict, best: str, new: str) -> str:
     """The model to keep: `new` if it scored at least as well as `best` (ties go to the newer one)."""
     if scores[new] is not None and (scores[best] is None or scores[new] >= scores[best]):
@@ -371,13 +413,15 @@ def main(argv: list[str]) -> int:
     threads = int(opts["threads"])
     lora = ["--lora", str(int(opts["lora"]))] if opts["lora"] else []
     train = (f"ALFWorld train games in {ws.data}" if is_alfworld(ws)
-             else f"WebShop train instructions in {ws.data}" if is_webshop(ws) else f"train {ws.train}")
+             else f"WebShop train instructions in {ws.data}" if is_webshop(ws)
+             else f"DeepSearchQA train questions in {ws.data}" if is_deepsearchqa(ws) else f"train {ws.train}")
     log(f"workspace {ws.root}; base model {ws.model}; {train}; seed {seed}; "
         f"{deadline - time.time():.0f}s of budget left")
     ws.output.mkdir(parents=True, exist_ok=True)
     write_code(ws)
-    if is_alfworld(ws) or is_webshop(ws):
-        scores = (alfworld_main if is_alfworld(ws) else webshop_main)(ws, opts, deadline, seed, threads)
+    if is_alfworld(ws) or is_webshop(ws) or is_deepsearchqa(ws):
+        main_of = alfworld_main if is_alfworld(ws) else webshop_main if is_webshop(ws) else deepsearchqa_main
+        scores = main_of(ws, opts, deadline, seed, threads)
         if scores is None:
             return 1
         log("done: " + json.dumps({"scores": scores, "wall_s": round(time.time() - t_start, 1)}))

@@ -1,0 +1,67 @@
+"""DeepSearchQA as an `InteractiveEnvironment` (grading/environments.py), registered as `deepsearchqa`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from autorl_tui.tasks.deepsearchqa.api import list_questions, open_backend, run_episodes
+from autorl_tui.tasks.deepsearchqa.env import SearchEpisode
+from autorl_tui.tasks.deepsearchqa.judging import AnswerGrader
+from autorl_tui.tasks.deepsearchqa.prompts import messages_to_text
+
+SEARCH_URL_ENV = "DEEPSEARCHQA_SEARCH_URL"
+
+
+def search_url(options: dict) -> str | None:
+    return options.get("search_url") or os.environ.get(SEARCH_URL_ENV) or None
+
+
+class DeepSearchQAEnvironment:
+    name = "deepsearchqa"
+    options = frozenset({"history_len", "top_k", "page_chars", "search_url", "reward", "answer_scoring",
+                         "judge_model", "judge_url", "api_key_env", "judge_timeout_s", "cache_path"})
+
+    def __init__(self):
+        self._backends: dict = {}
+
+    def validate_options(self, opts: dict) -> list[tuple[str, str]]:
+        problems = []
+        for key, low in (("history_len", 0), ("top_k", 1), ("page_chars", 100)):
+            v = opts.get(key)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < low):
+                problems.append((f"deepsearchqa: {key} {v!r} is not an integer >= {low}", f"set {key} to e.g. {max(low, 4)}"))
+        if opts.get("reward", "correct") not in ("correct", "f1"):
+            problems.append((f"deepsearchqa: reward {opts.get('reward')!r}", "use correct (1/0) or f1"))
+        if opts.get("answer_scoring", "string_match") not in ("string_match", "judge"):
+            problems.append((f"deepsearchqa: answer_scoring {opts.get('answer_scoring')!r}",
+                             "use string_match, or judge with judge_model and judge_url"))
+        return problems
+
+    def backend(self, split_path: Path, options: dict):
+        key = (str(split_path), search_url(options))
+        if key not in self._backends:
+            self._backends[key] = open_backend(split_path, key[1])
+        return self._backends[key]
+
+    def episodes(self, items: list[dict], split_path: Path) -> list[dict]:
+        items = items or list_questions(split_path)
+        return [dict(it, split_path=str(split_path)) for it in items]
+
+    def open(self, episode: dict, options: dict | None = None) -> SearchEpisode:
+        options = options or {}
+        return SearchEpisode(episode, self.backend(Path(episode["split_path"]), options),
+                             k=int(options.get("top_k", 5)), page_chars=int(options.get("page_chars", 400)),
+                             grade=AnswerGrader(options), reward=options.get("reward", "correct"))
+
+    def run_episodes(self, generate, episodes, *, max_steps, batch_size, options, log, on_progress=None):
+        if not episodes:
+            return []
+        backend = self.backend(Path(episodes[0]["split_path"]), options)
+        return run_episodes(generate, episodes, backend=backend, max_steps=max_steps, batch_size=batch_size,
+                            history_len=int(options.get("history_len", 4)), k=int(options.get("top_k", 5)),
+                            page_chars=int(options.get("page_chars", 400)), grade=AnswerGrader(options),
+                            reward=options.get("reward", "correct"), log=log, on_progress=on_progress)
+
+    def to_text(self, messages: list[dict]) -> str:
+        return messages_to_text(messages)

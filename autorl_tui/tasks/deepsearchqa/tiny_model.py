@@ -1,0 +1,109 @@
+"""The built-in `tiny-dsqa` base model, sized for DeepSearchQA turns.
+
+`tiny` (512-token arithmetic BPE, 256 positions) cannot read a DeepSearchQA turn (rules, the
+question, four tool results: 1,000-2,500 characters). This one can:
+
+- Tokenizer: WordPiece, lower-cased. Whole words: the fixed text of the prompts, the tools' output
+  and the article templates (names taken out); word pieces: the syllables, suffixes and digits
+  every generated name and number is made of (`Halgriora` = hal ##gri ##ora, `1914` = 1 ##9 ##1
+  ##4). Built from the generator's word lists, never from a split, so nothing held out leaks.
+- Model: Llama-style, hidden 192, 4 layers, 1,024 positions (a turn is 380 tokens median, 650 at most), randomly initialized, not pretrained:
+  its baseline is the floor and every point comes from the run's own post-training.
+
+Deterministic and atomic like `tiny` (catalog/model_builds.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import time
+from pathlib import Path
+
+from autorl_tui.catalog.model_builds import BUILD_INFO, CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically
+
+NAME = "tiny-dsqa"
+VERSION = "1"
+MAX_POSITIONS = 1024
+HIDDEN, LAYERS, HEADS, KV_HEADS = 192, 4, 6, 3
+UNK = "[UNK]"
+WORD_RE = re.compile(r"\w+|[^\w\s]")
+
+
+def _fixed_texts() -> tuple[list[str], set[str]]:
+    """Texts of the prompts, tools and articles, and the words that are generated names."""
+    from autorl_tui.tasks.deepsearchqa import corpus as C
+    from autorl_tui.tasks.deepsearchqa import prompts as P
+    from autorl_tui.tasks.deepsearchqa import env as E
+
+    world = C.build_world(seed=987654)        # a world no card uses: only its template words are kept
+    docs = C.build_corpus(world, seed=987654)
+    fixed = {w.lower() for w in WORD_RE.findall(" ".join([*C.FIRST, *C.SUFFIX["company"], "Group International Trust New Minor Vale"]))}
+    names = {w.lower() for e in world.entities.values() for w in WORD_RE.findall(e.name)} - fixed
+    texts = [P.SYSTEM_PROMPT, P.INVALID_FEEDBACK, P.THOUGHT_FEEDBACK, "Question: Step of . Your action: "
+             "earlier step(s) not shown No results for Empty query: write search[some words]. Bad page No document "
+             "Use a document id from the search results, e.g. open[D0001]. has page(s). page of ; for more "
+             "Answer recorded. think: unknown", *[d["text"] for d in docs], *C.NOISE,
+             *[t for group in C.TEMPLATES.values() for t in group], " ".join(C.FIRST), " ".join(C.CURRENCIES),
+             " ".join(C.INDUSTRIES), " ".join(C.SUFFIX["company"]), "Group International Trust New Minor Vale",
+             E.__doc__ or "", string.punctuation,
+             P.build_messages("Who?", [("search[a]", "b")] * 6, step=7, max_steps=12)[1]["content"]]
+    return texts, names
+
+
+def vocabulary() -> list[str]:
+    from autorl_tui.tasks.deepsearchqa import corpus as C
+    texts, names = _fixed_texts()
+    words = {w.lower() for t in texts for w in WORD_RE.findall(t)}
+    words = {w for w in words if w not in names and not w.isdigit()}
+    pieces = {s for s in C.SYL} | {"ia", "land", "stan", "ora", "burg", "ton", "mouth", "holm", "son", "a", "er", "d", "w"}
+    pieces |= {f.lower() for f in C.FIRST}
+    digits = [str(i) for i in range(10)]
+    out = set(words) | pieces | set(digits) | {f"##{p}" for p in pieces | set(digits)}
+    return sorted(out)
+
+
+def build_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + [UNK])}
+    for word in vocabulary():
+        vocab.setdefault(word, len(vocab))
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token=UNK, max_input_chars_per_word=64))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()     # words, and each punctuation mark alone
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|pad|>", bos_token=None, unk_token=UNK,
+        additional_special_tokens=["<|endoftext|>", "<|im_start|>"], model_max_length=MAX_POSITIONS,
+        padding_side="left", chat_template=CHAT_TEMPLATE)
+
+
+def _build_into(folder: Path, seed: int) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig
+
+    t0 = time.time()
+    tok = build_tokenizer()
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=HIDDEN, intermediate_size=3 * HIDDEN, num_hidden_layers=LAYERS,
+                      num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=MAX_POSITIONS,
+                      rope_theta=10000.0, tie_word_embeddings=True, initializer_range=0.02, bos_token_id=None,
+                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, dtype="float32")
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg)
+    model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                                               bos_token_id=None, do_sample=False, max_new_tokens=48)
+    model.save_pretrained(folder, safe_serialization=True)
+    tok.save_pretrained(folder)
+    info = {"name": NAME, "version": VERSION, "seed": seed, "params": sum(p.numel() for p in model.parameters()),
+            "vocab": len(tok), "max_positions": MAX_POSITIONS, "pretrained": False,
+            "build_s": round(time.time() - t0, 2), "torch": torch.__version__}
+    (folder / BUILD_INFO).write_text(json.dumps(info, indent=1))
+    return info
+
+
+def build(out_dir: Path | str, seed: int = 0, force: bool = False) -> Path:
+    """The `tiny-dsqa` built-in model (registry kind `models`)."""
+    return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed), force)

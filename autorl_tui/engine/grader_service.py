@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,7 +56,7 @@ class ServerGone(Exception):
     """The server died (or was killed) before answering."""
 
 
-@dataclass
+@dataclass(eq=False)
 class GraderServer:
     key: ServerKey
     proc: subprocess.Popen
@@ -187,7 +188,7 @@ class _Pool:
                 if not server.dead and server.proc.poll() is None:
                     return server
                 server.kill()
-        return GraderServer.start(key, env)
+        return _SPAWNER.submit(GraderServer.start, key, env).result()
 
     def give_back(self, server: GraderServer) -> None:
         if server.dead or server.proc.poll() is not None:
@@ -207,6 +208,10 @@ class _Pool:
         for old in extra:
             old.kill()
 
+    def idle(self) -> list[GraderServer]:
+        with self._lock:
+            return [s for ss in self._idle.values() for s in ss]
+
     def close(self, grading_root: Path | None = None) -> None:
         """Stop idle servers (of one grading folder, or all)."""
         with self._lock:
@@ -219,6 +224,10 @@ class _Pool:
 
 
 POOL = _Pool()
+# Servers are started from this one thread, which lives as long as the process: bwrap's
+# --die-with-parent fires when the *thread* that started it ends (an asyncio.to_thread worker
+# would take the server with it when its event loop closes).
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="warm-grader-start")
 
 
 def close_all() -> None:

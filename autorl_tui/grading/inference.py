@@ -55,6 +55,23 @@ def check_model_dir(path: Path) -> None:
     if not any((path / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
         raise InvalidModel(f"{path} has no tokenizer files; save the tokenizer beside the model "
                            f"(tokenizer.save_pretrained(same folder))")
+    refuse_custom_code(path)
+
+
+def refuse_custom_code(path: Path) -> None:
+    """A submission's code never runs: `auto_map` (classes from .py files in the folder) is refused
+    outright rather than silently ignored, so the author learns the model is not what they trained."""
+    import json
+
+    for name in ("config.json", "tokenizer_config.json"):
+        try:
+            data = json.loads((path / name).read_text())
+        except (OSError, ValueError):
+            continue       # absent, or unreadable: the loader reports it
+        if isinstance(data, dict) and data.get("auto_map"):
+            raise InvalidModel(f"{path / name} has `auto_map` (custom model code: "
+                               f"{', '.join(sorted(map(str, data['auto_map'])))}); the grader never runs code from "
+                               f"a submission: save a standard transformers architecture and remove auto_map")
 
 
 def _render(tokenizer, prompt: Any, prompt_format: str, system_prompt: str | None,
@@ -113,9 +130,10 @@ class TransformersPolicy:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.path, trust_remote_code=False,
                                                            local_files_only=True)
+            # .bin weights are pickles: weights_only unpickles tensors and plain data, never calls code.
             self.model = AutoModelForCausalLM.from_pretrained(self.path, trust_remote_code=False,
-                                                              local_files_only=True)
-        except (OSError, ValueError, KeyError) as exc:
+                                                              local_files_only=True, weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - e.g. UnpicklingError of a .bin carrying code
             raise InvalidModel(f"cannot load {self.path} as a causal LM with transformers "
                                f"(trust_remote_code is off): {exc}") from exc
         self.model.to(device)

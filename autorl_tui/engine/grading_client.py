@@ -305,9 +305,11 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
         try:
             await _wait(waiter, work_dir, timeout_s, on_progress)
         except asyncio.TimeoutError:
+            waiter.cancel()
             await asyncio.to_thread(server.kill)
             return _timed_out(timeout_s, t0)
         except asyncio.CancelledError:
+            waiter.cancel()
             await asyncio.to_thread(server.kill)
             raise
         status = waiter.result()

@@ -35,6 +35,7 @@ SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 START_TIMEOUT_S = 180.0
 IDLE_SERVERS_PER_KEY = 1
 MAX_IDLE_SERVERS = 4
+IDLE_S = 180.0                         # an idle server ends after this (its run is probably over)
 DISABLE_ENV = "AUTORL_WARM_GRADER"     # "0": every grading in a fresh worker process (the cold path)
 
 
@@ -179,6 +180,18 @@ class _Pool:
     def __init__(self):
         self._lock = threading.Lock()
         self._idle: dict[ServerKey, list[GraderServer]] = {}
+        self._sweeper: threading.Thread | None = None
+
+    def _sweep(self) -> None:
+        while True:
+            time.sleep(IDLE_S / 4)
+            now = time.monotonic()
+            with self._lock:
+                old = [s for ss in self._idle.values() for s in ss if now - s.last_used > IDLE_S]
+                for s in old:
+                    self._idle[s.key].remove(s)
+            for s in old:
+                s.kill()
 
     def take(self, key: ServerKey, env: dict) -> GraderServer:
         with self._lock:
@@ -197,6 +210,9 @@ class _Pool:
         server.last_used = time.monotonic()
         extra: list[GraderServer] = []
         with self._lock:
+            if self._sweeper is None:
+                self._sweeper = threading.Thread(target=self._sweep, daemon=True, name="warm-grader-sweep")
+                self._sweeper.start()
             idle = self._idle.setdefault(server.key, [])
             idle.append(server)
             if len(idle) > IDLE_SERVERS_PER_KEY:

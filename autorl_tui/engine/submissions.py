@@ -178,41 +178,114 @@ def _open_regular_file(path: Path):
     return os.fdopen(fd, "rb")
 
 
+READ_CHUNK = 8 << 20
+HASH_THREADS = 4
+BLOBS = ".blobs"       # beside a run's snapshots: one read-only file per content hash, linked into them
+
+
+def _hash_file(path: Path, budget: "_Budget") -> tuple[str, int]:
+    h = hashlib.sha256()
+    n = 0
+    with _open_regular_file(path) as fin:
+        while chunk := fin.read(READ_CHUNK):
+            h.update(chunk)              # releases the GIL on large buffers: files hash in parallel
+            n += len(chunk)
+            budget.take(len(chunk))
+    return h.hexdigest(), n
+
+
+class _Budget:
+    """The bytes read so far against the cap, shared by the hashing threads."""
+
+    def __init__(self, src: Path, max_bytes: int):
+        import threading
+
+        self.src, self.max_bytes, self.used, self._lock = src, max_bytes, 0, threading.Lock()
+
+    def take(self, n: int) -> None:
+        with self._lock:
+            self.used += n
+            over = self.used > self.max_bytes
+        if over:
+            raise SubmissionRejected(f"{self.src.name}/ grew past this run's snapshot cap of "
+                                     f"{_human(self.max_bytes)} ({self.max_bytes} bytes) while it was copied: "
+                                     f"submit a finished folder", "too_large")
+
+
+def _store_blob(path: Path, blobs: Path) -> tuple[str, int]:
+    """Copy path into the blob store under the hash of the bytes actually copied (the agent may
+    change the file after it was first hashed); returns (hash, size)."""
+    import tempfile
+
+    h = hashlib.sha256()
+    n = 0
+    fd, tmp = tempfile.mkstemp(dir=blobs, prefix=".incoming-")
+    try:
+        with _open_regular_file(path) as fin, os.fdopen(fd, "wb") as fout:
+            while chunk := fin.read(READ_CHUNK):
+                h.update(chunk)
+                fout.write(chunk)
+                n += len(chunk)
+        digest = h.hexdigest()
+        os.chmod(tmp, 0o444)
+        final = _blob_path(blobs, digest)
+        final.parent.mkdir(exist_ok=True)
+        os.replace(tmp, final)
+        return digest, n
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _blob_path(blobs: Path, digest: str) -> Path:
+    return blobs / digest[:2] / digest
+
+
 def snapshot_folder(src: Path, dst: Path, max_bytes: int) -> Snapshot:
-    """Copy src into dst (harness-owned) and hash the content: sha256 over sorted (path, file hash).
-    Stops and refuses past max_bytes (the agent may grow a file after the size check)."""
+    """Snapshot src into dst (harness-owned, read-only) and hash the content: sha256 over sorted
+    (path, file hash). Files are hashed first (large reads, several files at once) and only a
+    content not yet in the run's blob store (`dst.parent/.blobs`) is copied; every file of the
+    snapshot is a hard link to its blob, so a resubmitted or unchanged file costs a hash, not a
+    copy. Stops and refuses past max_bytes (the agent may grow a file after the size check)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     tmp = dst.with_name(dst.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
+    blobs = dst.parent / BLOBS
+    blobs.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True)
-    outer = hashlib.sha256()
-    total = 0
+    budget = _Budget(src, max_bytes)
     entries = []
+    total = 0
     try:
-        for path in sorted(p for p in src.rglob("*") if p.is_file()):
+        files = sorted(p for p in src.rglob("*") if p.is_file())
+        with ThreadPoolExecutor(min(HASH_THREADS, max(1, len(files)))) as pool:
+            hashes = list(pool.map(lambda p: _hash_file(p, budget), files))
+        for path, (digest, size) in zip(files, hashes):
             rel = path.relative_to(src)
+            blob = _blob_path(blobs, digest)
+            if not blob.exists():
+                digest, size = _store_blob(path, blobs)
+                blob = _blob_path(blobs, digest)
+            total += size
+            if total > max_bytes:
+                budget.take(max_bytes + 1)      # the same refusal as while hashing
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            h = hashlib.sha256()
-            with _open_regular_file(path) as fin, open(target, "wb") as fout:
-                while chunk := fin.read(1 << 20):
-                    h.update(chunk)
-                    fout.write(chunk)
-                    total += len(chunk)
-                    if total > max_bytes:
-                        raise SubmissionRejected(f"{src.name}/ grew past this run's snapshot cap of "
-                                                 f"{_human(max_bytes)} ({max_bytes} bytes) while it was copied: "
-                                                 f"submit a finished folder", "too_large")
-            entries.append((str(rel), h.hexdigest()))
+            try:
+                os.link(blob, target)
+            except OSError:                     # a filesystem without hard links (or at its link limit)
+                shutil.copyfile(blob, target)
+                os.chmod(target, 0o444)
+            entries.append((str(rel), digest))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)     # nothing half-written is left in the snapshots
         raise
+    outer = hashlib.sha256()
     for rel, digest in entries:
         outer.update(f"{rel}\0{digest}\n".encode())
     if dst.exists():
         shutil.rmtree(dst)
     os.replace(tmp, dst)
-    for dirpath, _d, filenames in os.walk(dst):
-        for name in filenames:
-            os.chmod(Path(dirpath) / name, 0o444)   # read-only; readable by the sandboxed grader's uid
     return Snapshot(path=dst, content_hash=outer.hexdigest(), n_files=len(entries), total_bytes=total)

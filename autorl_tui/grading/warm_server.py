@@ -62,6 +62,12 @@ def preload() -> None:
             importlib.import_module(name)
         except ImportError:
             pass     # an older transformers without that architecture: loaded on demand in the child
+    try:    # transformers 5 builds its table of checkpoint renamings (~900 regexes) at the first load
+        from transformers.conversion_mapping import get_checkpoint_conversion_mapping
+
+        get_checkpoint_conversion_mapping("llama")
+    except ImportError:
+        pass
     import jinja2  # noqa: F401 - chat templates
     import safetensors.torch  # noqa: F401
 

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -102,7 +103,7 @@ async def _grade_watching(req, work, server):
     while not task.done() and seen is None:
         for child in grading_children(server):
             try:
-                status = open(f"/proc/{child.pid}/status").read()
+                status = Path(f"/proc/{child.pid}/status").read_text()
             except OSError:
                 continue
             fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)

@@ -9,8 +9,9 @@ sandboxed when the host can, through the warm grader unless AUTORL_WARM_GRADER=0
 - grading_wall_cold_per_submission: a fresh worker process (the former path), once;
 - snapshot_s_per_gb_fresh / _unchanged: engine/submissions.snapshot_folder of a 256 MiB folder
   into a run's snapshots, first time and resubmitted (files in the page cache: the agent wrote them);
-- preparing_fresh_home_s: building the tiny model in an empty folder plus the baseline gradings on
-  dev and test with a new grading folder (the server start included), as a fresh home's run does.
+- preparing_fresh_home_baselines_s: the baseline gradings on dev and test with a new grading folder
+  (the server start included), as a fresh home's run does; preparing_fresh_home_s adds building the
+  tiny model in an empty folder (BENCH_BUILD=0 leaves that out: slow on a loaded machine).
 """
 import asyncio
 import os
@@ -89,6 +90,10 @@ def snapshot_figures(tmp: Path) -> tuple[float, float]:
     return fresh / gb, unchanged / gb
 
 
+def say(line: str) -> None:
+    print(line, flush=True)      # as measured: a run cut short still reports what it measured
+
+
 def main():
     from autorl_tui.engine import grader_service
     from autorl_tui.engine.executors.sandbox_bwrap import probe
@@ -97,6 +102,9 @@ def main():
     model = build_tiny_model(cache / f"tiny-{source_key()}", seed=0)   # shared with the tests' cache
     card = find_task("arith", task_search_path())
     sandboxed, why = probe()
+    say(f"(tiny model, arith dev, batch {card.protocol.batch_size}, max_tokens {card.protocol.max_tokens}, "
+        f"{THREADS} threads, median of {RUNS}; {'sandboxed: ' + why if sandboxed else 'NOT sandboxed, cold path only: ' + why}; "
+        f"load average {os.getloadavg()[0]:.1f})")
     base = Path(tempfile.mkdtemp(prefix="bench-grading-", dir="/tmp"))
     os.chmod(base, 0o711)          # the sandboxed grader's uid must reach the model and the split
     try:
@@ -110,39 +118,39 @@ def main():
             wall, outcome = grade(request(card, "dev", dev, model), base / "gradings" / f"w{i}")
             walls.append(wall)
             outcomes.append(outcome)
-        os.environ[grader_service.DISABLE_ENV] = "0"
-        cold, cold_outcome = grade(request(card, "dev", dev, model), base / "cold" / "c0")
-        os.environ[grader_service.DISABLE_ENV] = "1"
         raw = raw_inference(card, items, model)
         wall = statistics.median(walls)
         t = outcomes[walls.index(sorted(walls)[len(walls) // 2])].timings
+        say(f"raw_inference_same_split: {raw:.2f} s")
+        say(f"grading_wall_per_submission: {wall:.2f} s")
+        say(f"grading_wall_over_inference: {wall / raw:.2f}")
+        say(f"grading_in_child_load: {t['load_s']:.2f} s")
+        say(f"grading_in_child_inference: {t['inference_s']:.2f} s")
+        say(f"grading_first_with_server_start: {first:.2f} s")
+        os.environ[grader_service.DISABLE_ENV] = "0"
+        cold, cold_outcome = grade(request(card, "dev", dev, model), base / "cold" / "c0")
+        os.environ[grader_service.DISABLE_ENV] = "1"
+        say(f"grading_wall_cold_per_submission: {cold:.2f} s (score {cold_outcome.score:.1f}, warm "
+            f"{outcomes[0].score:.1f}; n={len(items)})")
         fresh_gb, unchanged_gb = snapshot_figures(base / "snap")
+        say(f"snapshot_s_per_gb_fresh: {fresh_gb:.2f} s/GB")
+        say(f"snapshot_s_per_gb_unchanged: {unchanged_gb:.2f} s/GB")
         grader_service.close_all()
-        t0 = time.perf_counter()
-        fresh_model = build_tiny_model(base / "fresh-home" / "models" / "tiny", seed=0)
-        built = time.perf_counter() - t0
-        baseline_dev, _ = grade(request(card, "dev", dev, fresh_model), base / "fresh-home" / "grading" / "baseline-dev")
-        baseline_test, _ = grade(request(card, "test", test, fresh_model),
-                                 base / "fresh-home" / "grading" / "baseline-test")
-        grader_service.close_all()
+        home = base / "fresh-home"
+        gradings = 0.0
+        for split, path in (("dev", dev), ("test", test)):
+            wall, _ = grade(request(card, split, path, model), home / "grading" / f"baseline-{split}")
+            gradings += wall
+        say(f"preparing_fresh_home_baselines_s: {gradings:.2f} s (baseline dev + test on a new grading folder, "
+            f"the server's start included)")
+        if os.environ.get("BENCH_BUILD", "1") != "0":
+            t0 = time.perf_counter()
+            build_tiny_model(home / "models" / "tiny", seed=0)
+            built = time.perf_counter() - t0
+            say(f"preparing_fresh_home_s: {built + gradings:.2f} s (model build {built:.2f} s + baselines)")
     finally:
         grader_service.close_all()
         shutil.rmtree(base, ignore_errors=True)
-    print(f"raw_inference_same_split: {raw:.2f} s")
-    print(f"grading_wall_per_submission: {wall:.2f} s")
-    print(f"grading_wall_over_inference: {wall / raw:.2f}")
-    print(f"grading_in_child_load: {t['load_s']:.2f} s")
-    print(f"grading_in_child_inference: {t['inference_s']:.2f} s")
-    print(f"grading_first_with_server_start: {first:.2f} s")
-    print(f"grading_wall_cold_per_submission: {cold:.2f} s")
-    print(f"snapshot_s_per_gb_fresh: {fresh_gb:.2f} s/GB")
-    print(f"snapshot_s_per_gb_unchanged: {unchanged_gb:.2f} s/GB")
-    print(f"preparing_fresh_home_s: {built + baseline_dev + baseline_test:.2f} s "
-          f"(model build {built:.2f} s, baseline dev {baseline_dev:.2f} s, test {baseline_test:.2f} s)")
-    print(f"(tiny model, arith dev n={len(items)}, batch {card.protocol.batch_size}, max_tokens "
-          f"{card.protocol.max_tokens}, {THREADS} threads, median of {RUNS}; score {outcomes[0].score:.1f}, cold "
-          f"{cold_outcome.score:.1f}; {'sandboxed: ' + why if sandboxed else 'NOT sandboxed (cold path only): ' + why}; "
-          f"load average {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

@@ -24,11 +24,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+# The in-process inference gets the worker's threading environment (engine/grading_client.py sets
+# it for every grading): without GOMP_SPINCOUNT, OpenMP threads spin and a loaded machine slows it.
+os.environ.update({"OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREADS), "GOMP_SPINCOUNT": "1000",
+                   "TOKENIZERS_PARALLELISM": "false"})
 from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path  # noqa: E402
 from autorl_tui.catalog.tiny import build_tiny_model, source_key  # noqa: E402
 
-THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 SNAPSHOT_MB = int(os.environ.get("BENCH_SNAPSHOT_MB", "256"))
 
@@ -51,9 +54,11 @@ def grade(req: dict, work: Path):
 
 def raw_inference(card, items: list[dict], model: Path) -> float:
     import torch
+    from transformers.utils import logging as hf_logging
 
     from autorl_tui.grading.inference import TransformersPolicy
 
+    hf_logging.disable_progress_bar()
     torch.set_num_threads(THREADS)
     p = card.protocol
     policy = TransformersPolicy(model, threads=THREADS, seed=p.seed, prompt_format=p.prompt_format,

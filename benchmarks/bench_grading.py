@@ -8,7 +8,8 @@ sandboxed when the host can, through the warm grader unless AUTORL_WARM_GRADER=0
   a first grading that starts the server), and grading_wall_over_inference, the ratio;
 - grading_wall_cold_per_submission: a fresh worker process (the former path), once;
 - snapshot_s_per_gb_fresh / _unchanged: engine/submissions.snapshot_folder of a 256 MiB folder
-  into a run's snapshots, first time and resubmitted (files in the page cache: the agent wrote them);
+  into a run's snapshots, first time (hash + copy into the blob store) and resubmitted unchanged
+  (stat matches the record: links only); files in the page cache, as the agent just wrote them;
 - preparing_fresh_home_baselines_s: the baseline gradings on dev and test with a new grading folder
   (the server start included), as a fresh home's run does; preparing_fresh_home_s adds building the
   tiny model in an empty folder (BENCH_BUILD=0 leaves that out: slow on a loaded machine).
@@ -85,6 +86,12 @@ def snapshot_figures(tmp: Path) -> tuple[float, float]:
         for i in range(SNAPSHOT_MB):
             fh.write(chunk[:-8] + i.to_bytes(8, "little"))
     gb = SNAPSHOT_MB / 1024
+    # As an agent does: the checkpoint is saved, then submitted. A file changed within RACY_NS of
+    # its hashing is always hashed again, so let the just-written file age past that first.
+    from autorl_tui.engine.submissions import RACY_NS
+
+    while time.time_ns() - (src / "model.safetensors").stat().st_ctime_ns <= RACY_NS:
+        time.sleep(0.1)
     snaps = tmp / "snapshots" / "r1"
     t0 = time.perf_counter()
     snapshot_folder(src, snaps / "001", 1 << 40)

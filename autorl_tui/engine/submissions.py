@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,7 +184,26 @@ HASH_THREADS = 4
 BLOBS = ".blobs"       # beside a run's snapshots: one read-only file per content hash, linked into them
 
 
-def _hash_file(path: Path, budget: "_Budget") -> tuple[str, int]:
+STAT_CACHE = ".statcache.json"  # beside a run's snapshots: what each submitted file's stat was when hashed
+RACY_NS = 2_000_000_000         # a file changed this close to its hashing is hashed again (timestamps are coarse)
+
+
+def _stat_key(st: os.stat_result) -> list[int]:
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _hash_file(path: Path, budget: "_Budget", known: dict, seen: dict) -> tuple[str, int]:
+    """(sha256, size) of path. A file whose inode, size, mtime and ctime are those recorded when an
+    earlier snapshot of the run hashed it, and whose ctime was then already RACY_NS old, is not read
+    again: any write, truncate, utime or replacement moves ctime, which no unprivileged process
+    can set."""
+    st = os.stat(path)
+    entry = known.get(str(path))
+    if entry and entry["stat"] == _stat_key(st) and st.st_ctime_ns < entry["hashed_at_ns"] - RACY_NS:
+        budget.take(st.st_size)
+        seen[str(path)] = entry
+        return entry["sha256"], st.st_size
+    hashed_at = time.time_ns()
     h = hashlib.sha256()
     n = 0
     with _open_regular_file(path) as fin:
@@ -191,6 +211,9 @@ def _hash_file(path: Path, budget: "_Budget") -> tuple[str, int]:
             h.update(chunk)              # releases the GIL on large buffers: files hash in parallel
             n += len(chunk)
             budget.take(len(chunk))
+        after = os.fstat(fin.fileno())
+    if _stat_key(after) == _stat_key(st) and after.st_size == n:
+        seen[str(path)] = {"stat": _stat_key(st), "sha256": h.hexdigest(), "hashed_at_ns": hashed_at}
     return h.hexdigest(), n
 
 
@@ -237,6 +260,24 @@ def _store_blob(path: Path, blobs: Path) -> tuple[str, int]:
         raise
 
 
+def _read_stat_cache(path: Path) -> dict:
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_stat_cache(path: Path, entries: dict) -> None:
+    import json
+
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(entries))
+    os.replace(tmp, path)
+
+
 def _blob_path(blobs: Path, digest: str) -> Path:
     return blobs / digest[:2] / digest
 
@@ -260,14 +301,18 @@ def snapshot_folder(src: Path, dst: Path, max_bytes: int) -> Snapshot:
     total = 0
     try:
         files = sorted(p for p in src.rglob("*") if p.is_file())
+        known, seen = _read_stat_cache(dst.parent / STAT_CACHE), {}
         with ThreadPoolExecutor(min(HASH_THREADS, max(1, len(files)))) as pool:
-            hashes = list(pool.map(lambda p: _hash_file(p, budget), files))
+            hashes = list(pool.map(lambda p: _hash_file(p, budget, known, seen), files))
         for path, (digest, size) in zip(files, hashes):
             rel = path.relative_to(src)
             blob = _blob_path(blobs, digest)
             if not blob.exists():
+                hashed = digest
                 digest, size = _store_blob(path, blobs)
                 blob = _blob_path(blobs, digest)
+                if digest != hashed:         # changed since it was hashed: its recorded stat is stale
+                    seen.pop(str(path), None)
             total += size
             if total > max_bytes:
                 budget.take(max_bytes + 1)      # the same refusal as while hashing
@@ -285,6 +330,7 @@ def snapshot_folder(src: Path, dst: Path, max_bytes: int) -> Snapshot:
     outer = hashlib.sha256()
     for rel, digest in entries:
         outer.update(f"{rel}\0{digest}\n".encode())
+    _write_stat_cache(dst.parent / STAT_CACHE, {**known, **seen})
     if dst.exists():
         shutil.rmtree(dst)
     os.replace(tmp, dst)

@@ -105,3 +105,22 @@ def test_runs_prune_refuses_bad_input_with_clear_errors(tmp_path):
     assert (snaps / "001").is_dir()                                          # nothing touched
     everything = cli("runs", "prune", home=home.root)                        # ended runs only: none here
     assert everything.returncode == 0 and "0 snapshot(s) of 0 run(s)" in everything.stdout
+
+
+def test_a_file_rewritten_with_the_same_size_and_mtime_is_hashed_again(tmp_path, monkeypatch):
+    from autorl_tui.engine import submissions
+
+    monkeypatch.setattr(submissions, "RACY_NS", 0)          # trust the recorded stat as soon as it is written
+    src = _model(tmp_path / "out" / "v1", os.urandom(1 << 20))
+    snaps = tmp_path / "snapshots" / "r1"
+    first = snapshot_folder(src, snaps / "001", 1 << 30)
+    assert json.loads((snaps / submissions.STAT_CACHE).read_text())            # stats recorded
+    again = snapshot_folder(src, snaps / "002", 1 << 30)                        # unchanged: from the record
+    assert again.content_hash == first.content_hash == _expected_hash(src)
+    weights = src / "model.safetensors"
+    old = weights.stat()
+    weights.write_bytes(os.urandom(1 << 20))                                    # same size...
+    os.utime(weights, ns=(old.st_atime_ns, old.st_mtime_ns))                    # ...and the old mtime back
+    third = snapshot_folder(src, snaps / "003", 1 << 30)                        # ctime moved: hashed again
+    assert third.content_hash == _expected_hash(src) != first.content_hash
+    assert (snaps / "003" / "model.safetensors").read_bytes() == weights.read_bytes()

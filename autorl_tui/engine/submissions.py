@@ -235,9 +235,11 @@ class _Budget:
                                      f"submit a finished folder", "too_large")
 
 
-def _store_blob(path: Path, blobs: Path) -> tuple[str, int]:
-    """Copy path into the blob store under the hash of the bytes actually copied (the agent may
-    change the file after it was first hashed); returns (hash, size)."""
+def _store_blob(path: Path, blobs: Path, hashed: dict | None = None) -> tuple[str, int]:
+    """Copy path into the blob store; returns (hash, size). The hash is of the bytes actually
+    copied (the agent may change the file after it was first hashed), computed again while
+    copying unless `hashed` (this snapshot's hashing of it) shows the file has not changed since:
+    same stat before and after the copy, and a ctime older than the hashing by RACY_NS."""
     import tempfile
 
     h = hashlib.sha256()
@@ -245,11 +247,21 @@ def _store_blob(path: Path, blobs: Path) -> tuple[str, int]:
     fd, tmp = tempfile.mkstemp(dir=blobs, prefix=".incoming-")
     try:
         with _open_regular_file(path) as fin, os.fdopen(fd, "wb") as fout:
+            before = os.fstat(fin.fileno())
+            trusted = (hashed is not None and hashed["stat"] == _stat_key(before)
+                       and before.st_ctime_ns < hashed["hashed_at_ns"] - RACY_NS)
             while chunk := fin.read(READ_CHUNK):
-                h.update(chunk)
+                if not trusted:
+                    h.update(chunk)
                 fout.write(chunk)
                 n += len(chunk)
-        digest = h.hexdigest()
+            if trusted and (_stat_key(os.fstat(fin.fileno())) != hashed["stat"] or n != before.st_size):
+                trusted = False          # changed under the copy: hash what was copied
+                fout.flush()
+                with open(tmp, "rb") as again:
+                    while chunk := again.read(READ_CHUNK):
+                        h.update(chunk)
+        digest = hashed["sha256"] if trusted else h.hexdigest()
         os.chmod(tmp, 0o444)
         final = _blob_path(blobs, digest)
         final.parent.mkdir(exist_ok=True)
@@ -309,7 +321,7 @@ def snapshot_folder(src: Path, dst: Path, max_bytes: int) -> Snapshot:
             blob = _blob_path(blobs, digest)
             if not blob.exists():
                 hashed = digest
-                digest, size = _store_blob(path, blobs)
+                digest, size = _store_blob(path, blobs, seen.get(str(path)))
                 blob = _blob_path(blobs, digest)
                 if digest != hashed:         # changed since it was hashed: its recorded stat is stale
                     seen.pop(str(path), None)

@@ -237,30 +237,24 @@ class _Budget:
 
 def _store_blob(path: Path, blobs: Path, hashed: dict | None = None) -> tuple[str, int]:
     """Copy path into the blob store; returns (hash, size). The hash is of the bytes actually
-    copied (the agent may change the file after it was first hashed), computed again while
-    copying unless `hashed` (this snapshot's hashing of it) shows the file has not changed since:
+    copied (the agent may change the file after it was first hashed), computed over the copy
+    unless `hashed` (this snapshot's hashing of it) shows the file has not changed since:
     same stat before and after the copy, and a ctime older than the hashing by RACY_NS."""
     import tempfile
 
-    h = hashlib.sha256()
-    n = 0
     fd, tmp = tempfile.mkstemp(dir=blobs, prefix=".incoming-")
     try:
         with _open_regular_file(path) as fin, os.fdopen(fd, "wb") as fout:
             before = os.fstat(fin.fileno())
-            trusted = (hashed is not None and hashed["stat"] == _stat_key(before)
-                       and before.st_ctime_ns < hashed["hashed_at_ns"] - RACY_NS)
-            while chunk := fin.read(READ_CHUNK):
-                if not trusted:
+            n = _copy_fd(fin.fileno(), fout.fileno())
+            after = os.fstat(fin.fileno())
+        trusted = (hashed is not None and hashed["stat"] == _stat_key(before) == _stat_key(after)
+                   and n == before.st_size and before.st_ctime_ns < hashed["hashed_at_ns"] - RACY_NS)
+        if not trusted:              # changed since it was hashed (or may have): hash what was copied
+            h = hashlib.sha256()
+            with open(tmp, "rb") as copied:
+                while chunk := copied.read(READ_CHUNK):
                     h.update(chunk)
-                fout.write(chunk)
-                n += len(chunk)
-            if trusted and (_stat_key(os.fstat(fin.fileno())) != hashed["stat"] or n != before.st_size):
-                trusted = False          # changed under the copy: hash what was copied
-                fout.flush()
-                with open(tmp, "rb") as again:
-                    while chunk := again.read(READ_CHUNK):
-                        h.update(chunk)
         digest = hashed["sha256"] if trusted else h.hexdigest()
         os.chmod(tmp, 0o444)
         final = _blob_path(blobs, digest)
@@ -270,6 +264,27 @@ def _store_blob(path: Path, blobs: Path, hashed: dict | None = None) -> tuple[st
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _copy_fd(src: int, dst: int) -> int:
+    """Copy in the kernel (copy_file_range: no user-space buffers, a reflink where the filesystem
+    can); plain reads and writes where it is not supported. Returns the bytes copied."""
+    n = 0
+    try:
+        while True:
+            got = os.copy_file_range(src, dst, 1 << 30)
+            if got == 0:
+                return n
+            n += got
+    except OSError:
+        if n:
+            raise
+    while chunk := os.read(src, READ_CHUNK):
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(dst, view):]
+        n += len(chunk)
+    return n
 
 
 def _read_stat_cache(path: Path) -> dict:

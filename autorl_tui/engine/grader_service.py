@@ -33,6 +33,7 @@ from pathlib import Path
 SERVER_MODULE = "autorl_tui.grading.warm_server"
 SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 START_TIMEOUT_S = 180.0
+KILL_WAIT_S = 10.0
 IDLE_SERVERS_PER_KEY = 1
 MAX_IDLE_SERVERS = 4
 IDLE_S = 180.0                         # an idle server ends after this (its run is probably over)
@@ -136,12 +137,21 @@ class GraderServer:
         return fut
 
     def kill(self) -> None:
+        """SIGKILL to the server's process group, then wait until no member is left (bwrap's
+        init in the sandbox belongs to it and is reaped by whoever inherits it, a moment later)."""
         self.dead = True
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        end = time.monotonic() + KILL_WAIT_S
+        while time.monotonic() < end:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                break
+            time.sleep(0.02)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 stream.close()

@@ -1,13 +1,23 @@
-"""Grading figures on this machine: the real grader worker subprocess grading the tiny model on
-the arith dev split (200 problems).
+"""Grading at the speed of inference (issue 18), from one run on this machine: the tiny model on
+the arith dev split (200 problems), as the engine grades it (engine/grading_client.run_grader:
+sandboxed when the host can, through the warm grader unless AUTORL_WARM_GRADER=0).
 
-- grading_overhead_per_submission: wall time of a worker run minus its inference time (process
-  start, imports, model load, scoring, result writing);
-- inference throughput (problems/s and generated tokens/s, greedy, batched).
+- raw_inference_same_split: `policy.generate` over the split in this process, model loaded and
+  warmed up, same batch size, max tokens, threads and sampling as the protocol (median);
+- grading_wall_per_submission: one warm grading, request to outcome (median of BENCH_RUNS after
+  a first grading that starts the server), and grading_wall_over_inference, the ratio;
+- grading_wall_cold_per_submission: a fresh worker process (the former path), once;
+- snapshot_s_per_gb_fresh / _unchanged: engine/submissions.snapshot_folder of a 256 MiB folder
+  into a run's snapshots, first time (hash + copy into the blob store) and resubmitted unchanged
+  (stat matches the record: links only); files in the page cache, as the agent just wrote them;
+- preparing_fresh_home_baselines_s: the baseline gradings on dev and test with a new grading folder
+  (the server start included), as a fresh home's run does; preparing_fresh_home_s adds building the
+  tiny model in an empty folder (BENCH_BUILD=0 leaves that out: slow on a loaded machine).
 """
-import json
+import asyncio
 import os
-import subprocess
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -15,46 +25,144 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-
-from autorl_tui.catalog.tasks import find_task, materialize, task_search_path  # noqa: E402
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+# The in-process inference gets the worker's threading environment (engine/grading_client.py sets
+# it for every grading): without GOMP_SPINCOUNT, OpenMP threads spin and a loaded machine slows it.
+os.environ.update({"OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREADS), "GOMP_SPINCOUNT": "1000",
+                   "TOKENIZERS_PARALLELISM": "false"})
+from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path  # noqa: E402
 from autorl_tui.tasks.arith.tiny_model import build_tiny_model, source_key  # noqa: E402
 
-THREADS = int(os.environ.get("BENCH_THREADS", "2"))
-RUNS = int(os.environ.get("BENCH_RUNS", "2"))
+RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+SNAPSHOT_MB = int(os.environ.get("BENCH_SNAPSHOT_MB", "256"))
+
+
+def request(card, split: str, split_path: Path, model: Path) -> dict:
+    return {"task": card.to_dict(), "split": split, "split_path": str(split_path), "model_path": str(model),
+            "protocol": card.protocol.to_dict(), "scorer": card.scorer, "scorer_options": {},
+            "backend": "transformers", "device": "cpu", "threads": THREADS, "seed": card.protocol.seed}
+
+
+def grade(req: dict, work: Path):
+    from autorl_tui.engine.grading_client import run_grader
+
+    t0 = time.perf_counter()
+    outcome = asyncio.run(run_grader(req, work, threads=THREADS, timeout_s=1800))
+    if not outcome.ok:
+        raise SystemExit(f"grading failed: {outcome.error}")
+    return time.perf_counter() - t0, outcome
+
+
+def raw_inference(card, items: list[dict], model: Path) -> float:
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from autorl_tui.grading.inference import TransformersPolicy
+
+    hf_logging.disable_progress_bar()
+    torch.set_num_threads(THREADS)
+    p = card.protocol
+    policy = TransformersPolicy(model, threads=THREADS, seed=p.seed, prompt_format=p.prompt_format,
+                                system_prompt=p.system_prompt, batch_size=p.batch_size)
+    prompts = [it["prompt"] for it in items]
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        policy.generate(prompts, n=p.n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, stop=p.stop)
+        return time.perf_counter() - t0
+
+    once()     # warm-up
+    return statistics.median(once() for _ in range(RUNS))
+
+
+def snapshot_figures(tmp: Path) -> tuple[float, float]:
+    from autorl_tui.engine.submissions import snapshot_folder
+
+    src = tmp / "out" / "v1"
+    src.mkdir(parents=True)
+    (src / "config.json").write_text("{}")
+    chunk = os.urandom(1 << 20)
+    with open(src / "model.safetensors", "wb") as fh:
+        for i in range(SNAPSHOT_MB):
+            fh.write(chunk[:-8] + i.to_bytes(8, "little"))
+    gb = SNAPSHOT_MB / 1024
+    # As an agent does: the checkpoint is saved, then submitted. A file changed within RACY_NS of
+    # its hashing is always hashed again, so let the just-written file age past that first.
+    from autorl_tui.engine.submissions import RACY_NS
+
+    while time.time_ns() - (src / "model.safetensors").stat().st_ctime_ns <= RACY_NS:
+        time.sleep(0.1)
+    snaps = tmp / "snapshots" / "r1"
+    t0 = time.perf_counter()
+    snapshot_folder(src, snaps / "001", 1 << 40)
+    fresh = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    snapshot_folder(src, snaps / "002", 1 << 40)
+    unchanged = time.perf_counter() - t0
+    return fresh / gb, unchanged / gb
+
+
+def say(line: str) -> None:
+    print(line, flush=True)      # as measured: a run cut short still reports what it measured
 
 
 def main():
+    from autorl_tui.engine import grader_service
+    from autorl_tui.engine.executors.sandbox_bwrap import probe
+
     cache = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models"))
     model = build_tiny_model(cache / f"tiny-{source_key()}", seed=0)   # shared with the tests' cache
     card = find_task("arith", task_search_path())
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        dev = materialize(card, "dev", tmp / "cache")
-        walls, results = [], []
+    sandboxed, why = probe()
+    say(f"(tiny model, arith dev, batch {card.protocol.batch_size}, max_tokens {card.protocol.max_tokens}, "
+        f"{THREADS} threads, median of {RUNS}; {'sandboxed: ' + why if sandboxed else 'NOT sandboxed, cold path only: ' + why}; "
+        f"load average {os.getloadavg()[0]:.1f})")
+    base = Path(tempfile.mkdtemp(prefix="bench-grading-", dir="/tmp"))
+    os.chmod(base, 0o711)          # the sandboxed grader's uid must reach the model and the split
+    try:
+        dev = materialize(card, "dev", base / "cache")
+        test = materialize(card, "test", base / "cache")
+        items = read_items(dev)
+        os.environ[grader_service.DISABLE_ENV] = "1"
+        first, _ = grade(request(card, "dev", dev, model), base / "gradings" / "first")
+        walls, outcomes = [], []
         for i in range(RUNS):
-            req, res = tmp / f"req{i}.json", tmp / f"res{i}.json"
-            req.write_text(json.dumps({"task": card.to_dict(), "split": "dev", "split_path": str(dev),
-                                       "model_path": str(model), "protocol": card.protocol.to_dict(),
-                                       "scorer": card.scorer, "backend": "transformers", "device": "cpu",
-                                       "threads": THREADS, "seed": 0, "scratch_dir": str(tmp / "scratch")}))
+            wall, outcome = grade(request(card, "dev", dev, model), base / "gradings" / f"w{i}")
+            walls.append(wall)
+            outcomes.append(outcome)
+        raw = raw_inference(card, items, model)
+        wall = statistics.median(walls)
+        t = outcomes[walls.index(sorted(walls)[len(walls) // 2])].timings
+        say(f"raw_inference_same_split: {raw:.2f} s")
+        say(f"grading_wall_per_submission: {wall:.2f} s")
+        say(f"grading_wall_over_inference: {wall / raw:.2f}")
+        say(f"grading_in_child_load: {t['load_s']:.2f} s")
+        say(f"grading_in_child_inference: {t['inference_s']:.2f} s")
+        say(f"grading_first_with_server_start: {first:.2f} s")
+        os.environ[grader_service.DISABLE_ENV] = "0"
+        cold, cold_outcome = grade(request(card, "dev", dev, model), base / "cold" / "c0")
+        os.environ[grader_service.DISABLE_ENV] = "1"
+        say(f"grading_wall_cold_per_submission: {cold:.2f} s (score {cold_outcome.score:.1f}, warm "
+            f"{outcomes[0].score:.1f}; n={len(items)})")
+        fresh_gb, unchanged_gb = snapshot_figures(base / "snap")
+        say(f"snapshot_s_per_gb_fresh: {fresh_gb:.2f} s/GB")
+        say(f"snapshot_s_per_gb_unchanged: {unchanged_gb:.2f} s/GB")
+        grader_service.close_all()
+        home = base / "fresh-home"
+        gradings = 0.0
+        for split, path in (("dev", dev), ("test", test)):
+            wall, _ = grade(request(card, split, path, model), home / "grading" / f"baseline-{split}")
+            gradings += wall
+        say(f"preparing_fresh_home_baselines_s: {gradings:.2f} s (baseline dev + test on a new grading folder, "
+            f"the server's start included)")
+        if os.environ.get("BENCH_BUILD", "1") != "0":
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "autorl_tui.grading.worker", str(req), str(res)], cwd=REPO,
-                           check=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
-            walls.append(time.perf_counter() - t0)
-            results.append(json.loads(res.read_text()))
-    best = min(range(RUNS), key=lambda i: walls[i])
-    r, wall = results[best], walls[best]
-    t = r["timings"]
-    n = r["metrics"]["n"]
-    tokens = n * r["metrics"]["mean_tokens"]
-    print(f"grading_overhead_per_submission: {wall - t['inference_s']:.2f} s")
-    print(f"grading_overhead_in_worker: {t['total_s'] - t['inference_s']:.2f} s")
-    print(f"grading_model_load: {t['load_s']:.2f} s")
-    print(f"grading_scoring: {t['scoring_s'] * 1000:.1f} ms")
-    print(f"grading_wall_per_submission: {wall:.2f} s")
-    print(f"inference_throughput: {n / t['inference_s']:.1f} problems/s")
-    print(f"inference_token_throughput: {tokens / t['inference_s']:.0f} tokens/s")
-    print(f"(tiny model, arith dev n={n}, {THREADS} threads, best of {RUNS}; baseline score {r['score']:.1f})")
+            build_tiny_model(home / "models" / "tiny", seed=0)
+            built = time.perf_counter() - t0
+            say(f"preparing_fresh_home_s: {built + gradings:.2f} s (model build {built:.2f} s + baselines)")
+    finally:
+        grader_service.close_all()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

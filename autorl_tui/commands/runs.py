@@ -1,4 +1,6 @@
-"""`autorl-tui runs list [--json]`: the queue and history of this home."""
+"""`autorl-tui runs list [--json]`: the queue and history of this home.
+`autorl-tui runs prune [RUN ...] [--keep-last N] [--dry-run] [--json]`: reclaim snapshot disk of
+ended runs (policy: engine/snapshot_retention.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,14 @@ def register(subparsers) -> None:
     lst.add_argument("--state", action="append", help="only runs in this state (repeatable)")
     lst.add_argument("--plan", help="only runs of this plan name")
     lst.set_defaults(func=list_runs)
+    prune = sub.add_parser("prune", help="delete submission snapshots of ended runs, keeping the selected, the "
+                                         "best and the last N (every content hash stays)")
+    prune.add_argument("runs", nargs="*", metavar="RUN", help="run ids (default: every ended run)")
+    prune.add_argument("--keep-last", type=int, default=None, metavar="N",
+                       help="also keep the last N snapshots of each run (default 3)")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
+    prune.add_argument("--json", action="store_true", help="machine-readable output")
+    prune.set_defaults(func=prune_runs)
     p.set_defaults(func=list_runs, json=False, state=None, plan=None)   # bare `runs` lists too
 
 
@@ -131,3 +141,54 @@ def fit_columns(table: list[tuple[str, list[str]]], width: int) -> tuple[list, l
         shown = [c for c in shown if c[0] != name]
         hidden.append(name)
     return shown, hidden
+
+
+def prune_runs(args) -> int:
+    from autorl_tui.engine import snapshot_retention as sr
+    from autorl_tui.home import Home
+    from autorl_tui.store.db import StoreError, open_readonly
+
+    keep_last = sr.DEFAULT_KEEP_LAST if args.keep_last is None else args.keep_last
+    if keep_last < 0:
+        raise UsageError(f"--keep-last must be 0 or more (got {keep_last})")
+    home = Home.open(args.home, create=False)
+    if not home.store_path.exists():
+        raise UsageError(f"no store in {home.root}: nothing was run in this home (check --home)")
+    try:
+        conn = open_readonly(home.store_path)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    runs = {r["id"]: dict(r) for r in conn.execute("SELECT id, state, best_submission_id FROM runs")}
+    unknown = [r for r in args.runs if r not in runs]
+    if unknown:
+        raise UsageError(f"no run {', '.join(unknown)} in {home.root} (see `autorl-tui runs list`)")
+    active = [f"{r} ({runs[r]['state']})" for r in args.runs if runs[r]["state"] not in sr.ENDED_STATES]
+    if active:
+        raise UsageError(f"run {', '.join(active)} has not ended: its snapshots may still be graded; prune it "
+                         f"after it ends")
+    chosen = args.runs or sorted(r for r, row in runs.items() if row["state"] in sr.ENDED_STATES)
+    plans = []
+    for run_id in chosen:
+        subs = [dict(s) for s in conn.execute("SELECT id, seq, status, score, snapshot_path FROM submissions "
+                                              "WHERE run_id=? ORDER BY seq", (run_id,))]
+        plans.append(sr.plan_run(home.snapshots / run_id, runs[run_id], subs, keep_last))
+    conn.close()
+    if not args.dry_run:
+        for plan in plans:
+            if plan.drop:
+                sr.apply(home.snapshots / plan.run_id, plan)
+    total = sum(p.freed_bytes for p in plans)
+    if args.json:
+        json.dump({"dry_run": args.dry_run, "freed_bytes": total,
+                   "runs": [{"run": p.run_id, "keep": p.keep, "drop": p.drop, "freed_bytes": p.freed_bytes}
+                            for p in plans]}, sys.stdout, indent=1)
+        print()
+        return 0
+    verb = "would delete" if args.dry_run else "deleted"
+    for p in plans:
+        if p.drop:
+            print(f"{p.run_id}: {verb} snapshots {', '.join(map(str, p.drop))} ({p.freed_bytes / 2**20:.1f} MiB); "
+                  f"kept {', '.join(map(str, p.keep)) or 'none'}")
+    print(f"{verb} {sum(len(p.drop) for p in plans)} snapshot(s) of {len(plans)} run(s), "
+          f"{total / 2**20:.1f} MiB {'to reclaim' if args.dry_run else 'reclaimed'}; content hashes are kept")
+    return 0

@@ -99,6 +99,9 @@ class Engine:
             t.cancel()
         if sup_tasks:
             await asyncio.gather(*sup_tasks, return_exceptions=True)
+        from autorl_tui.engine import grader_service
+
+        await asyncio.to_thread(grader_service.close_all)    # the warm graders end with their engine
         if self.store is not None:
             self.store.close()
             self.store = None

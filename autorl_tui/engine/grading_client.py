@@ -158,32 +158,53 @@ class _ProgressThrottle:
             self.callback(done, total, stage)
 
 
-async def _wait(proc: asyncio.subprocess.Process, work_dir: Path, timeout_s: float | None,
+async def _wait(waiter: asyncio.Future, work_dir: Path, timeout_s: float | None,
                 on_progress: ProgressCallback | None) -> None:
-    """proc.wait() within timeout_s (asyncio.TimeoutError past it), passing the worker's progress
-    to on_progress while it runs."""
-    if on_progress is None:
-        await asyncio.wait_for(proc.wait(), timeout_s)
-        return
-    throttle = _ProgressThrottle(on_progress)
+    """Wait for waiter (the worker's end) within timeout_s (asyncio.TimeoutError past it), passing
+    the worker's progress to on_progress while it runs. Never cancels waiter."""
+    throttle = _ProgressThrottle(on_progress) if on_progress else None
     end = None if timeout_s is None else time.monotonic() + timeout_s
-    waiter = asyncio.ensure_future(proc.wait())
-    try:
-        while not waiter.done():
-            left = None if end is None else end - time.monotonic()
-            if left is not None and left <= 0:
-                raise asyncio.TimeoutError
-            await asyncio.wait({waiter}, timeout=PROGRESS_POLL_S if left is None else min(PROGRESS_POLL_S, left))
+    while not waiter.done():
+        left = None if end is None else end - time.monotonic()
+        if left is not None and left <= 0:
+            raise asyncio.TimeoutError
+        poll = None if throttle is None else PROGRESS_POLL_S
+        await asyncio.wait({waiter}, timeout=poll if left is None else (left if poll is None else min(poll, left)))
+        if throttle:
             throttle.offer(read_progress(work_dir), final=waiter.done())
-    finally:
-        waiter.cancel()
+
+
+def _timed_out(timeout_s: float | None, t0: float) -> GradingOutcome:
+    return GradingOutcome(ok=False, error=f"grading timed out after {timeout_s:.0f}s and was stopped: the "
+                                          f"model took too long to load or answer (check its size, its "
+                                          f"generation settings and its tokenizer's chat template)",
+                          error_kind="timeout", wall_s=time.time() - t0)
+
+
+def _write_request(req_path: Path, request: dict) -> None:
+    req_path.unlink(missing_ok=True)   # a fresh file, never written through whatever an earlier worker left
+    fd = os.open(req_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(request))
+
+
+def _warm_eligible(request: dict, sandboxed: bool) -> bool:
+    """The warm grader serves sandboxed gradings whose sandbox needs nothing per grading beyond
+    its work dir, model and split (the judge's shared cache folder still takes the cold path)."""
+    from autorl_tui.engine import grader_service
+
+    return sandboxed and grader_service.enabled() and not (request.get("scorer_options") or {}).get("cache_path")
 
 
 async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = None, threads: int = 1,
                      timeout_s: float | None = None, python: str | None = None,
                      on_progress: ProgressCallback | None = None) -> GradingOutcome:
     """on_progress(done, total, stage), when given, hears the worker's progress while it runs (at
-    most every PROGRESS_EVERY_S seconds, or sooner on a step of PROGRESS_STEP of the total)."""
+    most every PROGRESS_EVERY_S seconds, or sooner on a step of PROGRESS_STEP of the total).
+
+    Sandboxed gradings go to the warm grader (engine/grader_service.py) unless AUTORL_WARM_GRADER=0;
+    every grading's work dir should then lie in a folder of gradings (the server's view)."""
+    work_dir = Path(os.path.abspath(work_dir))
     work_dir.mkdir(parents=True, exist_ok=True)
     sandboxed = request.get("scorer") not in RUNS_GENERATED_CODE and sandbox_probe()[0]
     if sandboxed:
@@ -192,10 +213,6 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
     req_path, res_path = work_dir / "request.json", work_dir / "result.json"
     res_path.unlink(missing_ok=True)
     (work_dir / PROGRESS_FILE).unlink(missing_ok=True)
-    req_path.unlink(missing_ok=True)   # a fresh file, never written through whatever an earlier worker left
-    fd = os.open(req_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(request))
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "ALFWORLD_DATA")}
     env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "OMP_NUM_THREADS": str(threads),
                 "MKL_NUM_THREADS": str(threads), "GOMP_SPINCOUNT": "1000", "TOKENIZERS_PARALLELISM": "false",
@@ -206,55 +223,179 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
             env[key] = os.environ[key]
     argv = [python or sys.executable, "-m", GRADER_MODULE, str(req_path), str(res_path)]
     lease = None
-    if sandboxed:
-        from autorl_tui.engine.executors import sandbox_bwrap as sb
-
-        hidden = _not_world_readable([Path(request["model_path"]), Path(request["split_path"])])
-        if hidden:
-            return GradingOutcome(ok=False, error_kind="internal",
-                                  error=f"the grader runs sandboxed as an unprivileged uid and cannot read {hidden}; "
-                                        f"make it readable by others (chmod -R o+rX on its folder)")
-        lease = sb.UidLease.acquire()
-        sb.chown_tree(work_dir, lease.uid)
-        env["HOME"] = str(work_dir)
-        env.pop("TMPDIR", None)
-        argv = _grader_sandbox(request, work_dir, lease.uid, bool(gpus)).argv(argv)
+    staged: dict[str, str] = {}
     t0 = time.time()
     try:
+        if sandboxed:
+            from autorl_tui.engine.executors import sandbox_bwrap as sb
+
+            hidden = _not_world_readable([Path(request["model_path"]), Path(request["split_path"])])
+            if hidden:
+                return GradingOutcome(ok=False, error_kind="internal",
+                                      error=f"the grader runs sandboxed as an unprivileged uid and cannot read {hidden}; "
+                                            f"make it readable by others (chmod -R o+rX on its folder)")
+            lease = sb.UidLease.acquire()
+            env["HOME"] = str(work_dir)
+            env.pop("TMPDIR", None)
+            if _warm_eligible(request, sandboxed):
+                outcome = await _run_warm(request, work_dir, lease.uid, env, gpus, threads, timeout_s, python,
+                                          on_progress, staged)
+                if outcome is not None:
+                    return outcome
+                t0 = time.time()
+            sb.chown_tree(work_dir, lease.uid)
+            argv = _grader_sandbox(request, work_dir, lease.uid, bool(gpus)).argv(argv)
+        _write_request(req_path, request)
         (work_dir / "worker.log").unlink(missing_ok=True)
         log_fd = os.open(work_dir / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(log_fd, "wb") as log:
             proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
                                                         env=env, start_new_session=True,
                                                         preexec_fn=_limits if sandboxed else None)
+            waiter = asyncio.ensure_future(proc.wait())
             try:
-                await _wait(proc, work_dir, timeout_s, on_progress)
+                await _wait(waiter, work_dir, timeout_s, on_progress)
             except asyncio.TimeoutError:
                 await _kill_group(proc)
-                return GradingOutcome(ok=False, error=f"grading timed out after {timeout_s:.0f}s and was stopped: the "
-                                                      f"model took too long to load or answer (check its size, its "
-                                                      f"generation settings and its tokenizer's chat template)",
-                                      error_kind="timeout", wall_s=time.time() - t0)
+                return _timed_out(timeout_s, t0)
             except asyncio.CancelledError:
                 await _kill_group(proc)
                 raise
             await _kill_group(proc)        # anything the worker left behind in its group
+        return _read_outcome(work_dir, res_path, proc.returncode, time.time() - t0, staged)
     finally:
         if lease is not None:
             lease.release()
-    wall = time.time() - t0
+        if staged:
+            _unstage(work_dir)
+
+
+async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: list[str] | None, threads: int,
+                    timeout_s: float | None, python: str | None, on_progress: ProgressCallback | None,
+                    staged: dict[str, str]) -> GradingOutcome | None:
+    """One grading in a warm server's child; None when no server could start (the caller then
+    takes the cold path)."""
+    from autorl_tui.engine import grader_service as gs
+    from autorl_tui.engine.executors import sandbox_bwrap as sb
+
+    t0 = time.time()
+    key = gs.server_key(request, work_dir, gpus, threads, python)
+    root = key.grading_root
+    os.chown(root, 0, 0, follow_symlinks=False)
+    os.chmod(root, 0o711)          # gradings may enter their own folder, never list the others
+    request = _stage(request, work_dir, staged)
+    sb.chown_tree(work_dir, uid, tuple(n for n in os.listdir(work_dir) if n != "input"))
+    os.chmod(work_dir, 0o700)
+    req_path, res_path = work_dir / "request.json", work_dir / "result.json"
+    _write_request(req_path, request)
+    (work_dir / "worker.log").unlink(missing_ok=True)
+    server_env = {**env, "HOME": str(root)}
+    try:
+        server = await asyncio.to_thread(gs.POOL.take, key, server_env)
+    except (gs.ServerGone, OSError) as exc:
+        print(f"warm grader unavailable, grading in a fresh worker: {exc}", file=sys.stderr)
+        _unstage(work_dir)
+        staged.clear()
+        return None
+    job = {"uid": uid, "work_dir": str(work_dir), "request": str(req_path), "result": str(res_path), "env": env,
+           "rlimits": {"nproc": NPROC_LIMIT, "fsize": FSIZE_LIMIT, "core": 0, "nofile": NOFILE_LIMIT}}
+    status = None
+    try:
+        waiter = server.submit(job)
+        try:
+            await _wait(waiter, work_dir, timeout_s, on_progress)
+        except asyncio.TimeoutError:
+            waiter.cancel()
+            await asyncio.to_thread(server.kill)
+            return _timed_out(timeout_s, t0)
+        except asyncio.CancelledError:
+            waiter.cancel()
+            await asyncio.to_thread(server.kill)
+            raise
+        status = waiter.result()
+    except gs.ServerGone as exc:
+        server.kill()
+        tail = _log_tail(work_dir).strip().splitlines()
+        return GradingOutcome(ok=False, error=f"grader worker ended without a result ({exc}): "
+                                              f"{tail[-1] if tail else 'no output'}",
+                              error_kind="internal", wall_s=time.time() - t0)
+    finally:
+        if status is not None:
+            gs.POOL.give_back(server)
+    return _read_outcome(work_dir, res_path, status, time.time() - t0, staged)
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """dst as a copy of src made of hard links (the snapshot store and the split cache are the
+    harness's; the grading's uid reads them and cannot change them); copies across filesystems."""
+    import shutil
+
+    def link(s: str, d: str) -> None:
+        try:
+            os.link(s, d, follow_symlinks=False)
+        except OSError:
+            shutil.copy2(s, d, follow_symlinks=False)
+
+    if src.is_dir() and not src.is_symlink():
+        shutil.copytree(src, dst, symlinks=True, copy_function=link)
+    else:
+        link(str(src), str(dst))
+
+
+def _stage(request: dict, work_dir: Path, staged: dict[str, str]) -> dict:
+    """The model and the split, linked into work_dir/input (root-owned, readable): the only way
+    they enter the warm server's fixed view."""
+    import shutil
+
+    inputs = work_dir / "input"
+    if inputs.is_symlink() or inputs.exists():
+        if inputs.is_dir() and not inputs.is_symlink():
+            shutil.rmtree(inputs)
+        else:
+            inputs.unlink()
+    inputs.mkdir(mode=0o755)
+    os.chown(inputs, 0, 0)
+    staged[str(inputs)] = str(inputs)     # marks the work dir as staged (to be given back to root)
+    request = dict(request)
+    for key, name in (("model_path", "model"), ("split_path", None)):
+        src = Path(request[key])
+        if not (src.exists() or src.is_symlink()):
+            continue          # the worker reports it missing, under its own name
+        dst = inputs / (name or f"split-{src.name}")
+        _link_tree(src, dst)
+        staged[str(dst)] = str(src)
+        request[key] = str(dst)
+    return request
+
+
+def _unstage(work_dir: Path) -> None:
+    """The grading is over: its inputs go, and its folder (results, logs) goes back to root."""
+    import shutil
+
+    from autorl_tui.engine.executors import sandbox_bwrap as sb
+
+    shutil.rmtree(work_dir / "input", ignore_errors=True)
+    try:
+        sb.chown_tree(work_dir, 0)
+        os.chmod(work_dir, 0o700)
+    except OSError:
+        pass
+
+
+def _read_outcome(work_dir: Path, res_path: Path, returncode, wall: float, staged: dict[str, str]) -> GradingOutcome:
     try:
         # The sandboxed worker owns work_dir: read its result as a plain file, never through a link.
-        from autorl_tui.engine.safe_files import read_regular
-
         result = json.loads(read_regular(work_dir, res_path.name, RESULT_MAX_BYTES))
     except (OSError, ValueError):
         tail = _log_tail(work_dir)
-        return GradingOutcome(ok=False, error=f"grader worker exited with code {proc.returncode} without a result: "
+        return GradingOutcome(ok=False, error=f"grader worker exited with code {returncode} without a result: "
                                                f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}",
                               error_kind="internal", wall_s=wall)
     if not result.get("ok"):
-        return GradingOutcome(ok=False, error=result.get("error"), error_kind=result.get("error_kind", "internal"),
+        error = str(result.get("error"))
+        for inside, outside in staged.items():    # messages name the caller's paths, not the staging
+            error = error.replace(inside, outside)
+        return GradingOutcome(ok=False, error=error, error_kind=result.get("error_kind", "internal"),
                               grader_version=result.get("grader_version"), wall_s=wall)
     return GradingOutcome(ok=True, score=float(result["score"]), metrics=result.get("metrics", {}),
                           samples=result.get("samples", []), timings=result.get("timings", {}),

@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,41 +179,186 @@ def _open_regular_file(path: Path):
     return os.fdopen(fd, "rb")
 
 
+READ_CHUNK = 8 << 20
+HASH_THREADS = 4
+BLOBS = ".blobs"       # beside a run's snapshots: one read-only file per content hash, linked into them
+
+
+STAT_CACHE = ".statcache.json"  # beside a run's snapshots: what each submitted file's stat was when hashed
+RACY_NS = 2_000_000_000         # a file changed this close to its hashing is hashed again (timestamps are coarse)
+
+
+def _stat_key(st: os.stat_result) -> list[int]:
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _hash_file(path: Path, budget: "_Budget", known: dict, seen: dict) -> tuple[str, int]:
+    """(sha256, size) of path. A file whose inode, size, mtime and ctime are those recorded when an
+    earlier snapshot of the run hashed it, and whose ctime was then already RACY_NS old, is not read
+    again: any write, truncate, utime or replacement moves ctime, which no unprivileged process
+    can set."""
+    st = os.stat(path)
+    entry = known.get(str(path))
+    if entry and entry["stat"] == _stat_key(st) and st.st_ctime_ns < entry["hashed_at_ns"] - RACY_NS:
+        budget.take(st.st_size)
+        seen[str(path)] = entry
+        return entry["sha256"], st.st_size
+    hashed_at = time.time_ns()
+    h = hashlib.sha256()
+    n = 0
+    with _open_regular_file(path) as fin:
+        while chunk := fin.read(READ_CHUNK):
+            h.update(chunk)              # releases the GIL on large buffers: files hash in parallel
+            n += len(chunk)
+            budget.take(len(chunk))
+        after = os.fstat(fin.fileno())
+    if _stat_key(after) == _stat_key(st) and after.st_size == n:
+        seen[str(path)] = {"stat": _stat_key(st), "sha256": h.hexdigest(), "hashed_at_ns": hashed_at}
+    return h.hexdigest(), n
+
+
+class _Budget:
+    """The bytes read so far against the cap, shared by the hashing threads."""
+
+    def __init__(self, src: Path, max_bytes: int):
+        import threading
+
+        self.src, self.max_bytes, self.used, self._lock = src, max_bytes, 0, threading.Lock()
+
+    def take(self, n: int) -> None:
+        with self._lock:
+            self.used += n
+            over = self.used > self.max_bytes
+        if over:
+            raise SubmissionRejected(f"{self.src.name}/ grew past this run's snapshot cap of "
+                                     f"{_human(self.max_bytes)} ({self.max_bytes} bytes) while it was copied: "
+                                     f"submit a finished folder", "too_large")
+
+
+def _store_blob(path: Path, blobs: Path, hashed: dict | None = None) -> tuple[str, int]:
+    """Copy path into the blob store; returns (hash, size). The hash is of the bytes actually
+    copied (the agent may change the file after it was first hashed), computed over the copy
+    unless `hashed` (this snapshot's hashing of it) shows the file has not changed since:
+    same stat before and after the copy, and a ctime older than the hashing by RACY_NS."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=blobs, prefix=".incoming-")
+    try:
+        with _open_regular_file(path) as fin, os.fdopen(fd, "wb") as fout:
+            before = os.fstat(fin.fileno())
+            n = _copy_fd(fin.fileno(), fout.fileno())
+            after = os.fstat(fin.fileno())
+        trusted = (hashed is not None and hashed["stat"] == _stat_key(before) == _stat_key(after)
+                   and n == before.st_size and before.st_ctime_ns < hashed["hashed_at_ns"] - RACY_NS)
+        if not trusted:              # changed since it was hashed (or may have): hash what was copied
+            h = hashlib.sha256()
+            with open(tmp, "rb") as copied:
+                while chunk := copied.read(READ_CHUNK):
+                    h.update(chunk)
+        digest = hashed["sha256"] if trusted else h.hexdigest()
+        os.chmod(tmp, 0o444)
+        final = _blob_path(blobs, digest)
+        final.parent.mkdir(exist_ok=True)
+        os.replace(tmp, final)
+        return digest, n
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _copy_fd(src: int, dst: int) -> int:
+    """Copy in the kernel (copy_file_range: no user-space buffers, a reflink where the filesystem
+    can); plain reads and writes where it is not supported. Returns the bytes copied."""
+    n = 0
+    try:
+        while True:
+            got = os.copy_file_range(src, dst, 1 << 30)
+            if got == 0:
+                return n
+            n += got
+    except OSError:
+        if n:
+            raise
+    while chunk := os.read(src, READ_CHUNK):
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(dst, view):]
+        n += len(chunk)
+    return n
+
+
+def _read_stat_cache(path: Path) -> dict:
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_stat_cache(path: Path, entries: dict) -> None:
+    import json
+
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(entries))
+    os.replace(tmp, path)
+
+
+def _blob_path(blobs: Path, digest: str) -> Path:
+    return blobs / digest[:2] / digest
+
+
 def snapshot_folder(src: Path, dst: Path, max_bytes: int) -> Snapshot:
-    """Copy src into dst (harness-owned) and hash the content: sha256 over sorted (path, file hash).
-    Stops and refuses past max_bytes (the agent may grow a file after the size check)."""
+    """Snapshot src into dst (harness-owned, read-only) and hash the content: sha256 over sorted
+    (path, file hash). Files are hashed first (large reads, several files at once) and only a
+    content not yet in the run's blob store (`dst.parent/.blobs`) is copied; every file of the
+    snapshot is a hard link to its blob, so a resubmitted or unchanged file costs a hash, not a
+    copy. Stops and refuses past max_bytes (the agent may grow a file after the size check)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     tmp = dst.with_name(dst.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
+    blobs = dst.parent / BLOBS
+    blobs.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True)
-    outer = hashlib.sha256()
-    total = 0
+    budget = _Budget(src, max_bytes)
     entries = []
+    total = 0
     try:
-        for path in sorted(p for p in src.rglob("*") if p.is_file()):
+        files = sorted(p for p in src.rglob("*") if p.is_file())
+        known, seen = _read_stat_cache(dst.parent / STAT_CACHE), {}
+        with ThreadPoolExecutor(min(HASH_THREADS, max(1, len(files)))) as pool:
+            hashes = list(pool.map(lambda p: _hash_file(p, budget, known, seen), files))
+        for path, (digest, size) in zip(files, hashes):
             rel = path.relative_to(src)
+            blob = _blob_path(blobs, digest)
+            if not blob.exists():
+                hashed = digest
+                digest, size = _store_blob(path, blobs, seen.get(str(path)))
+                blob = _blob_path(blobs, digest)
+                if digest != hashed:         # changed since it was hashed: its recorded stat is stale
+                    seen.pop(str(path), None)
+            total += size
+            if total > max_bytes:
+                budget.take(max_bytes + 1)      # the same refusal as while hashing
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            h = hashlib.sha256()
-            with _open_regular_file(path) as fin, open(target, "wb") as fout:
-                while chunk := fin.read(1 << 20):
-                    h.update(chunk)
-                    fout.write(chunk)
-                    total += len(chunk)
-                    if total > max_bytes:
-                        raise SubmissionRejected(f"{src.name}/ grew past this run's snapshot cap of "
-                                                 f"{_human(max_bytes)} ({max_bytes} bytes) while it was copied: "
-                                                 f"submit a finished folder", "too_large")
-            entries.append((str(rel), h.hexdigest()))
+            try:
+                os.link(blob, target)
+            except OSError:                     # a filesystem without hard links (or at its link limit)
+                shutil.copyfile(blob, target)
+                os.chmod(target, 0o444)
+            entries.append((str(rel), digest))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)     # nothing half-written is left in the snapshots
         raise
+    outer = hashlib.sha256()
     for rel, digest in entries:
         outer.update(f"{rel}\0{digest}\n".encode())
+    _write_stat_cache(dst.parent / STAT_CACHE, {**known, **seen})
     if dst.exists():
         shutil.rmtree(dst)
     os.replace(tmp, dst)
-    for dirpath, _d, filenames in os.walk(dst):
-        for name in filenames:
-            os.chmod(Path(dirpath) / name, 0o444)   # read-only; readable by the sandboxed grader's uid
     return Snapshot(path=dst, content_hash=outer.hexdigest(), n_files=len(entries), total_bytes=total)

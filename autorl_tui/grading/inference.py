@@ -55,6 +55,23 @@ def check_model_dir(path: Path) -> None:
     if not any((path / f).exists() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
         raise InvalidModel(f"{path} has no tokenizer files; save the tokenizer beside the model "
                            f"(tokenizer.save_pretrained(same folder))")
+    refuse_custom_code(path)
+
+
+def refuse_custom_code(path: Path) -> None:
+    """A submission's code never runs: `auto_map` (classes from .py files in the folder) is refused
+    outright rather than silently ignored, so the author learns the model is not what they trained."""
+    import json
+
+    for name in ("config.json", "tokenizer_config.json"):
+        try:
+            data = json.loads((path / name).read_text())
+        except (OSError, ValueError):
+            continue       # absent, or unreadable: the loader reports it
+        if isinstance(data, dict) and data.get("auto_map"):
+            raise InvalidModel(f"{path / name} has `auto_map` (custom model code: "
+                               f"{', '.join(sorted(map(str, data['auto_map'])))}); the grader never runs code from "
+                               f"a submission: save a standard transformers architecture and remove auto_map")
 
 
 def _render(tokenizer, prompt: Any, prompt_format: str, system_prompt: str | None,
@@ -113,9 +130,10 @@ class TransformersPolicy:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.path, trust_remote_code=False,
                                                            local_files_only=True)
+            # .bin weights are pickles: weights_only unpickles tensors and plain data, never calls code.
             self.model = AutoModelForCausalLM.from_pretrained(self.path, trust_remote_code=False,
-                                                              local_files_only=True)
-        except (OSError, ValueError, KeyError) as exc:
+                                                              local_files_only=True, weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - e.g. UnpicklingError of a .bin carrying code
             raise InvalidModel(f"cannot load {self.path} as a causal LM with transformers "
                                f"(trust_remote_code is off): {exc}") from exc
         self.model.to(device)
@@ -177,19 +195,73 @@ class TransformersPolicy:
         return results
 
 
+# One vLLM engine per device group in a long-lived grading process: {CUDA_VISIBLE_DEVICES: (engine, signature)}.
+_VLLM_ENGINES: dict[str, tuple[Any, tuple]] = {}
+# What must match for new weights to be loaded into a running engine: the architecture and its
+# shapes (the engine's memory plan and kernels depend on them) and the tokenizer (the engine tokenizes).
+_SIGNATURE_KEYS = ("architectures", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
+                   "num_attention_heads", "num_key_value_heads", "vocab_size", "max_position_embeddings",
+                   "torch_dtype", "dtype", "tie_word_embeddings", "rope_scaling", "quantization_config")
+
+
+def vllm_signature(model_path: Path) -> tuple:
+    import hashlib
+    import json
+
+    config = json.loads((model_path / "config.json").read_text())
+    tok = hashlib.sha256()
+    for name in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json"):
+        if (model_path / name).exists():
+            tok.update(name.encode() + b"\0" + (model_path / name).read_bytes())
+    return tuple(json.dumps(config.get(k), sort_keys=True) for k in _SIGNATURE_KEYS) + (tok.hexdigest(),)
+
+
+def warm_vllm_engine(model_path: Path, seed: int, make_engine=None) -> tuple[Any, str]:
+    """The device group's engine with model_path's weights: the running engine with its weights
+    reloaded in place when the signature matches, else a fresh engine (the old one dropped).
+    Returns (engine, "reloaded" | "fresh")."""
+    group = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    signature = vllm_signature(model_path)
+    cached = _VLLM_ENGINES.get(group)
+    if cached and cached[1] == signature:
+        llm = cached[0]
+        try:
+            llm.collective_rpc("update_config", args=({"model_config": {"model": str(model_path)}},))
+            llm.collective_rpc("reload_weights")
+            return llm, "reloaded"
+        except Exception:  # noqa: BLE001 - any failure to swap: a fresh engine, never stale weights
+            pass
+    _VLLM_ENGINES.pop(group, None)
+    if cached:
+        del cached
+        import gc
+
+        gc.collect()
+    if make_engine is None:
+        from vllm import LLM
+
+        def make_engine():
+            return LLM(model=str(model_path), trust_remote_code=False, seed=seed)
+    llm = make_engine()
+    _VLLM_ENGINES[group] = (llm, signature)
+    return llm, "fresh"
+
+
 class VLLMPolicy:
-    """vLLM backend (GPU). Same protocol, same prompt rendering. Untested on CPU-only machines."""
+    """vLLM backend (GPU). Same protocol, same prompt rendering. Untested on CPU-only machines.
+    In a long-lived process the device group's engine is kept and reloaded in place
+    (`warm_vllm_engine`)."""
 
     def __init__(self, model_path: str | Path, device: str = "cuda", threads: int | None = None, seed: int = 0,
                  prompt_format: str = "chat", system_prompt: str | None = None, batch_size: int = 64,
                  template_limits: dict | None = None):
         try:
-            from vllm import LLM
+            import vllm  # noqa: F401
         except ImportError as exc:
             raise RuntimeError("the vllm backend needs the optional `gpu` extra (pip install 'autorl-tui[gpu]') "
                                "and an NVIDIA GPU; use backend transformers otherwise") from exc
         check_model_dir(Path(model_path))
-        self.llm = LLM(model=str(model_path), trust_remote_code=False, seed=seed)
+        self.llm, self.load_mode = warm_vllm_engine(Path(model_path), seed)
         self.tokenizer = self.llm.get_tokenizer()
         self.prompt_format = prompt_format
         self.system_prompt = system_prompt

@@ -71,11 +71,12 @@ def test_a_hung_grader_is_killed_at_its_timeout_with_its_group_and_the_next_grad
         task = asyncio.create_task(run_grader(request(tmp_path, model, template_limits=no_limits),
                                               tmp_path / "hung", timeout_s=20,
                                               on_progress=lambda *progress: heard.append(progress)))
-        # The worker leads its own process group; remember it to check nothing of it survives.
+        # The worker (or the warm grader's server) leads its own process group; remember it to
+        # check nothing of it survives.
         while not started and not task.done():
             for p in psutil.Process().children():
                 try:
-                    if "autorl_tui.grading.worker" in " ".join(p.cmdline()):
+                    if any(m in " ".join(p.cmdline()) for m in ("autorl_tui.grading.worker", "grading.warm_server")):
                         started.append(p.pid)
                 except psutil.Error:
                     pass

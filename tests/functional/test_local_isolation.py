@@ -206,8 +206,11 @@ def test_a_docker_runs_token_is_invisible_to_a_concurrent_local_agent(home, tmp_
     assert r["other_workspace_read"].startswith("error") and r["other_workspace_write"].startswith("error")
 
 
-async def test_the_grader_worker_runs_sandboxed_as_a_leased_uid(tmp_path, tiny_model_dir):
+async def test_the_grader_worker_runs_sandboxed_as_a_leased_uid(tmp_path, tiny_model_dir, monkeypatch):
     from autorl_tui.catalog.tasks import find_task, materialize
+    from autorl_tui.engine.grader_service import DISABLE_ENV
+
+    monkeypatch.setenv(DISABLE_ENV, "0")   # the cold worker (the warm one: tests/functional/test_warm_grader.py)
     from autorl_tui.engine.grading_client import run_grader
 
     card = find_task("arith-small", [TASKS])

@@ -136,6 +136,10 @@ class Sandbox:
     ro_inside: list[Path] = field(default_factory=list)  # re-bound read-only inside a rw path (models/, data/)
     hide: list[Path] = field(default_factory=list)      # private paths that happen to lie inside a bound path
     gpus: bool = False
+    # Only for the warm grader's fork server (engine/grader_service.py): run the command as root
+    # in the sandbox holding just these capabilities (it gives each grading its own leased uid),
+    # instead of as `uid` through setpriv.
+    keep_caps: tuple[str, ...] = ()
 
     def argv(self, command: list[str]) -> list[str]:
         argv = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
@@ -173,6 +177,11 @@ class Sandbox:
             if any(_inside(p, b) for b in bound) and (p.exists() or p.is_symlink()):
                 argv += (["--tmpfs", str(p), "--remount-ro", str(p)] if p.is_dir() and not p.is_symlink()
                          else ["--ro-bind", "/dev/null", str(p)])
+        if self.keep_caps:
+            argv += ["--cap-drop", "ALL"]
+            for cap in self.keep_caps:
+                argv += ["--cap-add", cap]
+            return argv + ["--chdir", str(self.chdir), "--", *command]
         argv += ["--chdir", str(self.chdir), "--", SETPRIV, f"--reuid={self.uid}", f"--regid={self.uid}",
                  "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
         return argv + list(command)

@@ -1,0 +1,226 @@
+"""The warm grader (issue 18): real sandboxed fork servers grading the real tiny model, as the
+engine starts them (engine/grading_client.run_grader)."""
+
+import asyncio
+import json
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
+from autorl_tui.engine import grader_service
+from autorl_tui.engine.executors import sandbox_bwrap
+from autorl_tui.engine.grading_client import run_grader
+
+pytestmark = pytest.mark.slow
+
+LOOP = ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+        "{{ messages[0]['content'] }}")
+
+
+@pytest.fixture(autouse=True)
+def warm_only(monkeypatch):
+    ok, why = sandbox_bwrap.probe()
+    if not ok:
+        pytest.skip(f"the warm grader serves sandboxed gradings only and this host cannot sandbox: {why}")
+    monkeypatch.setenv(grader_service.DISABLE_ENV, "1")
+    yield
+    grader_service.close_all()
+
+
+def request(tmp_path, model, limit=5, **extra):
+    card = find_task("arith", task_search_path())
+    split = materialize(card, "dev", tmp_path / "cache")
+    return {"task": card.to_dict(), "split": "dev", "split_path": str(split), "model_path": str(model),
+            "protocol": card.protocol.to_dict(), "scorer": card.scorer, "scorer_options": {},
+            "backend": "transformers", "device": "cpu", "threads": 1, "seed": 0, "limit": limit, **extra}
+
+
+def grade(req, work, timeout_s=600):
+    return asyncio.run(run_grader(req, work, timeout_s=timeout_s))
+
+
+def wait_for(condition, timeout_s=300):
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def grading_children(server) -> list[psutil.Process]:
+    try:
+        procs = psutil.Process(server.proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    out = []
+    for p in procs:
+        try:
+            if p.uids().real >= sandbox_bwrap.UID_BASE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def copy_model(tiny_model_dir, dst):
+    shutil.copytree(tiny_model_dir, dst)
+    os.chmod(dst, 0o755)
+    return dst
+
+
+def test_the_server_is_reused_and_each_grading_runs_as_its_own_unprivileged_uid(tmp_path, tiny_model_dir):
+    gradings = tmp_path / "gradings"
+    first = grade(request(tmp_path, tiny_model_dir), gradings / "a")
+    assert first.ok, first
+    [server] = grader_service.POOL.idle()
+    second = asyncio.run(_grade_watching(request(tmp_path, tiny_model_dir), gradings / "b", server))
+    outcome, seen = second
+    assert outcome.ok and outcome.score == first.score
+    assert grader_service.POOL.idle() == [server] and server.proc.poll() is None     # the same warm server
+    uid, caps = seen
+    assert sandbox_bwrap.UID_BASE <= uid < sandbox_bwrap.UID_BASE + sandbox_bwrap.UID_COUNT
+    assert caps == 0                                   # no capability left in the grading child
+    # Afterwards the grading's folder is root's again (no later grading, whatever its uid, can read it).
+    st = os.stat(gradings / "b")
+    assert st.st_uid == 0 and st.st_mode & 0o077 == 0
+    assert not (gradings / "b" / "input").exists()
+
+
+async def _grade_watching(req, work, server):
+    task = asyncio.ensure_future(run_grader(req, work, timeout_s=600))
+    seen = None
+    while not task.done() and seen is None:
+        for child in grading_children(server):
+            try:
+                status = Path(f"/proc/{child.pid}/status").read_text()
+            except OSError:
+                continue
+            fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+            if "worker.log" in " ".join(f.path for f in child.open_files()):
+                seen = (int(fields["Uid"].split()[0]), int(fields["CapEff"].strip(), 16))
+                break
+        await asyncio.sleep(0.02)
+    return await task, seen
+
+
+def test_a_hanging_grading_is_killed_with_its_server_and_the_next_one_succeeds(tmp_path, tiny_model_dir):
+    gradings = tmp_path / "gradings"
+    hostile = copy_model(tiny_model_dir, tmp_path / "hang")
+    (hostile / "chat_template.jinja").unlink(missing_ok=True)
+    config = json.loads((hostile / "tokenizer_config.json").read_text())
+    config["chat_template"] = LOOP
+    (hostile / "tokenizer_config.json").write_text(json.dumps(config))
+    no_limits = {"per_prompt_s": None, "total_s": None}
+    warm = grade(request(tmp_path, tiny_model_dir), gradings / "warm-up")
+    assert warm.ok
+    [server] = grader_service.POOL.idle()
+    hung = grade(request(tmp_path, hostile, template_limits=no_limits), gradings / "hang", timeout_s=15)
+    assert not hung.ok and hung.error_kind == "timeout" and "timed out after 15s" in hung.error
+    assert server.proc.poll() is not None and grading_children(server) == []   # the whole server is gone
+    after = grade(request(tmp_path, tiny_model_dir), gradings / "after")
+    assert after.ok and after.score == warm.score, after
+
+
+def test_a_crashing_grading_ends_alone_and_the_next_one_succeeds(tmp_path, tiny_model_dir):
+    gradings = tmp_path / "gradings"
+    warm = grade(request(tmp_path, tiny_model_dir), gradings / "warm-up")
+    assert warm.ok
+    [server] = grader_service.POOL.idle()
+
+    async def crash():
+        task = asyncio.ensure_future(run_grader(request(tmp_path, tiny_model_dir, limit=None), gradings / "crash",
+                                                timeout_s=600))
+        child = None
+        while child is None and not task.done():
+            child = next(iter(grading_children(server)), None)
+            await asyncio.sleep(0.02)
+        assert child is not None, "the grading ended before it could be crashed"
+        child.send_signal(signal.SIGSEGV)
+        return await task
+
+    crashed = asyncio.run(crash())
+    assert not crashed.ok and crashed.error_kind == "internal"
+    assert "exited with code -11 without a result" in crashed.error, crashed.error
+    assert server.proc.poll() is None and grader_service.POOL.idle() == [server]   # the server lives on
+    after = grade(request(tmp_path, tiny_model_dir), gradings / "after")
+    assert after.ok and after.score == warm.score
+
+
+def test_auto_map_custom_code_is_refused_and_never_imported(tmp_path, tiny_model_dir):
+    model = copy_model(tiny_model_dir, tmp_path / "custom")
+    marker = tmp_path / "gradings" / "custom" / "imported"
+    (model / "modeling_evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    config = json.loads((model / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"}
+    (model / "config.json").write_text(json.dumps(config))
+    outcome = grade(request(tmp_path, model), tmp_path / "gradings" / "custom")
+    assert not outcome.ok and outcome.error_kind == "invalid_model"
+    assert "auto_map" in outcome.error and "remove auto_map" in outcome.error
+    assert str(model / "config.json") in outcome.error          # the submitted path, not the staging
+    assert not marker.exists()
+
+
+class _Payload:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_pickle_bin_with_a_payload_runs_no_code(tmp_path, tiny_model_dir):
+    model = copy_model(tiny_model_dir, tmp_path / "pickled")
+    for f in model.glob("*.safetensors"):
+        f.unlink()
+    work = tmp_path / "gradings" / "pickled"
+    marker = work / "payload-ran"           # writable by the grading's uid: the payload could create it
+    with open(model / "pytorch_model.bin", "wb") as fh:
+        pickle.dump({"model.embed_tokens.weight": _Payload(marker)}, fh)
+    # The payload is live: plain unpickling runs it.
+    probe = tmp_path / "probe-ran"
+    (tmp_path / "probe.pkl").write_bytes(pickle.dumps(_Payload(probe)))
+    subprocess.run([sys.executable, "-c", f"import pickle; pickle.load(open({str(tmp_path / 'probe.pkl')!r}, 'rb'))"],
+                   check=True)
+    assert probe.exists()
+    outcome = grade(request(tmp_path, model), work)
+    assert not outcome.ok and outcome.error_kind == "invalid_model", outcome
+    assert "cannot load" in outcome.error
+    assert not marker.exists()
+
+
+def test_twenty_warm_gradings_score_as_fresh_worker_processes(tmp_path, tiny_model_dir, monkeypatch):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    variants = [tiny_model_dir]
+    for seed in (1, 2, 3):
+        model = copy_model(tiny_model_dir, tmp_path / f"v{seed}")
+        [weights] = model.glob("*.safetensors")
+        tensors = load_file(weights)
+        gen = torch.Generator().manual_seed(seed)
+        tensors = {k: v + 0.02 * seed * torch.randn(v.shape, generator=gen) for k, v in tensors.items()}
+        save_file(tensors, weights, metadata={"format": "pt"})
+        os.chmod(weights, 0o644)
+        variants.append(model)
+    monkeypatch.setenv(grader_service.DISABLE_ENV, "0")
+    cold = [grade(request(tmp_path, m, limit=10), tmp_path / "cold" / f"c{i}") for i, m in enumerate(variants)]
+    assert all(o.ok for o in cold), cold
+    monkeypatch.setenv(grader_service.DISABLE_ENV, "1")
+    for i in range(20):
+        k = i % len(variants)
+        warm = grade(request(tmp_path, variants[k], limit=10), tmp_path / "warm" / f"w{i}")
+        assert warm.ok, warm
+        assert warm.score == cold[k].score
+        assert [s["output"] for s in warm.samples] == [s["output"] for s in cold[k].samples]
+    assert len(grader_service.POOL.idle()) == 1

@@ -1,0 +1,126 @@
+"""Snapshots share unchanged files through the run's blob store, and `runs prune` reclaims the
+snapshots an ended run no longer needs (issue 18)."""
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+from autorl_tui.engine.submissions import BLOBS, snapshot_folder
+from autorl_tui.home import Home
+from autorl_tui.store.db import Store
+from tests.support.harness import cli
+
+
+def _model(folder: Path, weights: bytes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    (folder / "model.safetensors").write_bytes(weights)
+    (folder / "sub").mkdir(exist_ok=True)
+    (folder / "sub" / "tokenizer.json").write_text("{}")
+    return folder
+
+
+def _expected_hash(folder: Path) -> str:
+    outer = hashlib.sha256()
+    for p in sorted(q for q in folder.rglob("*") if q.is_file()):
+        outer.update(f"{p.relative_to(folder)}\0{hashlib.sha256(p.read_bytes()).hexdigest()}\n".encode())
+    return outer.hexdigest()
+
+
+def test_unchanged_files_are_links_to_one_blob_and_changed_ones_are_copied(tmp_path):
+    src = _model(tmp_path / "out" / "v1", os.urandom(3 << 20))
+    snaps = tmp_path / "snapshots" / "r1"
+    first = snapshot_folder(src, snaps / "001", 1 << 30)
+    second = snapshot_folder(src, snaps / "002", 1 << 30)          # resubmitted as is
+    assert first.content_hash == second.content_hash == _expected_hash(src)
+    assert first.n_files == 3 and first.total_bytes == second.total_bytes
+    for rel in ("config.json", "model.safetensors", "sub/tokenizer.json"):
+        a, b = (snaps / "001" / rel).stat(), (snaps / "002" / rel).stat()
+        assert a.st_ino == b.st_ino and a.st_mode & 0o777 == 0o444
+    (src / "model.safetensors").write_bytes(os.urandom(3 << 20))   # a new checkpoint, same tokenizer and config
+    third = snapshot_folder(src, snaps / "003", 1 << 30)
+    assert third.content_hash == _expected_hash(src) != first.content_hash
+    assert (snaps / "003" / "model.safetensors").read_bytes() == (src / "model.safetensors").read_bytes()
+    assert (snaps / "003" / "model.safetensors").stat().st_ino != (snaps / "001" / "model.safetensors").stat().st_ino
+    assert (snaps / "003" / "config.json").stat().st_ino == (snaps / "001" / "config.json").stat().st_ino
+    assert len([p for p in (snaps / BLOBS).rglob("*") if p.is_file()]) == 4
+    assert not list((snaps / BLOBS).rglob(".incoming-*"))
+
+
+def _home_with_run(tmp_path, state="done"):
+    home = Home.open(tmp_path / "home", create=True)
+    store = Store(home.store_path)
+    now = time.time()
+    store.insert("runs", {"id": "r0001-x", "task": "arith", "agent": "a", "model": "tiny", "budget_s": 60,
+                          "state": state, "created_at": now, "spec": "{}"})
+    snaps = home.snapshots / "r0001-x"
+    src = tmp_path / "out"
+    scores = {1: 10.0, 2: 40.0, 3: 20.0, 4: 15.0, 5: 12.0, 6: 11.0}
+    ids = {}
+    for seq, score in scores.items():
+        _model(src, os.urandom(1 << 20) if seq != 4 else (snaps / "002" / "model.safetensors").read_bytes())
+        snap = snapshot_folder(src, snaps / f"{seq:03d}", 1 << 30)
+        ids[seq] = store.insert("submissions", {"run_id": "r0001-x", "seq": seq, "path": "output/v", "received_at": now,
+                                                "snapshot_path": str(snap.path), "content_hash": snap.content_hash,
+                                                "status": "scored", "score": score})
+    store.update("runs", "r0001-x", {"best_submission_id": ids[3]})
+    store.flush()
+    store.close()
+    return home, snaps
+
+
+def test_runs_prune_keeps_selected_best_and_last_and_frees_orphan_blobs(tmp_path):
+    home, snaps = _home_with_run(tmp_path)
+    before = sorted(p.name for p in snaps.iterdir())
+    dry = cli("runs", "prune", "--keep-last", "2", "--dry-run", "--json", home=home.root)
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    [run] = plan["runs"]
+    assert run["keep"] == [2, 3, 5, 6] and run["drop"] == [1, 4]   # best 2, selected 3, last two
+    # Snapshot 4 shares its weights with the kept 2: only snapshot 1's weights (1 MiB) are freed.
+    assert (1 << 20) <= run["freed_bytes"] < (1 << 20) + 4096
+    assert sorted(p.name for p in snaps.iterdir()) == before                 # a dry run deletes nothing
+    done = cli("runs", "prune", "--keep-last", "2", home=home.root)
+    assert done.returncode == 0, done.stderr
+    assert "deleted 2 snapshot(s)" in done.stdout
+    assert not (snaps / "001").exists() and not (snaps / "004").exists()
+    assert (snaps / "002" / "model.safetensors").exists() and (snaps / "006").is_dir()
+    pruned = json.loads((snaps / "pruned.json").read_text())
+    assert set(pruned) == {"1", "4"} and len(pruned["1"]["model.safetensors"]) == 64
+    assert pruned["4"]["model.safetensors"] == hashlib.sha256((snaps / "002" / "model.safetensors").read_bytes()).hexdigest()
+    blobs = [p for p in (snaps / BLOBS).rglob("*") if p.is_file()]
+    assert all(p.stat().st_nlink > 1 for p in blobs)                        # no orphan left
+
+
+def test_runs_prune_refuses_bad_input_with_clear_errors(tmp_path):
+    home, snaps = _home_with_run(tmp_path, state="running")
+    active = cli("runs", "prune", "r0001-x", home=home.root)
+    assert active.returncode == 2 and "has not ended" in active.stderr and "Traceback" not in active.stderr
+    unknown = cli("runs", "prune", "r9999-nope", home=home.root)
+    assert unknown.returncode == 2 and "no run r9999-nope" in unknown.stderr
+    negative = cli("runs", "prune", "--keep-last", "-1", home=home.root)
+    assert negative.returncode == 2 and "--keep-last" in negative.stderr
+    assert (snaps / "001").is_dir()                                          # nothing touched
+    everything = cli("runs", "prune", home=home.root)                        # ended runs only: none here
+    assert everything.returncode == 0 and "0 snapshot(s) of 0 run(s)" in everything.stdout
+
+
+def test_a_file_rewritten_with_the_same_size_and_mtime_is_hashed_again(tmp_path, monkeypatch):
+    from autorl_tui.engine import submissions
+
+    monkeypatch.setattr(submissions, "RACY_NS", 0)          # trust the recorded stat as soon as it is written
+    src = _model(tmp_path / "out" / "v1", os.urandom(1 << 20))
+    snaps = tmp_path / "snapshots" / "r1"
+    first = snapshot_folder(src, snaps / "001", 1 << 30)
+    assert json.loads((snaps / submissions.STAT_CACHE).read_text())            # stats recorded
+    again = snapshot_folder(src, snaps / "002", 1 << 30)                        # unchanged: from the record
+    assert again.content_hash == first.content_hash == _expected_hash(src)
+    weights = src / "model.safetensors"
+    old = weights.stat()
+    weights.write_bytes(os.urandom(1 << 20))                                    # same size...
+    os.utime(weights, ns=(old.st_atime_ns, old.st_mtime_ns))                    # ...and the old mtime back
+    third = snapshot_folder(src, snaps / "003", 1 << 30)                        # ctime moved: hashed again
+    assert third.content_hash == _expected_hash(src) != first.content_hash
+    assert (snaps / "003" / "model.safetensors").read_bytes() == weights.read_bytes()

@@ -25,8 +25,6 @@ def match_run_id(given: str, candidates: list[str], where: str) -> str:
                      f"type more of the id")
 
 
-def resolve_run_id_sqlite(conn, given: str, where: str) -> str:
-    """`match_run_id` over a sqlite3 connection to the store."""
-    pattern = given.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    rows = conn.execute("SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\'", (pattern,)).fetchall()
-    return match_run_id(given, [r[0] for r in rows if r[0].startswith(given)], where)
+def resolve_run_id(reader, given: str, where: str) -> str:
+    """`match_run_id` over the store (a `store.queries.StoreReader`)."""
+    return match_run_id(given, reader.run_ids_starting(given), where)

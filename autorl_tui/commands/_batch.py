@@ -77,6 +77,7 @@ async def _hand_over(args, plan) -> int:
 
 async def _run(args, plan) -> int:
     from autorl_tui.commands._display import make_display, print_next, print_summary
+    from autorl_tui.store.queries import StoreReader
 
     engine = engine_from_args(args)
     try:
@@ -120,7 +121,7 @@ async def _run(args, plan) -> int:
         stopper.cancel()
         rows = await waiter if waiter.done() else [engine.get_run(r) for r in run_ids]
         display.stop()
-        print_summary(engine, rows)
+        print_summary(StoreReader.over(engine.store), run_ids)
         if not interrupted:
             print_next(engine.home.root, rows, plan.name)
     finally:

@@ -31,15 +31,15 @@ def training_steps(stdout_lines: list[str]) -> list[dict]:
     return stages
 
 
-def run_conditions(query, run_id: str, cores: int | None = None) -> dict:
+def run_conditions(reader, run_id: str, cores: int | None = None) -> dict:
+    """`reader`: a store.queries.StoreReader."""
     cores = cores or os.cpu_count() or 1
-    cpu = query("SELECT AVG(cpu_percent) AS mean, COUNT(*) AS n FROM resources WHERE run_id=?", (run_id,))[0]
-    lines = [r["message"] for r in query("SELECT message FROM events WHERE run_id=? AND kind='stdout' ORDER BY id",
-                                         (run_id,))]
+    cpu = reader.cpu_usage(run_id)
+    lines = reader.output_lines(run_id, "stdout")
     budget_stops = [l for l in lines if ("stopping:" in l and " left" in l) or "not enough budget" in l
                     or "overran its time" in l]
-    share = None if cpu["mean"] is None else cpu["mean"] / 100.0
-    return {"cores": cores, "agent_cores": share, "samples": cpu["n"], "stages": training_steps(lines),
+    share = None if cpu.mean_percent is None else cpu.mean_percent / 100.0
+    return {"cores": cores, "agent_cores": share, "samples": cpu.samples, "stages": training_steps(lines),
             "budget_stops": budget_stops, "load": os.getloadavg()[0]}
 
 

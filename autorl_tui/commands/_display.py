@@ -9,6 +9,8 @@ import time
 
 from autorl_tui.durations import format_duration
 from autorl_tui.engine import events as ev
+from autorl_tui.store.queries import StoreReader
+from autorl_tui.store.records import RunRecord
 
 
 def _f(v, nd=1) -> str:
@@ -19,23 +21,23 @@ FINAL = ("done", "failed", "cancelled", "lost")
 PREP_ESTIMATE_S = 60.0   # a queued run's preparation and baseline, before its budget starts
 
 
-def plan_progress(rows: list[dict], concurrency: int, now: float | None = None) -> dict:
+def plan_progress(rows: list[RunRecord], concurrency: int, now: float | None = None) -> dict:
     """Done / total over a plan's runs and a time-left estimate from their budgets: what is left of
     each active run's budget, plus whole budgets (and a preparation allowance) of queued runs,
     spread over the engine's concurrency."""
     now = time.time() if now is None else now
-    finished = [r for r in rows if r["state"] in FINAL]
+    finished = [r for r in rows if r.state in FINAL]
     left = []
     for r in rows:
-        if r["state"] in FINAL:
+        if r.state in FINAL:
             continue
-        if r.get("started_at"):
-            left.append(max(0.0, r["budget_s"] - (now - r["started_at"])))
+        if r.started_at:
+            left.append(max(0.0, r.budget_s - (now - r.started_at)))
         else:
-            left.append(r["budget_s"] + PREP_ESTIMATE_S)
+            left.append(r.budget_s + PREP_ESTIMATE_S)
     eta = max(max(left, default=0.0), sum(left) / max(1, concurrency)) if left else 0.0
-    return {"finished": len(finished), "total": len(rows), "done": sum(r["state"] == "done" for r in finished),
-            "eta_s": eta, "best": {r["id"]: r.get("best_dev_score") for r in rows}}
+    return {"finished": len(finished), "total": len(rows), "done": sum(r.state == "done" for r in finished),
+            "eta_s": eta, "best": {r.id: r.best_dev_score for r in rows}}
 
 
 def progress_line(p: dict) -> str:
@@ -76,11 +78,15 @@ class PlainDisplay:
                 continue
             self.render(e)
 
-    def rows(self) -> list[dict]:
+    def reader(self) -> StoreReader | None:
         store = self.engine.store if self.engine is not None else None
-        if store is None:
+        return StoreReader.over(store) if store is not None else None
+
+    def rows(self) -> list[RunRecord]:
+        reader = self.reader()
+        if reader is None:
             return []
-        return [r for r in (store.get("runs", rid) for rid in self.order) if r is not None]
+        return [r for r in map(reader.run, self.order) if r is not None]
 
     def progress(self) -> dict | None:
         rows = self.rows()
@@ -166,14 +172,11 @@ class RichDisplay(PlainDisplay):
             else:
                 table.add_column(col, overflow="fold")
         now = time.time()
-        for rid in getattr(self, "order", []):
-            r = self.engine.store.get("runs", rid) if self.engine.store else None
-            if r is None:
-                continue
-            elapsed = (min(now, r["ended_at"] or now) - r["started_at"]) if r["started_at"] else 0
-            table.add_row(rid, r["state"], f"{format_duration(elapsed)} / {format_duration(r['budget_s'])}",
-                          _f(r["baseline_dev_score"]), _f(r["best_dev_score"]), _f(r["test_score"]),
-                          self.last_line.get(rid, ""))
+        for r in self.rows() if hasattr(self, "order") else []:
+            elapsed = (min(now, r.ended_at or now) - r.started_at) if r.started_at else 0
+            table.add_row(r.id, r.state, f"{format_duration(elapsed)} / {format_duration(r.budget_s)}",
+                          _f(r.baseline_dev_score), _f(r.best_dev_score), _f(r.test_score),
+                          self.last_line.get(r.id, ""))
         return table
 
     def stop(self) -> None:
@@ -194,42 +197,26 @@ async def follow_to_end(engine, run_ids: list[str], title: str, plain: bool) -> 
     display.start(run_ids, title)
     rows = await engine.wait_runs(run_ids)
     display.stop()
-    print_summary(engine, rows)
+    print_summary(StoreReader.over(engine.store), run_ids)
     print_next(engine.home.root, rows)
     return rows
 
 
-def summary_rows(engine, rows: list[dict], query=None) -> list[dict]:
-    query = query or engine.store.query
-    out = []
-    for r in rows:
-        subs = query("SELECT seq, status, score FROM submissions WHERE run_id=? ORDER BY seq", (r["id"],))
-        wall = (r["ended_at"] - r["created_at"]) if r.get("ended_at") else None
-        out.append({**r, "submissions": subs, "wall_s": wall})
-    return out
-
-
 def print_summary_rows(home, rows: list[dict], stream=None) -> None:
     """The summary from a read-only view of the store (when another process owns the engine)."""
-    from autorl_tui.store.db import open_readonly
-
-    conn = open_readonly(home.store_path)
-    try:
-        query = lambda sql, params=(): [dict(r) for r in conn.execute(sql, params)]  # noqa: E731
-        fresh = [query("SELECT * FROM runs WHERE id=?", (r["id"],))[0] for r in rows]
-        print_summary(None, fresh, stream, query=query)
-    finally:
-        conn.close()
+    with StoreReader.open(home.store_path) as reader:
+        print_summary(reader, [r["id"] for r in rows], stream)
 
 
-def print_summary(engine, rows: list[dict], stream=None, query=None) -> None:
+def print_summary(reader: StoreReader, run_ids: list[str], stream=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     out = stream or sys.stdout
     console = Console(file=out, width=None if out.isatty() else 160)   # a terminal's own width; logs: 160
     table = Table(title="summary (scores 0-100; baseline = base model on the same split)")
-    id_width = max((len(r["id"]) for r in rows), default=3)
+    runs = [r for r in map(reader.run, run_ids) if r is not None]
+    id_width = max((len(r.id) for r in runs), default=3)
     for col in ("run", "state", "baseline dev", "submissions (dev)", "best dev", "baseline test", "test (selected)",
                 "improvement", "wall time", "end"):
         if col == "run":     # ids are never cut or folded: they are what the next commands take
@@ -239,14 +226,14 @@ def print_summary(engine, rows: list[dict], stream=None, query=None) -> None:
     narrow = console.width < 140     # ten columns do not fit: one block of lines per run instead
     if narrow:
         console.print("summary (scores 0-100; baseline = base model on the same split)", style="bold")
-    for r in summary_rows(engine, rows, query):
-        subs = ", ".join(f"v{s['seq']}:{_f(s['score'])}" if s["status"] in ("scored", "duplicate")
-                         else f"v{s['seq']}:{s['status']}" for s in r["submissions"]) or "-"
-        imp = r.get("improvement")
-        cells = (r["id"], r["state"], _f(r.get("baseline_dev_score")), subs, _f(r.get("best_dev_score")),
-                 _f(r.get("baseline_score")), _f(r.get("test_score")),
-                 "-" if imp is None else f"{imp:+.1f}", format_duration(r["wall_s"]) if r["wall_s"] else "-",
-                 r.get("end_reason") or r.get("failure_source") or "-")
+    for r in runs:
+        subs = ", ".join(f"v{s.seq}:{_f(s.score)}" if s.status in ("scored", "duplicate")
+                         else f"v{s.seq}:{s.status}" for s in reader.submissions(r.id)) or "-"
+        imp = r.improvement
+        cells = (r.id, r.state, _f(r.baseline_dev_score), subs, _f(r.best_dev_score),
+                 _f(r.baseline_score), _f(r.test_score),
+                 "-" if imp is None else f"{imp:+.1f}", format_duration(r.wall_s) if r.wall_s else "-",
+                 r.end_reason or r.failure_source or "-")
         if narrow:
             console.print(f"{cells[0]}  {cells[1]}", markup=False, highlight=False)
             console.print(f"  dev: baseline {cells[2]}, submissions {cells[3]}, best {cells[4]}", markup=False)

@@ -33,13 +33,11 @@ def run(args) -> int:
 
 
 async def _demo(args, plan) -> int:
-    from contextlib import closing
-
     from autorl_tui.commands._batch import engine_from_args
     from autorl_tui.commands._conditions import describe_conditions, run_conditions
     from autorl_tui.commands._display import make_display, print_next, print_summary
-    from autorl_tui.store.export import export_run, write_json_atomic
-    from autorl_tui.store.db import open_readonly
+    from autorl_tui.store.export import write_json_atomic
+    from autorl_tui.store.queries import StoreReader
     import sys
     import time
 
@@ -54,18 +52,17 @@ async def _demo(args, plan) -> int:
         rows = await engine.wait_runs(run_ids)
         display.stop()
         engine.store.flush()
-        print_summary(engine, rows)
+        reader = StoreReader.over(engine.store)
+        print_summary(reader, run_ids)
         print(f"\nplan {plan.name}: {len(rows)} run(s) in {time.time() - t0:.0f}s; store: {engine.home.store_path}")
         print("\nconditions:")
         for r in rows:
-            for line in describe_conditions(r["id"], run_conditions(engine.store.query, r["id"])):
+            for line in describe_conditions(r["id"], run_conditions(reader, r["id"])):
                 print(f"  {line}")
-        # closed before the engine stops: an open reader would keep the WAL from being folded into store.db
-        with closing(open_readonly(engine.home.store_path)) as conn:
-            for r in rows:
-                path = engine.home.reports / f"{r['id']}.json"
-                write_json_atomic(path, export_run(conn, r["id"]))
-                exports[r["id"]] = str(path)
+        for r in rows:
+            path = engine.home.reports / f"{r['id']}.json"
+            write_json_atomic(path, reader.export_run(r["id"]))
+            exports[r["id"]] = str(path)
     finally:
         await engine.stop()
     print_next(engine.home.root, rows, plan.name, exports=exports)

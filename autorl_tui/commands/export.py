@@ -24,9 +24,10 @@ def run(args) -> int:
     import json
 
     from autorl_tui.home import Home
-    from autorl_tui.store.db import StoreError, open_readonly
-    from autorl_tui.store.export import export_run, write_json_atomic
-    from autorl_tui.run_ids import resolve_run_id_sqlite
+    from autorl_tui.store.db import StoreError
+    from autorl_tui.store.export import write_json_atomic
+    from autorl_tui.store.queries import StoreReader
+    from autorl_tui.run_ids import resolve_run_id
 
     if args.format == "autorl-bench":
         return _autorl_bench(args)
@@ -35,14 +36,15 @@ def run(args) -> int:
     args.run_id = args.run_id[0]
     home = Home.open(args.home, create=False)
     try:
-        conn = open_readonly(home.store_path)
+        reader = StoreReader.open(home.store_path)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    run_id = resolve_run_id_sqlite(conn, args.run_id, str(home.root))
-    try:
-        data = export_run(conn, run_id, include_events=not args.no_events, include_samples=not args.no_samples)
-    except KeyError:
-        raise UsageError(f"no run {run_id!r} in {home.root}; `autorl-tui runs list` shows them") from None
+    with reader:
+        run_id = resolve_run_id(reader, args.run_id, str(home.root))
+        try:
+            data = reader.export_run(run_id, include_events=not args.no_events, include_samples=not args.no_samples)
+        except KeyError:
+            raise UsageError(f"no run {run_id!r} in {home.root}; `autorl-tui runs list` shows them") from None
     if args.json == "-":
         json.dump(data, sys.stdout, indent=1, default=str)
         print()
@@ -57,20 +59,19 @@ def _autorl_bench(args) -> int:
 
     from autorl_tui.home import Home
     from autorl_tui.interop.autorl_bench_export import export
-    from autorl_tui.store.db import StoreError, open_readonly
-    from autorl_tui.run_ids import resolve_run_id_sqlite
+    from autorl_tui.store.db import StoreError
+    from autorl_tui.store.queries import StoreReader
+    from autorl_tui.run_ids import resolve_run_id
 
     if not args.out:
         raise UsageError("--format autorl-bench writes a folder: give --out DIR")
     home = Home.open(args.home, create=False)
     try:
-        conn = open_readonly(home.store_path)
+        reader = StoreReader.open(home.store_path)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    try:
-        wanted = [resolve_run_id_sqlite(conn, r, str(home.root)) for r in args.run_id]
-        ids = export(conn, Path(args.out), wanted or None)
-    finally:
-        conn.close()
+    with reader:
+        wanted = [resolve_run_id(reader, r, str(home.root)) for r in args.run_id]
+        ids = export(reader, Path(args.out), wanted or None)
     print(f"wrote {Path(args.out) / 'results.csv'} and {len(ids)} run folder(s) under {Path(args.out) / 'workspace'}")
     return 0

@@ -43,35 +43,20 @@ def _fmt(v) -> str:
 
 def list_runs(args) -> int:
     from autorl_tui.home import Home
-    from autorl_tui.store.db import StoreError, open_readonly
+    from autorl_tui.store.db import StoreError
+    from autorl_tui.store.isolation import recorded_isolation
+    from autorl_tui.store.queries import StoreReader
 
     home = Home.open(args.home, create=False)
-    if not home.store_path.exists():
-        rows = []
-    else:
+    records = []
+    if home.store_path.exists():
         try:
-            conn = open_readonly(home.store_path)
+            reader = StoreReader.open(home.store_path)
         except StoreError as exc:
             raise UsageError(str(exc)) from None
-        sql, params = "SELECT * FROM runs", []
-        where = []
-        if args.state:
-            where.append(f"state IN ({', '.join('?' for _ in args.state)})")
-            params += args.state
-        if args.plan:
-            where.append("plan_name = ?")
-            params.append(args.plan)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        rows = [dict(r) for r in conn.execute(sql + " ORDER BY created_at DESC, id DESC", params)]
-    from autorl_tui.store.isolation import recorded_isolation
-
-    for r in rows:
-        try:
-            spec = json.loads(r.get("spec") or "{}")
-        except ValueError:
-            spec = {}
-        r["isolation"] = recorded_isolation(spec, r.get("executor"))
+        with reader:
+            records = reader.runs(states=args.state or (), plan=args.plan or None)
+    rows = [{**r.to_dict(), "isolation": recorded_isolation(r.spec, r.executor)} for r in records]
     if args.json:
         for r in rows:
             r.pop("spec", None)

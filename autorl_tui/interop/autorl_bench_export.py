@@ -17,7 +17,8 @@ from pathlib import Path
 from autorl_tui.interop.autorl_bench_ledger import ledger
 from autorl_tui.interop import autorl_bench_metrics
 from autorl_tui.interop.autorl_bench_files import RESULTS_COLUMNS
-from autorl_tui.store.db import decode_row
+from autorl_tui.store.queries import StoreReader
+from autorl_tui.store.records import RunRecord
 
 
 def _write(path: Path, text: str) -> None:
@@ -27,32 +28,30 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _success(conn, run: dict) -> bool:
+def _success(reader: StoreReader, run: RunRecord) -> bool:
     """AutoRL-Bench's `success`: the agent exited 0 (imported runs keep theirs)."""
-    imported = (run.get("spec") or {}).get("imported") or {}
+    imported = (run.spec or {}).get("imported") or {}
     if "success" in imported and imported["success"] is not None:
         return bool(imported["success"])
-    row = conn.execute("SELECT exit_code FROM attempts WHERE run_id=? ORDER BY number DESC LIMIT 1",
-                       (run["id"],)).fetchone()
-    return row is not None and row[0] == 0
+    return reader.last_exit_code(run.id) == 0
 
 
-def export(conn, out: Path, run_ids: list[str] | None = None) -> list[str]:
+def export(reader: StoreReader, out: Path, run_ids: list[str] | None = None) -> list[str]:
     """Write the files; returns the run ids exported. Only finished runs (done or failed)."""
-    sql = "SELECT * FROM runs WHERE state IN ('done', 'failed')"
-    runs = [decode_row("runs", dict(r)) for r in conn.execute(sql + " ORDER BY created_at, id")]
+    records = reader.finished_runs()
     if run_ids:
-        missing = sorted(set(run_ids) - {r["id"] for r in runs})
+        missing = sorted(set(run_ids) - {r.id for r in records})
         if missing:
             from autorl_tui.exitcodes import UsageError
 
             raise UsageError(f"no finished run {', '.join(missing)} in this home; `autorl-tui runs list` shows them")
-        runs = [r for r in runs if r["id"] in run_ids]
+        records = [r for r in records if r.id in run_ids]
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=RESULTS_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for run in runs:
-        subs = [dict(s) for s in conn.execute("SELECT * FROM submissions WHERE run_id=? ORDER BY seq", (run["id"],))]
+    for record in records:
+        run = record.to_dict()
+        subs = [s.to_dict() for s in reader.submissions(record.id)]
         graded = [s for s in subs if s["status"] in ("scored", "error")]
         entries = ledger(graded, run.get("baseline_dev_score"))
         folder = out / "workspace" / run["task"] / run["id"]
@@ -71,6 +70,6 @@ def export(conn, out: Path, run_ids: list[str] | None = None) -> list[str]:
             "base_model": run["model"], "baseline": run.get("baseline_dev_score"),
             "best_score": best["score"] if best else 0, "improvement": best["improvement"] if best else None,
             "submissions": len(entries), "duration_s": round((end or start) - start),
-            "success": _success(conn, run), "workspace": str(folder)})
+            "success": _success(reader, record), "workspace": str(folder)})
     _write(out / "results.csv", buf.getvalue())
-    return [r["id"] for r in runs]
+    return [r.id for r in records]

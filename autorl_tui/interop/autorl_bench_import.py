@@ -8,11 +8,9 @@ in one transaction or not at all; a run already imported is left alone (same id)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
-import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 from autorl_tui import registry
 from autorl_tui.catalog.autorl_bench import STACKS, TASK_ALIASES
 from autorl_tui.interop.autorl_bench_ledger import parse_iso
+from autorl_tui.store.imported_runs import write_imported_run
 from autorl_tui.interop.autorl_bench_files import (Malformed, ResultRow, RunFolder, is_run_folder, number,
                                                    read_results, read_run_folder)
 
@@ -104,34 +103,10 @@ def import_paths(store, paths: list[Path]) -> ImportReport:
 
 def _import_one(store, built: tuple[dict, list[dict], list[tuple], dict | None], report: ImportReport) -> None:
     run, subs, events, revision = built
-    if store.one("SELECT 1 AS x FROM runs WHERE id=?", (run["id"],)):
+    if write_imported_run(store, run, subs, events, revision):
+        report.imported.append(run["id"])
+    else:
         report.already.append(run["id"])
-        return
-    statements = [_insert("runs", {**run, "spec": json.dumps(run["spec"])})]
-    statements += [_insert("submissions", s) for s in subs]
-    best = max((s for s in subs if s["status"] == "scored"), key=lambda s: s["score"], default=None)
-    if best is not None:
-        statements.append(("UPDATE runs SET best_submission_id=(SELECT id FROM submissions WHERE run_id=? AND seq=?) "
-                           "WHERE id=?", (run["id"], best["seq"], run["id"])))
-    statements += [("INSERT INTO events (run_id, attempt, ts, kind, level, message, data) VALUES (?, NULL, ?, ?, ?, ?, ?)",
-                    (run["id"], *e)) for e in events]
-    if revision is not None:
-        manifest = {}
-        for rel, content in revision["files"].items():
-            digest = hashlib.sha256(content).hexdigest()
-            manifest[rel] = digest
-            statements.append(("INSERT OR IGNORE INTO blobs (sha256, size, encoding, content) VALUES (?, ?, 'zlib', ?)",
-                               (digest, len(content), zlib.compress(content, 6))))
-        statements.append(_insert("revisions", {"run_id": run["id"], "seq": 1, "ts": revision["ts"], "reason": "final",
-                                                "manifest": json.dumps(manifest), "n_files": len(manifest),
-                                                "total_bytes": sum(len(c) for c in revision["files"].values()),
-                                                "skipped": json.dumps(revision["skipped"])}))
-    store.write_atomically(statements)
-    report.imported.append(run["id"])
-
-
-def _insert(table: str, row: dict) -> tuple[str, tuple]:
-    return (f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", tuple(row.values()))
 
 
 def _base_run(*, key: str, task: str, agent: str, model: str, driver: str | None, budget_s: float, start: float,

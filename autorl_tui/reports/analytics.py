@@ -75,9 +75,10 @@ def sqlite_scanner_path() -> Path:
     return path
 
 
-@lru_cache(maxsize=1)
-def named_queries() -> dict[str, str]:
-    text = (SQL_DIR / "queries.sql").read_text()
+@lru_cache(maxsize=2)
+def named_queries(file: str = "queries.sql") -> dict[str, str]:
+    """The `-- name: <name>` blocks of a file in sql/."""
+    text = (SQL_DIR / file).read_text()
     queries: dict[str, str] = {}
     for block in re.split(r"^-- name: ", text, flags=re.M)[1:]:
         name, _, body = block.partition("\n")
@@ -130,37 +131,21 @@ def _snapshot(src: Path, dst: Path) -> None:
         source.close()
 
 
-def _runs_view(conn) -> str:
-    """s.runs, plus the dev-baseline columns computed for stores that predate them (there the
-    only baseline is the dev one)."""
-    cols = {r[0] for r in conn.execute("SELECT column_name FROM duckdb_columns() "
-                                       "WHERE database_name = 's' AND table_name = 'runs'").fetchall()}
-    if not cols:
+def _compat_views(conn) -> list[str]:
+    """runs_v (s.runs, plus the dev-baseline columns computed for stores that predate them: there
+    the only baseline is the dev one), metrics_v (s.metrics with session_id) and sessions_v
+    (s.training_sessions), also for stores written before training sessions existed (every point
+    then has no session). The SQL is sql/compat.sql."""
+    sql = named_queries("compat.sql")
+    tables = {r[0]: r[1] for r in conn.execute(sql["store_columns"]).fetchall()}
+    if not tables.get("runs"):
         raise InfraError("the store has no runs table: is this an autorl-tui store?")
-    extra = []
-    if "baseline_dev_score" not in cols:
-        extra.append("r.baseline_score AS baseline_dev_score")
-    if "dev_improvement" not in cols:
-        extra.append("r.best_dev_score - r.baseline_score AS dev_improvement")
-    if "imported_from" not in cols:
-        extra.append("CAST(NULL AS VARCHAR) AS imported_from")
-    return "CREATE OR REPLACE TEMP VIEW runs_v AS SELECT r.*" + "".join(", " + e for e in extra) + " FROM s.runs r"
-
-
-def _session_views(conn) -> list[str]:
-    """metrics_v (s.metrics with session_id) and sessions_v (s.training_sessions), also for stores
-    written before training sessions existed (every point then has no session)."""
-    tables = {r[0]: r[1] for r in conn.execute(
-        "SELECT table_name, list(column_name) FROM duckdb_columns() WHERE database_name = 's' "
-        "AND table_name IN ('metrics', 'training_sessions') GROUP BY table_name").fetchall()}
-    metrics = ("SELECT * FROM s.metrics" if "session_id" in tables.get("metrics", [])
-               else "SELECT *, CAST(NULL AS BIGINT) AS session_id FROM s.metrics")
-    sessions = ("SELECT * FROM s.training_sessions" if "training_sessions" in tables else
-                "SELECT * FROM (VALUES (CAST(NULL AS BIGINT), CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT), "
-                "CAST(NULL AS BIGINT), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS DOUBLE), "
-                "CAST(NULL AS DOUBLE))) t(id, run_id, attempt, seq, kind, sources, started_at, ended_at) WHERE false")
-    return [f"CREATE OR REPLACE TEMP VIEW metrics_v AS {metrics}",
-            f"CREATE OR REPLACE TEMP VIEW sessions_v AS {sessions}"]
+    missing = [sql[f"runs.{c}"] for c in ("baseline_dev_score", "dev_improvement", "imported_from")
+               if c not in tables["runs"]]
+    has_sessions = "session_id" in tables.get("metrics", [])
+    return [sql["runs_view"].replace("{missing_columns}", "".join(", " + m for m in missing)),
+            sql["metrics_view" if has_sessions else "metrics_view_before_sessions"],
+            sql["sessions_view" if "training_sessions" in tables else "sessions_view_before_sessions"]]
 
 
 def _id_list(ids) -> str:
@@ -192,8 +177,7 @@ class Analytics:
             self._conn.execute(f"LOAD '{sqlite_scanner_path()}'")
             quoted = str(read_path).replace("'", "''")
             self._conn.execute(f"ATTACH '{quoted}' AS s (TYPE sqlite, READ_ONLY)")
-            self._conn.execute(_runs_view(self._conn))
-            for view in _session_views(self._conn):
+            for view in _compat_views(self._conn):
                 self._conn.execute(view)
             self._conn.execute((SQL_DIR / "views.sql").read_text())
         except duckdb.Error as exc:
@@ -238,7 +222,7 @@ class Analytics:
         """The full id of a run given by its id, short id (`r0001`) or a unique prefix."""
         from autorl_tui.run_ids import match_run_id
 
-        rows = self.sql("SELECT run_id FROM run_summary WHERE starts_with(run_id, $p)", {"p": given})
+        rows = self.query("run_ids_starting", prefix=given)
         if not rows:
             self.run(given)        # raises: no such run, with the recent ones as a hint
         return match_run_id(given, [r["run_id"] for r in rows], str(self.store_path))
@@ -301,8 +285,7 @@ class Analytics:
         return list(series.values())
 
     def training_sessions(self, run_id: str) -> list[dict]:
-        rows = self.sql("SELECT id, seq, attempt, kind, sources, started_at, ended_at FROM sessions_v "
-                        "WHERE run_id = $id ORDER BY seq", {"id": run_id})
+        rows = self.query("training_sessions", run_id=run_id)
         for r in rows:
             r["sources"] = _decode_json(r["sources"]) or []
         return rows
@@ -537,7 +520,7 @@ class Analytics:
     def _focus(self, table: str, run_id: str) -> None:
         """Copies one run's events or metrics into a DuckDB temp table (one scan of the store
         instead of one per query); redone when the run has new rows."""
-        newest = self.sql(f"SELECT max(id) AS id, count(*) AS n FROM s.{table} WHERE run_id = $id", {"id": run_id})[0]
+        newest = self.query(f"newest_{table}", run_id=run_id)[0]
         key = (run_id, newest["id"], newest["n"])
         with self._lock:
             if self._focused.get(table) != key:
@@ -561,9 +544,7 @@ class Analytics:
     def commands(self, run_id: str, limit: int = 5000) -> list[dict]:
         """The agent's actions and output lines that name a script (`python code/train.py`), in
         order: which files a submitted pipeline ran."""
-        return self.sql("SELECT ts, message FROM s.events WHERE run_id = $id AND kind IN ('action', 'stdout') "
-                        "AND regexp_matches(message, '\\.(py|sh)\\b') ORDER BY id LIMIT $n",
-                        {"id": run_id, "n": limit})
+        return self.query("commands", run_id=run_id, limit=limit)
 
     def revisions(self, run_id: str) -> list[dict]:
         rows = self.query("revisions", run_id=run_id, t0=self._t0(run_id))
@@ -617,9 +598,9 @@ class Analytics:
 
     # ------------------------------------------------------------------ helpers
     def _t0(self, run_id: str) -> float:
-        rows = self.sql("SELECT coalesce(started_at, created_at) AS t0 FROM s.runs WHERE id = $id", {"id": run_id})
+        rows = self.query("run_t0", run_id=run_id)
         return rows[0]["t0"] if rows else 0.0
 
     def _last_activity(self, run_id: str) -> float | None:
-        rows = self.sql("SELECT max(ts) AS ts FROM s.events WHERE run_id = $id", {"id": run_id})
+        rows = self.query("last_activity", run_id=run_id)
         return rows[0]["ts"] if rows else None

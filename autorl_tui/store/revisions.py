@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import difflib
 import json
-import sqlite3
 import zlib
+
+from autorl_tui.store.records import Rows
 
 MAX_DIFF_BYTES = 512 * 1024   # a file larger than this is summarized, not diffed
 
 
-def _blob(conn: sqlite3.Connection, digest: str) -> bytes | None:
-    row = conn.execute("SELECT encoding, content FROM blobs WHERE sha256 = ?", (digest,)).fetchone()
-    if row is None:
+def _blob(rows: Rows, digest: str) -> bytes | None:
+    found = rows("SELECT encoding, content FROM blobs WHERE sha256 = ?", (digest,))
+    if not found:
         return None
-    content = bytes(row[1])
-    return zlib.decompress(content) if row[0] == "zlib" else content
+    content = bytes(found[0]["content"])
+    return zlib.decompress(content) if found[0]["encoding"] == "zlib" else content
 
 
-def _manifest(conn: sqlite3.Connection, run_id: str, seq: int) -> dict[str, str] | None:
-    row = conn.execute("SELECT manifest FROM revisions WHERE run_id = ? AND seq = ?", (run_id, seq)).fetchone()
-    if row is None:
+def _manifest(rows: Rows, run_id: str, seq: int) -> dict[str, str] | None:
+    found = rows("SELECT manifest FROM revisions WHERE run_id = ? AND seq = ?", (run_id, seq))
+    if not found:
         return None
-    value = row[0]
+    value = found[0]["manifest"]
     return json.loads(value) if isinstance(value, str) else dict(value or {})
 
 
@@ -34,24 +35,24 @@ def _text(data: bytes | None) -> list[str] | None:
     return data.decode("utf-8", errors="replace").splitlines(keepends=True)
 
 
-def revision_diff(conn: sqlite3.Connection, run_id: str, seq: int, base_seq: int | None = None) -> str:
+def revision_diff(rows: Rows, run_id: str, seq: int, base_seq: int | None = None) -> str:
     """Unified diff of revision `seq` against `base_seq` (default: the previous revision; the
     first revision is diffed against nothing). Binary or huge files are listed, not diffed."""
-    new = _manifest(conn, run_id, seq)
+    new = _manifest(rows, run_id, seq)
     if new is None:
         return f"(no revision {seq} for run {run_id})"
     if base_seq is None:
-        prev = conn.execute("SELECT MAX(seq) FROM revisions WHERE run_id = ? AND seq < ?", (run_id, seq)).fetchone()
-        base_seq = prev[0] if prev else None
-    old = _manifest(conn, run_id, base_seq) if base_seq is not None else {}
+        prev = rows("SELECT MAX(seq) AS seq FROM revisions WHERE run_id = ? AND seq < ?", (run_id, seq))
+        base_seq = prev[0]["seq"] if prev else None
+    old = _manifest(rows, run_id, base_seq) if base_seq is not None else {}
     old = old or {}
     out: list[str] = []
     for path in sorted(set(old) | set(new)):
         a, b = old.get(path), new.get(path)
         if a == b:
             continue
-        a_lines = _text(_blob(conn, a)) if a else []
-        b_lines = _text(_blob(conn, b)) if b else []
+        a_lines = _text(_blob(rows, a)) if a else []
+        b_lines = _text(_blob(rows, b)) if b else []
         label_a = f"a/{path}" if a else "/dev/null"
         label_b = f"b/{path}" if b else "/dev/null"
         if a_lines is None or b_lines is None:

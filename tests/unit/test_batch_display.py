@@ -3,6 +3,7 @@ conditions, and preparation progress thinning."""
 
 import io
 import shlex
+from types import SimpleNamespace
 
 from autorl_tui import progress
 from autorl_tui.commands._conditions import describe_conditions, training_steps
@@ -11,10 +12,11 @@ from autorl_tui.commands._display import plan_progress, print_next, progress_lin
 
 def test_plan_progress_counts_finished_runs_and_estimates_time_left_from_budgets():
     now = 1000.0
-    rows = [{"id": "r0001-a", "state": "done", "budget_s": 300, "started_at": 100, "best_dev_score": 70.0},
-            {"id": "r0002-a", "state": "running", "budget_s": 300, "started_at": 900, "best_dev_score": 40.0},
-            {"id": "r0003-a", "state": "queued", "budget_s": 300, "started_at": None, "best_dev_score": None},
-            {"id": "r0004-a", "state": "failed", "budget_s": 300, "started_at": 50, "best_dev_score": None}]
+    rows = [SimpleNamespace(**r) for r in (     # the RunRecord fields plan_progress reads
+        {"id": "r0001-a", "state": "done", "budget_s": 300, "started_at": 100, "best_dev_score": 70.0},
+        {"id": "r0002-a", "state": "running", "budget_s": 300, "started_at": 900, "best_dev_score": 40.0},
+        {"id": "r0003-a", "state": "queued", "budget_s": 300, "started_at": None, "best_dev_score": None},
+        {"id": "r0004-a", "state": "failed", "budget_s": 300, "started_at": 50, "best_dev_score": None})]
     p = plan_progress(rows, concurrency=1, now=now)
     assert (p["finished"], p["total"], p["done"]) == (2, 4, 1)
     assert p["eta_s"] == (300 - 100) + 300 + 60        # what is left of r0002, then r0003 with preparation

@@ -334,3 +334,27 @@ def test_budget_used_counts_the_agents_time_not_the_harness_grading_after_it(tmp
         cost = a.cost("r-b")
     assert cost["agent_s"] == pytest.approx(300) and cost["budget_used"] == pytest.approx(1.0)
     assert cost["wall_s"] == pytest.approx(321)                            # the run's wall time still shown
+
+
+def test_reads_a_store_written_before_dev_baselines_sessions_and_imports(tmp_path):
+    """sql/compat.sql fills in what an old store lacks: a schema-1 store, from before its runs had
+    dev baselines, reads like a current one."""
+    from autorl_tui.store.schema import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(MIGRATIONS[0])
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("ALTER TABLE runs DROP COLUMN baseline_dev_score")
+    conn.execute("ALTER TABLE runs DROP COLUMN dev_improvement")
+    conn.execute("INSERT INTO runs (id, task, agent, model, budget_s, state, created_at, started_at, ended_at, "
+                 "baseline_score, best_dev_score, spec) VALUES ('r0001-old', 't', 'a', 'm', 60, 'done', 100, 101, 160, "
+                 "20.0, 35.0, '{}')")
+    conn.execute("INSERT INTO metrics (run_id, ts, step, name, value, source) VALUES ('r0001-old', 110, 1, 'loss', 2.0, 'stdout')")
+    conn.commit()
+    conn.close()
+    with Analytics(path) as old:
+        run = old.run(old.resolve_run_id("r0001"))
+        assert (run["baseline_dev_score"], run["dev_improvement"], run["imported_from"]) == (20.0, 15.0, None)
+        assert old.training_sessions("r0001-old") == []
+        assert [r["session_id"] for r in old.sql("SELECT session_id FROM metrics_v")] == [None]

@@ -225,3 +225,27 @@ FROM s.submissions WHERE run_id = $run_id;
 SELECT number, state, executor, started_at - $t0 AS start_s, ended_at - started_at AS duration_s,
        exit_code, error, gpus
 FROM s.attempts WHERE run_id = $run_id ORDER BY number;
+
+-- name: run_ids_starting
+SELECT run_id FROM run_summary WHERE starts_with(run_id, $prefix);
+
+-- name: training_sessions
+SELECT id, seq, attempt, kind, sources, started_at, ended_at FROM sessions_v WHERE run_id = $run_id ORDER BY seq;
+
+-- The newest row of a run's events or metrics and how many it has: whether its focus copy is stale.
+-- name: newest_events
+SELECT max(id) AS id, count(*) AS n FROM s.events WHERE run_id = $run_id;
+
+-- name: newest_metrics
+SELECT max(id) AS id, count(*) AS n FROM s.metrics WHERE run_id = $run_id;
+
+-- The agent's actions and output lines that name a script (`python code/train.py`), in order.
+-- name: commands
+SELECT ts, message FROM s.events WHERE run_id = $run_id AND kind IN ('action', 'stdout')
+AND regexp_matches(message, '\.(py|sh)\b') ORDER BY id LIMIT $limit;
+
+-- name: run_t0
+SELECT coalesce(started_at, created_at) AS t0 FROM s.runs WHERE id = $run_id;
+
+-- name: last_activity
+SELECT max(ts) AS ts FROM s.events WHERE run_id = $run_id;

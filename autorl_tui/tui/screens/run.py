@@ -417,15 +417,11 @@ class RunScreen(Screen):
 
     @work(exclusive=True, group="diff")
     async def show_diff(self, seq: int) -> None:
-        from autorl_tui.store.db import open_readonly
-        from autorl_tui.store.revisions import revision_diff
+        from autorl_tui.store.queries import StoreReader
 
         def read() -> str:
-            conn = open_readonly(self.app.home.store_path)
-            try:
-                return revision_diff(conn, self.run_id, seq)
-            finally:
-                conn.close()
+            with StoreReader.open(self.app.home.store_path) as reader:
+                return reader.revision_diff(self.run_id, seq)
 
         text = await asyncio.to_thread(read)
         self.query_one("#diff", Static).update(Syntax(text, "diff", theme="ansi_dark", word_wrap=False))

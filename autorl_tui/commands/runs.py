@@ -131,7 +131,8 @@ def fit_columns(table: list[tuple[str, list[str]]], width: int) -> tuple[list, l
 def prune_runs(args) -> int:
     from autorl_tui.engine import snapshot_retention as sr
     from autorl_tui.home import Home
-    from autorl_tui.store.db import StoreError, open_readonly
+    from autorl_tui.store.db import StoreError
+    from autorl_tui.store.queries import StoreReader
 
     keep_last = sr.DEFAULT_KEEP_LAST if args.keep_last is None else args.keep_last
     if keep_last < 0:
@@ -140,10 +141,14 @@ def prune_runs(args) -> int:
     if not home.store_path.exists():
         raise UsageError(f"no store in {home.root}: nothing was run in this home (check --home)")
     try:
-        conn = open_readonly(home.store_path)
+        reader = StoreReader.open(home.store_path)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
-    runs = {r["id"]: dict(r) for r in conn.execute("SELECT id, state, best_submission_id FROM runs")}
+    with reader:
+        runs = {r.id: {"id": r.id, "state": r.state, "best_submission_id": r.best_submission_id}
+                for r in reader.runs()}
+        subs_of = {r: [{"id": s.id, "seq": s.seq, "status": s.status, "score": s.score,
+                        "snapshot_path": s.snapshot_path} for s in reader.submissions(r)] for r in runs}
     unknown = [r for r in args.runs if r not in runs]
     if unknown:
         raise UsageError(f"no run {', '.join(unknown)} in {home.root} (see `autorl-tui runs list`)")
@@ -154,10 +159,7 @@ def prune_runs(args) -> int:
     chosen = args.runs or sorted(r for r, row in runs.items() if row["state"] in sr.ENDED_STATES)
     plans = []
     for run_id in chosen:
-        subs = [dict(s) for s in conn.execute("SELECT id, seq, status, score, snapshot_path FROM submissions "
-                                              "WHERE run_id=? ORDER BY seq", (run_id,))]
-        plans.append(sr.plan_run(home.snapshots / run_id, runs[run_id], subs, keep_last))
-    conn.close()
+        plans.append(sr.plan_run(home.snapshots / run_id, runs[run_id], subs_of[run_id], keep_last))
     if not args.dry_run:
         for plan in plans:
             if plan.drop:

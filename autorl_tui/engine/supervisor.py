@@ -465,7 +465,9 @@ class RunSupervisor:
                                   "autorl.attempt": str(self.attempt)},
                           grading_socket=self._log_dir() / "api" / "grading.sock",
                           private_paths=self.engine.private_paths(), isolate=self.isolated,
-                          writable=AGENT_WRITABLE)
+                          writable=AGENT_WRITABLE,
+                          placement=dict(self.spec.get("options", {}).get("cluster") or {},
+                                         gpus=int(self.run.get("gpus_requested") or 0)))
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         # Containers without a network reach the API through a Unix socket in the harness's log dir.
@@ -473,7 +475,9 @@ class RunSupervisor:
         if sock is not None:
             sock.parent.mkdir(parents=True, exist_ok=True)
             os.chmod(sock.parent, 0o755)
-        self.server = GradingServer(self, token=token, unix_socket=sock)
+        # A cluster executor names an address its nodes reach; everything else stays on loopback.
+        host = getattr(self.engine.executor(self.spec.get("executor", "local")), "api_host", "127.0.0.1")
+        self.server = GradingServer(self, token=token, unix_socket=sock, host=host)
         await self.server.start(port=port or 0)
         if sock is not None:
             os.chmod(sock, 0o666)   # the container's user is not the harness's
@@ -587,6 +591,10 @@ class RunSupervisor:
         reason = info.get("reason") or self._kill_reason or "exited"
         if self._kill_reason:     # the harness's own reason wins over how the executor saw it
             reason = self._kill_reason
+        if reason == "node_lost":     # a cluster node went away: an infrastructure failure, retried
+            self._update_attempt(state="lost", exit_code=code, error=info.get("error"), ended_at=time.time())
+            self.log("harness", f"agent lost: {info.get('error')}", level="error", data={"exit_code": code})
+            raise InfraRetry(f"the agent's node was lost: {info.get('error')}")
         self._update_attempt(state="exited" if reason == "exited" else "killed", exit_code=code, ended_at=time.time())
         self.agent_exit = (code, reason)
         self.log("harness", f"agent ended: {reason} (exit code {code})", data={"exit_code": code, "reason": reason})

@@ -262,8 +262,10 @@ class Engine:
         ready = [r for r in queued if (r["not_before"] or 0.0) <= now]
         reqs = [request_of(r["id"], r["gpus_requested"], self.store.get("runs", r["id"])["spec"].get("options", {}))
                 for r in ready]
+        # Runs whose agent has ended (finalizing) hold nothing on the cluster any more.
         active = [request_of(s.run_id, s.run.get("gpus_requested"), s.spec.get("options", {}))
-                  for s in self.supervisors.values() if s.spec.get("executor") == "ray"]
+                  for s in self.supervisors.values()
+                  if s.spec.get("executor") == "ray" and getattr(s, "agent_exit", None) is None]
         try:
             return [(run_id, []) for run_id in self.executor("ray").admit(reqs, active)]
         except Exception as exc:      # the cluster is unreachable now: the runs wait, the reason is logged

@@ -85,6 +85,39 @@ def _stdout(store, run_id, prefix):
                                               "ORDER BY id", (run_id,)) if e["message"].startswith(prefix)]
 
 
+def test_without_a_cluster_the_plan_is_refused_and_cluster_status_says_why(tmp_path):
+    env = {"RAY_ADDRESS": ""}
+    home = tmp_path / "home"
+    plan = write_plan(tmp_path / "plan.yaml", executor="ray", gpus_per_run=1)
+    proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, env=env, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "executor ray needs a cluster: set RAY_ADDRESS" in proc.stderr and "Traceback" not in proc.stderr
+    if (home / "store.db").exists():       # validated before anything was queued
+        assert _db(home).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    proc = cli("cluster", "status", home=home, env=env, timeout=120)
+    assert proc.returncode == 3 and "no Ray cluster" in proc.stdout, proc.stdout + proc.stderr
+    bad = write_plan(tmp_path / "bad.yaml", executor="local", cluster={"address": "x:1"})
+    proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(bad), home=home, env=env, timeout=120)
+    assert proc.returncode == 2 and "`cluster` applies to executor ray only" in proc.stderr, proc.stderr
+
+
+def test_cluster_status_doctor_and_an_impossible_request(ray_cluster, ray_home, tmp_path):
+    cluster, workers, ray_tmp = ray_cluster
+    env = {"RAY_ADDRESS": cluster.address, "RAY_TMPDIR": str(ray_tmp)}
+    proc = cli("cluster", "status", "--json", home=ray_home, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    gpus = {n["node_id"]: n["gpus"] for n in report["nodes"] if n["alive"]}
+    assert gpus == {**{w.node_id: GPUS_PER_NODE for w in workers}, cluster.head_node.node_id: 0}
+    proc = cli("doctor", home=ray_home, env=env, timeout=120)
+    assert f"Ray cluster: {cluster.address}, 3 alive node(s), {2 * GPUS_PER_NODE} GPU(s)" in proc.stdout, proc.stdout
+    plan = write_plan(tmp_path / "plan.yaml", executor="ray", gpus_per_run=GPUS_PER_NODE + 1)
+    proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=ray_home, env=env, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "no node of the Ray cluster can hold a run asking {'GPU': 3.0" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, ray_home):
     cluster, workers, _ = ray_cluster
     worker_ids = {w.node_id for w in workers}

@@ -28,6 +28,7 @@ NAMESPACE = "autorl-tui"
 INSTALL = "install the extra: pip install 'autorl-tui[ray]'"
 PING_EVERY_S = 2.0
 UNREACHABLE_LIMIT = 15        # consecutive failed pings on an alive node before the run counts as lost
+NODE_VERDICT_S = 15           # after its actor died, how long to wait for Ray to say whether the node is gone
 
 _connect_lock = threading.Lock()
 
@@ -88,18 +89,21 @@ class RayHandle(AgentHandle):
         self.stderr_path = log_dir / "stderr.log"
         self.where = where or _read_json(log_dir / "ray.json") or {}
         self.lost: str | None = None
+        self.killed = False          # we had to kill the actor itself (the shim did not answer)
 
     def ident(self) -> dict:
         return {}      # the actor is found again by its name (home + run + attempt); placement is in ray.json
 
     def exit_info(self) -> dict | None:
         info = _read_json(self.log_dir / "exit.json")
+        if info is None and self.killed:
+            return {"reason": "killed", "exit_code": -int(signal.SIGKILL)}
         if info is None and self.lost:
             return {"reason": "node_lost", "exit_code": -int(signal.SIGKILL), "error": self.lost}
         return info
 
     def is_alive(self) -> bool:
-        return self.lost is None and not (self.log_dir / "exit.json").exists()
+        return self.lost is None and not self.killed and not (self.log_dir / "exit.json").exists()
 
     async def _check(self, failures: int) -> int:
         """One liveness probe; returns the new count of consecutive failures (sets `lost`)."""
@@ -112,16 +116,24 @@ class RayHandle(AgentHandle):
             await asyncio.wait_for(asyncio.wrap_future(self.actor.ping.remote().future()), 10)
             return 0
         except ray.exceptions.ActorDiedError as exc:
+            # Usually its node went away; Ray's health checks may declare that a little later.
+            for _ in range(NODE_VERDICT_S):
+                if await self._node_gone(ray):
+                    return failures
+                await asyncio.sleep(1)
             self.lost = f"the run's Ray actor died: {str(exc).splitlines()[0][:300]}"
             return failures
         except (ray.exceptions.RayActorError, asyncio.TimeoutError):
-            node = self.where.get("node_id")
-            nodes = await asyncio.to_thread(alive_nodes, ray)
-            if node and node not in nodes:
-                self.lost = f"node {self.where.get('hostname', '?')} ({node[:12]}) left the Ray cluster"
-            elif failures + 1 >= UNREACHABLE_LIMIT:
+            if not await self._node_gone(ray) and failures + 1 >= UNREACHABLE_LIMIT:
                 self.lost = "the run's Ray actor stopped answering"
             return failures + 1
+
+    async def _node_gone(self, ray) -> bool:
+        node = self.where.get("node_id")
+        if node and node not in await asyncio.to_thread(alive_nodes, ray):
+            self.lost = f"node {self.where.get('hostname', '?')} ({node[:12]}) left the Ray cluster"
+            return True
+        return False
 
     async def wait(self) -> int:
         failures, next_ping = 0, 0.0
@@ -130,7 +142,7 @@ class RayHandle(AgentHandle):
                 info = _read_json(self.log_dir / "exit.json")
                 if info is not None:
                     return int(info.get("exit_code", -1))
-                if self.lost:
+                if self.lost or self.killed:
                     return -int(signal.SIGKILL)
                 if time.monotonic() >= next_ping:
                     next_ping = time.monotonic() + PING_EVERY_S
@@ -156,6 +168,7 @@ class RayHandle(AgentHandle):
             import ray
 
             await asyncio.to_thread(ray.kill, self.actor, no_restart=True)
+            self.killed = True
 
     async def pause(self) -> None:
         self._signal(signal.SIGUSR1)

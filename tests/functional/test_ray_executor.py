@@ -228,6 +228,35 @@ def test_engine_killed_mid_run_re_adopts_the_ray_actor(ray_cluster, ray_home, tm
     assert attempt["state"] == "exited" and _ray_json(attempt)["node_id"] in {w.node_id for w in workers}
 
 
+def test_a_node_that_cannot_see_the_home_refuses_the_plan(ray_cluster, ray_home, tmp_path):
+    """A worker started in its own mount namespace with an empty tmpfs over the home's parent:
+    the same cluster, a node blind to the home."""
+    cluster, workers, ray_tmp = ray_cluster
+    env = {"RAY_ADDRESS": cluster.address, "RAY_TMPDIR": str(ray_tmp)}
+    ray_cli = Path(sys.executable).parent / "ray"
+    node = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         f"mount -t tmpfs blind {ray_home.parent} && exec {ray_cli} start --address={cluster.address} "
+         f"--num-cpus=1 --num-gpus=0 --resources='{{\"blind\": 1}}' --block --disable-usage-stats"],
+        env=dict(os.environ, PYTHONPATH=str(REPO), **env), start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def nodes():
+            proc = cli("cluster", "status", "--json", home=ray_home, env=env, timeout=120)
+            return [n for n in json.loads(proc.stdout)["nodes"] if n["alive"]]
+        _wait_for(lambda: any("blind" in n["resources"] for n in nodes()), 120, "the blind node to join")
+        plan = write_plan(tmp_path / "plan.yaml", executor="ray", gpus_per_run=1)
+        proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=ray_home, env=env, timeout=300)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"the home {ray_home} is not visible on Ray node(s)" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert _db(ray_home).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    finally:
+        os.killpg(node.pid, signal.SIGTERM)
+        node.wait(60)
+    _wait_for(lambda: not any("blind" in n["resources"] for n in nodes()), 120, "the blind node to leave")
+
+
 def test_worker_removed_mid_run_loses_only_its_run_which_is_retried(ray_cluster, ray_home):
     """Last in this module: it takes a worker away."""
     cluster, workers, _ = ray_cluster

@@ -96,6 +96,9 @@ def test_without_a_cluster_the_plan_is_refused_and_cluster_status_says_why(tmp_p
         assert _db(home).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
     proc = cli("cluster", "status", home=home, env=env, timeout=120)
     assert proc.returncode == 3 and "no Ray cluster" in proc.stdout, proc.stdout + proc.stderr
+    wrong = write_plan(tmp_path / "wrong.yaml", executor="ray", gpus_per_run=1, cluster={"address": "127.0.0.1:1"})
+    proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(wrong), home=home, env=env, timeout=120)
+    assert proc.returncode == 2 and "cannot reach the Ray head at 127.0.0.1:1" in proc.stderr, proc.stderr
     bad = write_plan(tmp_path / "bad.yaml", executor="local", cluster={"address": "x:1"})
     proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(bad), home=home, env=env, timeout=120)
     assert proc.returncode == 2 and "`cluster` applies to executor ray only" in proc.stderr, proc.stderr

@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -54,12 +56,44 @@ def connect(address: str | None):
         if not address:
             raise ExecutorError("executor ray needs a cluster: set RAY_ADDRESS=HOST:PORT (the head's GCS address, "
                                 "as `ray start --head` prints it) or `cluster: {address: HOST:PORT}` in the plan")
-        try:
-            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING",
-                     configure_logging=False)
-        except Exception as exc:    # ConnectionError, a timeout, a version mismatch: all say the same to the user
-            raise ExecutorError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
+        _reachable(address)
+        # Never from the main thread: there ray.init replaces the process's SIGTERM handler with
+        # sys.exit, which would take the engine's own shutdown handling away.
+        failure: list[BaseException] = []
+
+        def init() -> None:
+            quiet = logging.getLogger("ray._private.worker")
+            level = quiet.level
+            quiet.setLevel(logging.ERROR)      # "SIGTERM handler is not set ...": that is the point
+            try:
+                ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING",
+                         configure_logging=False)
+            except Exception as exc:    # ConnectionError, a timeout, a version mismatch
+                failure.append(exc)
+            finally:
+                quiet.setLevel(level)
+
+        thread = threading.Thread(target=init, name="ray-connect")
+        thread.start()
+        thread.join()
+        if failure:
+            raise ExecutorError(f"cannot connect to the Ray cluster at {address}: {failure[0]}")
     return ray
+
+
+def _reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast on a wrong address (ray.init would retry for minutes)."""
+    if address.startswith(("ray://", "auto", "local")):
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except ValueError:
+        raise ExecutorError(f"the Ray address {address!r} is not HOST:PORT (the head's GCS address, as "
+                            f"`ray start --head` prints it)") from None
+    except OSError as exc:
+        raise ExecutorError(f"cannot reach the Ray head at {address}: {exc}; is the cluster running "
+                            f"(`ray status --address {address}`)?") from None
 
 
 def alive_nodes(ray) -> dict[str, dict]:

@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml Makefile
 	else \
 	  echo "no NVIDIA GPU: CPU torch $(TORCH_VERSION)"; $(PIP) install -q torch==$(TORCH_VERSION); \
 	fi
-	$(PIP) install -q -e ".[train,tasks,docker,dev]"
+	$(PIP) install -q -e ".[train,tasks,docker,ray,dev]"
 	@touch $(STAMP)
 
 # Debian packages the tests use for real parts (Docker Engine, headless Chromium, tmux). Needs root.

@@ -47,6 +47,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     "executors": {
         "local": "autorl_tui.engine.executors.local:LocalExecutor",
         "docker": "autorl_tui.engine.executors.docker:DockerExecutor",
+        "ray": "autorl_tui.engine.executors.ray:RayExecutor",
     },
     "output_parsers": {
         "text": "autorl_tui.engine.instrument.parsers.text:TextParser",
@@ -89,6 +90,7 @@ BUILTINS: dict[str, dict[str, str]] = {
            for name in ("agents", "compare", "demo", "doctor", "engine", "export", "gpus", "models",
                         "report", "resume", "retry", "runs", "score", "tasks")},
         "import": "autorl_tui.commands.import_:register",   # `import` is a Python keyword
+        "cluster": "autorl_tui.commands.cluster:register",
     },
 }
 

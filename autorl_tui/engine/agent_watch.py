@@ -16,6 +16,7 @@ from autorl_tui.engine.instrument.log_ingest import DEFAULT_MAX_BYTES, DEFAULT_M
 from autorl_tui.engine.instrument.metrics import MetricsCollector
 from autorl_tui.engine.instrument.resources import ProcessTreeSampler
 from autorl_tui.engine.instrument.sessions import SessionTracker
+from autorl_tui.engine.run_outcomes import InfraRetry
 from autorl_tui.engine.run_revisions import revision_tracker, snapshot_revision
 
 if TYPE_CHECKING:
@@ -108,6 +109,12 @@ class AgentWatch:
         reason = info.get("reason") or self.kill_reason or "exited"
         if self.kill_reason:     # the harness's own reason wins over how the executor saw it
             reason = self.kill_reason
+        if reason == "node_lost":     # a cluster node went away: an infrastructure failure, retried
+            self.store.update_attempt(journal.run_id, journal.attempt, {"state": "lost", "exit_code": code,
+                                                                         "error": info.get("error"),
+                                                                         "ended_at": time.time()})
+            journal.log("harness", f"agent lost: {info.get('error')}", level="error", data={"exit_code": code})
+            raise InfraRetry(f"the agent's node was lost: {info.get('error')}")
         self.store.update_attempt(journal.run_id, journal.attempt,
                                   {"state": "exited" if reason == "exited" else "killed", "exit_code": code,
                                    "ended_at": time.time()})

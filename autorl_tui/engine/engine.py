@@ -182,7 +182,9 @@ class Engine:
                 from autorl_tui.engine.executors.sandbox_bwrap import FIX
 
                 raise UsageError(f"executor local cannot isolate agents on this host ({why}); {FIX}")
-        if req.gpus and len(self.gpu_inventory) < req.gpus:
+        if req.executor == "ray":     # the cluster's nodes, not this engine's devices, must hold it
+            self.executor("ray").check_request(f"{req.task}/{req.agent}", req.gpus, req.options)
+        elif req.gpus and len(self.gpu_inventory) < req.gpus:
             raise UsageError(f"run asks for {req.gpus} GPU(s) but this engine has {len(self.gpu_inventory)} "
                              f"({', '.join(self.gpu_inventory) or 'none: CPU slots only'})")
         model_name = Path(req.model).name if ("/" in req.model) else req.model
@@ -237,26 +239,53 @@ class Engine:
         return {g for s in self.supervisors.values() for g in s.gpus}
 
     def _plan_starts(self) -> list[tuple[str, list[str]]]:
-        from autorl_tui.engine.scheduling import ActiveRun, QueuedRun, plan_starts
-
         queued = self._queued()
         if not queued:
             return []
+        starts = self._plan_cluster_starts([r for r in queued if r.executor == "ray"])
+        queued = [r for r in queued if r.executor != "ray"]
+        if not queued:
+            return starts
+        return starts + self._plan_local_starts(queued)
+
+    def _plan_cluster_starts(self, queued: list[QueueEntry]) -> list[tuple[str, list[str]]]:
+        """Ray runs: our order, the cluster's room (executors/ray_placement.py); no local device ids."""
+        if not queued or self.queue_paused or self.draining:
+            return []
+        from autorl_tui.engine.executors.ray import request_of
+
+        now = time.time()
+        ready = [r for r in queued if (r.not_before or 0.0) <= now]
+        reqs = [request_of(r.run_id, r.gpus_requested, self.store.get("runs", r.run_id)["spec"].get("options", {}))
+                for r in ready]
+        # Runs whose agent has ended (finalizing) hold nothing on the cluster any more.
+        active = [request_of(s.run_id, s.run.get("gpus_requested"), s.spec.get("options", {}))
+                  for s in self.supervisors.values()
+                  if s.spec.get("executor") == "ray" and not s.agent_ended]
+        try:
+            return [(run_id, []) for run_id in self.executor("ray").admit(reqs, active)]
+        except Exception as exc:      # the cluster is unreachable now: the runs wait, the reason is logged
+            print(f"autorl-tui: cannot reach the Ray cluster: {exc}", file=sys.stderr)
+            return []
+
+    def _plan_local_starts(self, queued: list[QueueEntry]) -> list[tuple[str, list[str]]]:
+        from autorl_tui.engine.scheduling import ActiveRun, QueuedRun, plan_starts
+
         queue = [QueuedRun(run_id=r.run_id, gpus=r.gpus_requested or 0, priority=r.priority,
                            queue_pos=r.queue_pos, enqueued_at=r.created_at, budget_s=r.budget_s,
                            not_before=r.not_before or 0.0)
                  for r in queued]
-        active = [ActiveRun(run_id=s.run_id, gpus=tuple(s.gpus), expected_end=s.deadline)
-                  for s in self.supervisors.values()]
+        local = [s for s in self.supervisors.values() if s.spec.get("executor") != "ray"]
+        active = [ActiveRun(run_id=s.run_id, gpus=tuple(s.gpus), expected_end=s.deadline) for s in local]
         paused = self.queue_paused or self.draining
         if self.gpu_inventory:
             free = [g for g in self.gpu_inventory if g not in self.busy_gpus()]
             # One run per GPU; CPU-only runs (gpus: 0) also count against the concurrency slots.
             return plan_starts(queue, free, time.time(), active=active, paused=paused,
-                               free_slots=max(0, len(self.gpu_inventory) - len(self.supervisors)),
+                               free_slots=max(0, len(self.gpu_inventory) - len(local)),
                                inventory=self.gpu_inventory)
         return plan_starts(queue, [], time.time(), active=active, paused=paused,
-                           free_slots=max(0, self.concurrency - len(self.supervisors)))
+                           free_slots=max(0, self.concurrency - len(local)))
 
     async def _schedule_loop(self) -> None:
         while not self._stopping:

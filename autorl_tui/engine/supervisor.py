@@ -54,6 +54,7 @@ class RunSupervisor:
         self.server: RunApiServer | None = None
         self.desk: SubmissionDesk | None = None
         self.agent_exit: tuple[int | None, str] = (None, "exited")
+        self.agent_ended = False     # the agent's process has ended (a cluster run then holds no node)
         self._cancel_reason: str | None = None
         self._task: asyncio.Task | None = None
         self._adopt_attempt: "AttemptRow | None" = None
@@ -274,7 +275,9 @@ class RunSupervisor:
                                   "autorl.attempt": str(self.attempt)},
                           grading_socket=self._log_dir() / "api" / "grading.sock",
                           private_paths=self.engine.private_paths(), isolate=self.isolated,
-                          writable=AGENT_WRITABLE)
+                          writable=AGENT_WRITABLE,
+                          placement=dict(self.spec.get("options", {}).get("cluster") or {},
+                                         gpus=int(self.run.get("gpus_requested") or 0)))
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         """The submission desk and its per-run API. Containers without a network reach the API
@@ -286,7 +289,9 @@ class RunSupervisor:
         if sock is not None:
             sock.parent.mkdir(parents=True, exist_ok=True)
             os.chmod(sock.parent, 0o755)
-        self.server = RunApiServer(self.desk, token=token, unix_socket=sock)
+        # A cluster executor names an address its nodes reach; everything else stays on loopback.
+        host = getattr(self.engine.executor(self.spec.get("executor", "local")), "api_host", "127.0.0.1")
+        self.server = RunApiServer(self.desk, token=token, unix_socket=sock, host=host)
         await self.server.start(port=port or 0)
         if sock is not None:
             os.chmod(sock, 0o666)   # the container's user is not the harness's
@@ -333,7 +338,10 @@ class RunSupervisor:
         """Until the agent ends; then the API closes once the gradings under way are recorded."""
         watch = AgentWatch(self.journal, self.engine, self.handle, workspace=self.workspace, agent=self.agent,
                            spec=self.spec, gpus=self.gpus, cancel_reason=lambda: self._cancel_reason)
-        self.agent_exit = await watch.run(offsets)
+        try:
+            self.agent_exit = await watch.run(offsets)
+        finally:
+            self.agent_ended = True
         # Submissions received before the deadline are graded even if grading finishes after it.
         await self._stop_server(wait_inflight=True)
 

@@ -124,6 +124,7 @@ class QueueEntry:
     created_at: float
     budget_s: float
     not_before: float | None
+    executor: str = "local"
 
 
 @dataclass(frozen=True)

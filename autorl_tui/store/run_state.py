@@ -54,11 +54,11 @@ class RunStateQueries:
 
     def queued_runs(self) -> list[QueueEntry]:
         """Queued runs in the order the queue serves them."""
-        rows = self.query("SELECT id, priority, queue_pos, gpus_requested, created_at, budget_s, not_before FROM runs "
-                          "WHERE state='queued' ORDER BY priority DESC, queue_pos ASC, created_at ASC")
+        rows = self.query("SELECT id, priority, queue_pos, gpus_requested, created_at, budget_s, not_before, executor "
+                          "FROM runs WHERE state='queued' ORDER BY priority DESC, queue_pos ASC, created_at ASC")
         return [QueueEntry(run_id=r["id"], priority=r["priority"], queue_pos=r["queue_pos"],
                            gpus_requested=r["gpus_requested"], created_at=r["created_at"], budget_s=r["budget_s"],
-                           not_before=r["not_before"]) for r in rows]
+                           not_before=r["not_before"], executor=r["executor"] or "local") for r in rows]
 
     # ---------------------------------------------------------------- attempts
     def add_attempt(self, row: AttemptRow) -> int:

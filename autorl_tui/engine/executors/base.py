@@ -34,6 +34,9 @@ class LaunchSpec:
     private_paths: list[Path] = field(default_factory=list)   # must stay unreadable to the agent (local executor)
     isolate: bool = True                 # local executor: False only for a plan with `isolation: none`
     writable: tuple[str, ...] = ()       # workspace folders the agent may write (given to its uid)
+    # Cluster executors: what to ask the cluster for ({"gpus": N, "resources": {...}, "address": ...});
+    # the device ids come from the cluster's assignment, so `gpus` above stays empty.
+    placement: dict = field(default_factory=dict)
 
     @property
     def stdout_path(self) -> Path:

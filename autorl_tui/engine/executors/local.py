@@ -114,43 +114,14 @@ class LocalExecutor(Executor):
         return probe()
 
     async def start(self, spec: LaunchSpec) -> AgentHandle:
-        spec.log_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("exit.json", "shim.json", "kill_reason"):
-            (spec.log_dir / stale).unlink(missing_ok=True)
-        launch = {"command": spec.command, "workspace": str(spec.workspace), "env": spec.env,
-                  "log_dir": str(spec.log_dir), "deadline": spec.deadline, "sandbox": _sandbox(spec)}
-        launch_path = spec.log_dir / "launch.json"
-        fd = os.open(launch_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(launch, fh)
-        (spec.log_dir / "deadline").write_text(repr(spec.deadline))
-        shim_log = open(spec.log_dir / "shim.log", "ab")
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _package_root()}
+        launch_path = write_launch(spec.log_dir, launch_of(spec))
         try:
-            popen = subprocess.Popen([self.python, "-m", SHIM_MODULE, str(launch_path)], stdin=subprocess.DEVNULL,
-                                     stdout=shim_log, stderr=shim_log, start_new_session=True, env=env,
-                                     cwd=str(spec.log_dir))
+            popen = spawn_shim(self.python, launch_path)
         except OSError as exc:
             raise ExecutorError(f"could not start the local shim: {exc}") from exc
-        finally:
-            shim_log.close()
         handle = LocalHandle(popen.pid, spec.log_dir, popen)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            if (spec.log_dir / "shim.json").exists() or (spec.log_dir / "exit.json").exists():
-                break
-            if popen.poll() is not None:
-                raise ExecutorError(f"the local shim exited with code {popen.returncode} before starting the agent; "
-                                    f"see {spec.log_dir / 'shim.log'}")
-            await asyncio.sleep(0.02)
-        else:
-            await handle.kill("start timeout")
-            raise ExecutorError("the local shim did not start the agent within 20 s")
-        info = handle.exit_info()
-        if info and info.get("reason") == "start_failed":
-            raise AgentStartError(f"could not start the agent command: {info.get('error')}")
-        if info and info.get("reason") == "sandbox_failed":
-            raise ExecutorError(f"could not set up the agent's sandbox: {info.get('error')}")
+        await wait_for_shim(spec.log_dir, lambda: popen.poll() is None, handle.kill,
+                            exited=lambda: f"the local shim exited with code {popen.returncode} before starting the agent")
         return handle
 
     async def adopt(self, attempt: dict, spec: LaunchSpec) -> AgentHandle | None:
@@ -161,6 +132,57 @@ class LocalExecutor(Executor):
         if _pid_is_shim(int(pid)) or handle.exit_info() is not None:
             return handle
         return None
+
+
+def launch_of(spec: LaunchSpec) -> dict:
+    """What the shim reads (`launch.json`): the command, its environment, the deadline, the sandbox."""
+    return {"command": spec.command, "workspace": str(spec.workspace), "env": spec.env,
+            "log_dir": str(spec.log_dir), "deadline": spec.deadline, "sandbox": _sandbox(spec)}
+
+
+def write_launch(log_dir: Path, launch: dict) -> Path:
+    """Clear what an earlier start left and write `launch.json` (0600: it holds the token) and `deadline`."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("exit.json", "shim.json", "kill_reason"):
+        (log_dir / stale).unlink(missing_ok=True)
+    launch_path = log_dir / "launch.json"
+    fd = os.open(launch_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(launch, fh)
+    (log_dir / "deadline").write_text(repr(launch["deadline"]))
+    return launch_path
+
+
+def spawn_shim(python: str, launch_path: Path, preexec_fn=None) -> subprocess.Popen:
+    """Start the shim in its own session; its output goes to `shim.log` next to `launch.json`."""
+    log_dir = launch_path.parent
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _package_root()}
+    with open(log_dir / "shim.log", "ab") as shim_log:
+        return subprocess.Popen([python, "-m", SHIM_MODULE, str(launch_path)], stdin=subprocess.DEVNULL,
+                                stdout=shim_log, stderr=shim_log, start_new_session=True, env=env,
+                                cwd=str(log_dir), preexec_fn=preexec_fn)
+
+
+async def wait_for_shim(log_dir: Path, alive, kill, exited, timeout_s: float = 20) -> None:
+    """Until the shim has started the agent (`shim.json`) or recorded why not (`exit.json`).
+    `alive()` says whether the shim still runs; `exited()` words its early end."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if (log_dir / "shim.json").exists() or (log_dir / "exit.json").exists():
+            break
+        if not alive():
+            if (log_dir / "exit.json").exists():
+                break
+            raise ExecutorError(f"{exited()}; see {log_dir / 'shim.log'}")
+        await asyncio.sleep(0.02)
+    else:
+        await kill("start timeout")
+        raise ExecutorError(f"the shim did not start the agent within {timeout_s:.0f} s")
+    info = _read_json(log_dir / "exit.json")
+    if info and info.get("reason") == "start_failed":
+        raise AgentStartError(f"could not start the agent command: {info.get('error')}")
+    if info and info.get("reason") == "sandbox_failed":
+        raise ExecutorError(f"could not set up the agent's sandbox: {info.get('error')}")
 
 
 def _sandbox(spec: LaunchSpec) -> dict | None:

@@ -1,0 +1,75 @@
+"""`autorl-tui cluster status`: the Ray cluster behind `executor: ray` (docs/cluster.md): its
+nodes, their GPUs, and which active run of this home holds which node and devices."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from autorl_tui.exitcodes import ExitCode
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("cluster", help="the Ray cluster that `executor: ray` runs on")
+    sub = p.add_subparsers(dest="cluster_cmd", required=True)
+    s = sub.add_parser("status", help="nodes, GPUs per node, and which run holds which")
+    s.add_argument("--address", help="the head's GCS address HOST:PORT (default: $RAY_ADDRESS)")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=run)
+
+
+def _holders(home) -> list[dict]:
+    """Active Ray attempts of this home with where Ray placed them (ray.json in their log folder)."""
+    from autorl_tui.store.db import open_readonly
+
+    if not home.store_path.exists():
+        return []
+    conn = open_readonly(home.store_path)
+    try:
+        rows = conn.execute("SELECT a.run_id, a.log_dir FROM attempts a JOIN runs r ON r.id = a.run_id "
+                            "WHERE a.executor='ray' AND a.state IN ('starting', 'running') "
+                            "AND r.state IN ('running', 'paused', 'finalizing')").fetchall()
+    finally:
+        conn.close()
+    out = []
+    for run_id, log_dir in rows:
+        try:
+            where = json.loads((Path(log_dir) / "ray.json").read_text())
+        except (OSError, ValueError, TypeError):
+            where = {}
+        out.append({"run_id": run_id, "node_id": where.get("node_id"), "gpu_ids": where.get("gpu_ids", [])})
+    return out
+
+
+def run(args) -> int:
+    import os
+
+    from autorl_tui.engine.executors.ray import cluster_report
+    from autorl_tui.home import Home
+
+    address = args.address or os.environ.get("RAY_ADDRESS")
+    report = cluster_report(address)
+    home = Home.open(args.home, create=False)
+    holders = _holders(home)
+    for node in report["nodes"]:
+        node["runs"] = [h for h in holders if h["node_id"] == node["node_id"]]
+    report["unplaced_runs"] = [h for h in holders if not any(h["node_id"] == n["node_id"] for n in report["nodes"])]
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0 if report["connected"] else int(ExitCode.INFRA)
+    if not report["connected"]:
+        print(f"no Ray cluster: {report['detail']}")
+        return int(ExitCode.INFRA)
+    alive = [n for n in report["nodes"] if n["alive"]]
+    print(f"Ray cluster at {address}: {len(alive)} alive node(s), "
+          f"{sum(n['gpus'] for n in alive):g} GPU(s)")
+    for n in report["nodes"]:
+        extra = ", ".join(f"{k}={v:g}" for k, v in sorted(n["resources"].items()))
+        print(f"  {n['node_id'][:12]}  {n['hostname'] or n['address'] or '-':<20} "
+              f"{'alive' if n['alive'] else 'DEAD ':5}  GPUs {n['gpus']:g}  CPUs {n['cpus']:g}"
+              + (f"  {extra}" if extra else ""))
+        for h in n["runs"]:
+            print(f"      {h['run_id']}  GPUs {','.join(h['gpu_ids']) or '-'}")
+    for h in report["unplaced_runs"]:
+        print(f"  (node gone or unknown) {h['run_id']}")
+    return 0

@@ -1,0 +1,387 @@
+"""Ray executor: each run attempt is a detached, named Ray actor that holds the run's resources on
+the node Ray picks and starts the agent there with the local executor's semantics (shim, sandbox,
+deadline; `ray_node.py`). docs/cluster.md.
+
+Requirements it checks: the home is on a filesystem every node mounts at the same path (each
+node must see a marker file in it), and the engine reaches the cluster (`RAY_ADDRESS` or the
+plan's `cluster: {address: ...}`). Logs, metrics and `exit.json` travel through the shared home,
+so the engine tails them exactly as for local runs. The actor's name is derived from the home and
+the attempt, so a restarted engine finds it again (`adopt`)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+from autorl_tui.engine.executors.base import AgentHandle, Executor, ExecutorError, LaunchSpec
+from autorl_tui.engine.executors.local import _read_json, launch_of, wait_for_shim
+from autorl_tui.engine.executors.ray_placement import Request, admit, feasible
+from autorl_tui.exitcodes import UsageError
+
+NAMESPACE = "autorl-tui"
+INSTALL = "install the extra: pip install 'autorl-tui[ray]'"
+PING_EVERY_S = 2.0
+UNREACHABLE_LIMIT = 15        # consecutive failed pings on an alive node before the run counts as lost
+NODE_VERDICT_S = 15           # after its actor died, how long to wait for Ray to say whether the node is gone
+
+_connect_lock = threading.Lock()
+
+
+def actor_name(home: Path, run_id: str, attempt: int) -> str:
+    digest = hashlib.sha256(str(Path(home).resolve()).encode()).hexdigest()[:12]
+    return f"autorl-{digest}-{run_id}-a{attempt}"
+
+
+def cluster_address(placement: dict | None = None) -> str | None:
+    return (placement or {}).get("address") or os.environ.get("RAY_ADDRESS") or None
+
+
+def connect(address: str | None):
+    """`ray.init` once per process (Ray allows one cluster per driver)."""
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorError(f"executor ray needs the ray package: {INSTALL}") from None
+    with _connect_lock:
+        if ray.is_initialized():
+            return ray
+        if not address:
+            raise ExecutorError("executor ray needs a cluster: set RAY_ADDRESS=HOST:PORT (the head's GCS address, "
+                                "as `ray start --head` prints it) or `cluster: {address: HOST:PORT}` in the plan")
+        _reachable(address)
+        # Never from the main thread: there ray.init replaces the process's SIGTERM handler with
+        # sys.exit, which would take the engine's own shutdown handling away.
+        failure: list[BaseException] = []
+
+        def init() -> None:
+            quiet = logging.getLogger("ray._private.worker")
+            level = quiet.level
+            quiet.setLevel(logging.ERROR)      # "SIGTERM handler is not set ...": that is the point
+            try:
+                ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING",
+                         configure_logging=False)
+            except Exception as exc:    # ConnectionError, a timeout, a version mismatch
+                failure.append(exc)
+            finally:
+                quiet.setLevel(level)
+
+        thread = threading.Thread(target=init, name="ray-connect")
+        thread.start()
+        thread.join()
+        if failure:
+            raise ExecutorError(f"cannot connect to the Ray cluster at {address}: {failure[0]}")
+    return ray
+
+
+def _reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast on a wrong address (ray.init would retry for minutes)."""
+    if address.startswith(("ray://", "auto", "local")):
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except ValueError:
+        raise ExecutorError(f"the Ray address {address!r} is not HOST:PORT (the head's GCS address, as "
+                            f"`ray start --head` prints it)") from None
+    except OSError as exc:
+        raise ExecutorError(f"cannot reach the Ray head at {address}: {exc}; is the cluster running "
+                            f"(`ray status --address {address}`)?") from None
+
+
+def alive_nodes(ray) -> dict[str, dict]:
+    return {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
+
+
+def node_totals(nodes: dict[str, dict]) -> dict[str, dict[str, float]]:
+    return {nid: {k: float(v) for k, v in n.get("Resources", {}).items() if not k.startswith("node:")}
+            for nid, n in nodes.items()}
+
+
+def request_of(run_id: str, gpus: int, options: dict) -> Request:
+    limits = options.get("limits") or {}
+    cluster = options.get("cluster") or {}
+    return Request(run_id=run_id, gpus=int(gpus or 0), cpus=float(limits.get("cpus") or cluster.get("cpus") or 1),
+                   memory=int(limits.get("memory_bytes") or 0),
+                   resources=tuple(sorted((str(k), float(v)) for k, v in (cluster.get("resources") or {}).items())))
+
+
+class RayHandle(AgentHandle):
+    def __init__(self, executor: "RayExecutor", run_id: str, actor, log_dir: Path, where: dict | None = None):
+        self.executor = executor
+        self.run_id = run_id
+        self.actor = actor
+        self.log_dir = log_dir
+        self.stdout_path = log_dir / "stdout.log"
+        self.stderr_path = log_dir / "stderr.log"
+        self.where = where or _read_json(log_dir / "ray.json") or {}
+        self.lost: str | None = None
+        self.killed = False          # we had to kill the actor itself (the shim did not answer)
+
+    def ident(self) -> dict:
+        return {}      # the actor is found again by its name (home + run + attempt); placement is in ray.json
+
+    def exit_info(self) -> dict | None:
+        info = _read_json(self.log_dir / "exit.json")
+        if info is None and self.killed:
+            return {"reason": "killed", "exit_code": -int(signal.SIGKILL)}
+        if info is None and self.lost:
+            return {"reason": "node_lost", "exit_code": -int(signal.SIGKILL), "error": self.lost}
+        return info
+
+    def is_alive(self) -> bool:
+        return self.lost is None and not self.killed and not (self.log_dir / "exit.json").exists()
+
+    async def _check(self, failures: int) -> int:
+        """One liveness probe; returns the new count of consecutive failures (sets `lost`)."""
+        import ray
+
+        if self.actor is None:
+            self.lost = "the run's Ray actor was gone"
+            return failures
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(self.actor.ping.remote().future()), 10)
+            return 0
+        except ray.exceptions.ActorDiedError as exc:
+            # Usually its node went away; Ray's health checks may declare that a little later.
+            for _ in range(NODE_VERDICT_S):
+                if await self._node_gone(ray):
+                    return failures
+                await asyncio.sleep(1)
+            self.lost = f"the run's Ray actor died: {str(exc).splitlines()[0][:300]}"
+            return failures
+        except (ray.exceptions.RayActorError, asyncio.TimeoutError):
+            if not await self._node_gone(ray) and failures + 1 >= UNREACHABLE_LIMIT:
+                self.lost = "the run's Ray actor stopped answering"
+            return failures + 1
+
+    async def _node_gone(self, ray) -> bool:
+        node = self.where.get("node_id")
+        if node and node not in await asyncio.to_thread(alive_nodes, ray):
+            self.lost = f"node {self.where.get('hostname', '?')} ({node[:12]}) left the Ray cluster"
+            return True
+        return False
+
+    async def wait(self) -> int:
+        failures, next_ping = 0, 0.0
+        try:
+            while True:
+                info = _read_json(self.log_dir / "exit.json")
+                if info is not None:
+                    return int(info.get("exit_code", -1))
+                if self.lost or self.killed:
+                    return -int(signal.SIGKILL)
+                if time.monotonic() >= next_ping:
+                    next_ping = time.monotonic() + PING_EVERY_S
+                    failures = await self._check(failures)
+                    if self.lost and (self.log_dir / "exit.json").exists():
+                        self.lost = None      # it ended just before its actor exited
+                await asyncio.sleep(0.2)
+        finally:
+            self.executor.forget(self.run_id)
+
+    def _signal(self, sig: int) -> None:
+        if self.actor is not None and self.is_alive():
+            self.actor.signal.remote(int(sig))
+
+    async def kill(self, reason: str) -> None:
+        (self.log_dir / "kill_reason").write_text(reason)
+        self._signal(signal.SIGTERM)
+        for _ in range(100):
+            if not self.is_alive():
+                return
+            await asyncio.sleep(0.05)
+        if self.actor is not None:      # the shim did not answer: the actor (and with it the shim) goes
+            import ray
+
+            await asyncio.to_thread(ray.kill, self.actor, no_restart=True)
+            self.killed = True
+
+    async def pause(self) -> None:
+        self._signal(signal.SIGUSR1)
+
+    async def resume(self) -> None:
+        self._signal(signal.SIGUSR2)
+
+    async def extend_deadline(self, deadline: float) -> None:
+        tmp = self.log_dir / "deadline.tmp"       # the shim re-reads it: the home is shared
+        tmp.write_text(repr(deadline))
+        os.replace(tmp, self.log_dir / "deadline")
+
+
+class RayExecutor(Executor):
+    name = "ray"
+    PLACEMENT_TIMEOUT_S = 300.0
+
+    def __init__(self, home: Path | str | None = None, address: str | None = None):
+        self.home = Path(home) if home is not None else None
+        self.address = address
+        self._placed: dict[str, tuple[str, Request]] = {}     # run id -> (node id, request), our live actors
+        self._seen_home: set[str] = set()                      # node ids that showed they see the home
+
+    # -------------------------------------------------------------- cluster facts
+    def _ray(self, placement: dict | None = None):
+        return connect(cluster_address(placement) or self.address)
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            return False, f"the ray package is not installed ({INSTALL})"
+        if not (self.address or os.environ.get("RAY_ADDRESS")):
+            return False, "no cluster named: set RAY_ADDRESS or `cluster: {address: ...}` in the plan"
+        return True, "ok"
+
+    @property
+    def api_host(self) -> str:
+        """Where the per-run grading API listens: an address the nodes reach (AUTORL_API_HOST overrides)."""
+        if os.environ.get("AUTORL_API_HOST"):
+            return os.environ["AUTORL_API_HOST"]
+        try:
+            from ray.util import get_node_ip_address
+
+            return get_node_ip_address()
+        except Exception:
+            return "127.0.0.1"
+
+    def marker(self) -> Path:
+        """A file in the home that every node must see (written once, read by each node's check)."""
+        path = self.home / ".cluster-marker"
+        if not path.exists():
+            path.write_text(f"autorl-tui home {self.home.resolve()}\n")
+        return path
+
+    def check_home(self, ray, nodes: dict[str, dict]) -> None:
+        """Each alive node not checked yet runs a tiny pinned task that looks for the marker."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from autorl_tui.engine.executors.ray_node import can_see
+
+        todo = [nid for nid in nodes if nid not in self._seen_home]
+        if not todo:
+            return
+        marker = str(self.marker())
+        task = ray.remote(num_cpus=0, max_retries=0)(can_see)
+        refs = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nid, soft=False)).remote(marker)
+                for nid in todo]
+        try:
+            results = ray.get(refs, timeout=120)
+        except Exception as exc:
+            raise UsageError(f"could not check that the Ray nodes see the home {self.home}: {exc}") from None
+        blind = [r for r in results if not r["ok"]]
+        if blind:
+            names = ", ".join(f"{r['hostname']} ({r['node_id'][:12]})" for r in blind)
+            raise UsageError(f"the home {self.home} is not visible on Ray node(s) {names}: {marker} is missing "
+                             f"there. Put the home on a filesystem every node mounts at the same path "
+                             f"(NFS, Lustre; docs/cluster.md) and pass it with --home")
+        self._seen_home.update(r["node_id"] for r in results)
+
+    def check_request(self, run_id: str, gpus: int, options: dict) -> None:
+        """Plan validation: the cluster is reachable, sees the home, and some node can hold the run."""
+        try:
+            ray = self._ray(options.get("cluster"))
+        except ExecutorError as exc:
+            raise UsageError(str(exc)) from None
+        nodes = alive_nodes(ray)
+        req = request_of(run_id, gpus, options)
+        if not feasible(req, node_totals(nodes)):
+            have = "; ".join(f"{n.get('NodeManagerHostname', '?')}: "
+                             + ", ".join(f"{k}={v:g}" for k, v in sorted(t.items()) if k in ("GPU", "CPU") or k in dict(req.resources))
+                             for n, t in zip(nodes.values(), node_totals(nodes).values()))
+            raise UsageError(f"no node of the Ray cluster can hold a run asking {req.needs()} (nodes: {have or 'none'}); "
+                             f"lower gpus_per_run / limits, or add a node that has them")
+        self.check_home(ray, nodes)
+
+    # -------------------------------------------------------------- scheduling
+    def admit(self, queued: list[Request], active: list[Request]) -> list[str]:
+        """Which queued runs to start now (strict order), given our active runs (engine.py)."""
+        ray = self._ray()
+        nodes = alive_nodes(ray)
+        placed = [self._placed[r.run_id] for r in active if r.run_id in self._placed]
+        pending = [r for r in active if r.run_id not in self._placed]
+        return admit(queued, node_totals(nodes), placed, pending)
+
+    def forget(self, run_id: str) -> None:
+        self._placed.pop(run_id, None)
+
+    # -------------------------------------------------------------- start / adopt
+    def _actor_class(self, ray):
+        from autorl_tui.engine.executors.ray_node import RunNode
+
+        return ray.remote(RunNode)
+
+    async def start(self, spec: LaunchSpec) -> AgentHandle:
+        ray = await asyncio.to_thread(self._ray, spec.placement)
+        req = request_of(spec.run_id, int(spec.placement.get("gpus") or 0),
+                         {"limits": {"cpus": spec.cpus, "memory_bytes": spec.memory_bytes},
+                          "cluster": spec.placement})
+        name = actor_name(self.home, spec.run_id, spec.attempt)
+        spec.log_dir.mkdir(parents=True, exist_ok=True)
+        for stale in ("exit.json", "shim.json", "kill_reason", "ray.json"):
+            (spec.log_dir / stale).unlink(missing_ok=True)
+        needs = req.needs()
+        custom = {k: v for k, v in needs.items() if k not in ("GPU", "CPU", "memory")}
+        actor = self._actor_class(ray).options(
+            name=name, namespace=NAMESPACE, lifetime="detached", max_restarts=0, max_task_retries=0,
+            num_gpus=needs.get("GPU", 0), num_cpus=needs.get("CPU", 0), memory=needs.get("memory") or None,
+            resources=custom or None).remote()
+        self._placed.pop(spec.run_id, None)
+        try:
+            ref = actor.start.remote(launch_of(spec), str(self.marker()))
+            where = await asyncio.wait_for(asyncio.wrap_future(ref.future()), self.PLACEMENT_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            await asyncio.to_thread(ray.kill, actor, no_restart=True)
+            raise ExecutorError(f"Ray did not place the run within {self.PLACEMENT_TIMEOUT_S:.0f} s "
+                                f"(asking {needs})") from None
+        except ray.exceptions.RayError as exc:
+            await asyncio.to_thread(ray.kill, actor, no_restart=True)
+            cause = getattr(exc, "cause", None) or exc
+            raise ExecutorError(f"the run's Ray actor could not start the agent: {str(cause).splitlines()[-1][:500]}") from None
+        where["actor"] = name
+        (spec.log_dir / "ray.json").write_text(json.dumps(where))
+        self._placed[spec.run_id] = (where["node_id"], req)
+        handle = RayHandle(self, spec.run_id, actor, spec.log_dir, where)
+        await wait_for_shim(spec.log_dir, handle.is_alive, handle.kill,
+                            exited=lambda: "the shim on the Ray node ended before starting the agent")
+        return handle
+
+    async def adopt(self, attempt: dict, spec: LaunchSpec) -> AgentHandle | None:
+        ray = await asyncio.to_thread(self._ray, spec.placement)
+        name = actor_name(self.home, spec.run_id, int(attempt["number"]))
+        log_dir = Path(attempt["log_dir"])
+        try:
+            actor = await asyncio.to_thread(ray.get_actor, name, NAMESPACE)
+        except ValueError:
+            actor = None
+        handle = RayHandle(self, spec.run_id, actor, log_dir)
+        if actor is None and not (log_dir / "exit.json").exists():
+            handle.lost = "the run's Ray actor was gone after an engine restart (its node left the cluster?)"
+        if handle.is_alive() and handle.where.get("node_id"):
+            self._placed[spec.run_id] = (handle.where["node_id"],
+                                         request_of(spec.run_id, int(spec.placement.get("gpus") or 0),
+                                                    {"limits": {"cpus": spec.cpus, "memory_bytes": spec.memory_bytes},
+                                                     "cluster": spec.placement}))
+        return handle
+
+
+def cluster_report(address: str | None) -> dict:
+    """What `cluster status` and `doctor` show: the nodes and their resources, or why there are none."""
+    try:
+        ray = connect(address)
+    except ExecutorError as exc:
+        return {"connected": False, "address": address, "detail": str(exc), "nodes": []}
+    nodes = []
+    for n in ray.nodes():
+        res = {k: float(v) for k, v in n.get("Resources", {}).items() if not k.startswith("node:")}
+        nodes.append({"node_id": n["NodeID"], "alive": bool(n.get("Alive")), "address": n.get("NodeManagerAddress"),
+                      "hostname": n.get("NodeManagerHostname"), "gpus": res.get("GPU", 0.0), "cpus": res.get("CPU", 0.0),
+                      "resources": {k: v for k, v in res.items()
+                                    if k not in ("GPU", "CPU", "memory", "object_store_memory")}})
+    return {"connected": True, "address": address, "detail": "ok", "nodes": nodes}

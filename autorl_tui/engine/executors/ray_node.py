@@ -1,0 +1,95 @@
+"""The part of the Ray executor that runs inside a run's actor, on the node Ray placed it on.
+
+It does what the local executor does on the engine's host (`local.py`): writes `launch.json` into
+the run's log folder (on the shared home) and starts the supervising shim, which sandboxes the
+agent and enforces its deadline. Two differences: CUDA_VISIBLE_DEVICES comes from Ray's
+assignment to this actor, and the shim dies with the actor (PR_SET_PDEATHSIG), so a node that is
+removed or an actor that is killed takes its agent along instead of leaving an orphan that keeps
+writing into the home. When the shim ends, the actor process exits and Ray frees its resources,
+even while no engine is running."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import sys
+import threading
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:      # in the forked child, before exec
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class RunNode:
+    """A run's actor (wrapped by `ray.remote` in `ray.py`). Methods are quick; nothing blocks on the agent."""
+
+    def __init__(self) -> None:
+        self.shim_pid: int | None = None
+
+    def where(self) -> dict:
+        import ray
+
+        ctx = ray.get_runtime_context()
+        return {"node_id": ctx.get_node_id(), "hostname": socket.gethostname(),
+                "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "actor_pid": os.getpid()}
+
+    def start(self, launch: dict, home_marker: str) -> dict:
+        """Start the shim for `launch` (local.launch_of's dict); returns where it runs."""
+        from autorl_tui.engine.executors.local import spawn_shim, write_launch
+
+        where = self.where()
+        marker = Path(home_marker)
+        if not marker.is_file():
+            raise RuntimeError(f"node {where['hostname']} ({where['node_id'][:12]}) cannot see the home: "
+                               f"{marker} is missing there; the home must be on a filesystem every node mounts "
+                               f"at the same path (docs/cluster.md)")
+        launch = dict(launch, env=dict(launch["env"], CUDA_VISIBLE_DEVICES=",".join(where["gpu_ids"])))
+        if launch.get("sandbox") is not None:
+            launch["sandbox"] = dict(launch["sandbox"], gpus=bool(where["gpu_ids"]))
+        launch_path = write_launch(Path(launch["log_dir"]), launch)
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        def keeper() -> None:
+            # PDEATHSIG fires when the *thread* that forked exits: this one lives until the shim ends.
+            try:
+                popen = spawn_shim(sys.executable, launch_path, preexec_fn=_die_with_parent)
+            except OSError as exc:
+                failure.append(exc)
+                started.set()
+                return
+            self.shim_pid = popen.pid
+            started.set()
+            popen.wait()
+            os._exit(0)      # the agent is over: free the actor's resources now
+
+        threading.Thread(target=keeper, name="shim-keeper", daemon=False).start()
+        started.wait(30)
+        if failure:
+            raise RuntimeError(f"could not start the shim on {where['hostname']}: {failure[0]}")
+        return dict(where, shim_pid=self.shim_pid)
+
+    def signal(self, sig: int) -> bool:
+        if self.shim_pid is None:
+            return False
+        try:
+            os.kill(self.shim_pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def ping(self) -> dict:
+        return {"shim_pid": self.shim_pid}
+
+
+def can_see(marker: str) -> dict:
+    """A task pinned to one node: does it see the home's marker file?"""
+    import ray
+
+    return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
+            "ok": Path(marker).is_file()}

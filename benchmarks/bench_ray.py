@@ -1,0 +1,83 @@
+"""The Ray executor against the local one on this machine: start-to-exit latency of a trivial
+agent (`true`, unsandboxed in both so that the figure is the executor path itself) and the rate
+at which the Ray path places runs (N one-GPU runs started at once on a local cluster of a head and
+two workers declaring fake GPUs; placed = the actor holds its GPU and the shim started the agent).
+Ray's files stay under a temporary folder; the cluster is shut down at the end."""
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from autorl_tui.engine.executors.base import LaunchSpec  # noqa: E402
+from autorl_tui.engine.executors.local import LocalExecutor  # noqa: E402
+
+N = 6
+PLACE = 8
+
+
+def spec(tmp: Path, name: str, address: str | None = None) -> LaunchSpec:
+    env = {"PATH": "/usr/bin:/bin"}
+    return LaunchSpec(run_id=name, attempt=1, command=["true"], workspace=tmp / "ws", env=env,
+                      log_dir=tmp / "home" / "runs" / name, deadline=time.time() + 120, isolate=False,
+                      placement={"gpus": 1, "address": address} if address else {})
+
+
+async def latency(executor, tmp: Path, kind: str, address: str | None = None) -> list[float]:
+    out = []
+    for i in range(N):
+        s = spec(tmp, f"{kind}-{i}", address)
+        t0 = time.perf_counter()
+        code = await (await executor.start(s)).wait()
+        out.append(time.perf_counter() - t0)
+        assert code == 0, (s.stdout_path.read_text(), s.stderr_path.read_text())
+    return out
+
+
+async def main() -> int:
+    try:
+        import ray
+        from ray.cluster_utils import Cluster
+    except ImportError:
+        print("ray benchmark skipped: the ray extra is not installed")
+        return 0
+    from autorl_tui.engine.executors.ray import RayExecutor
+
+    with tempfile.TemporaryDirectory(prefix="bray-", dir="/tmp") as tmp:
+        tmp = Path(tmp)
+        (tmp / "ws").mkdir()
+        (tmp / "home").mkdir()
+        os.environ["RAY_TMPDIR"] = str(tmp)
+        t0 = time.perf_counter()
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0,
+                                                                "include_dashboard": False, "temp_dir": str(tmp / "ray")})
+        try:
+            for _ in range(2):
+                cluster.add_node(num_cpus=PLACE, num_gpus=PLACE // 2)
+            cluster.wait_for_nodes()
+            print(f"ray_cluster_start: {time.perf_counter() - t0:.1f} s (head + 2 workers)")
+            local = await latency(LocalExecutor(), tmp, "local")
+            executor = RayExecutor(home=tmp / "home", address=cluster.address)
+            remote = await latency(executor, tmp, "ray", cluster.address)
+            t0 = time.perf_counter()
+            handles = await asyncio.gather(*(executor.start(spec(tmp, f"place-{i}", cluster.address))
+                                             for i in range(PLACE)))
+            placed_s = time.perf_counter() - t0
+            await asyncio.gather(*(h.wait() for h in handles))
+            print(f"local_start_to_exit_median: {statistics.median(local) * 1000:.0f} ms")
+            print(f"ray_start_to_exit_median: {statistics.median(remote) * 1000:.0f} ms")
+            print(f"ray_overhead_per_run: {(statistics.median(remote) - statistics.median(local)) * 1000:.0f} ms")
+            print(f"ray_runs_placed_per_s: {PLACE / placed_s:.2f} runs/s ({PLACE} one-GPU runs on 2 nodes)")
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,298 @@
+"""`executor: ray` against a real local Ray cluster this module starts: a head (no GPUs) and two
+worker nodes declaring 2 (fake) GPUs each. Runs are placed across the workers without
+over-subscribing a node's GPUs, survive an engine kill -9 (the detached actors are re-adopted),
+and a worker removed mid-run makes its run `lost` for that attempt and retried, the other run
+unaffected. Ray's files stay under a temporary folder; the cluster is shut down at the end."""
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from autorl_tui.catalog.plans import parse_plan
+from autorl_tui.engine.engine import Engine
+from autorl_tui.engine.scheduling import RetryPolicy
+from autorl_tui.home import Home
+from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, install_model, make_reachable_home, write_plan
+
+pytestmark = pytest.mark.slow
+
+GPUS_PER_NODE = 2
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    from ray.cluster_utils import Cluster
+
+    # Short (Ray's Unix socket paths have a length limit) and temporary: nothing goes to /tmp/ray.
+    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    saved = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = str(tmp)
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "num_gpus": 0, "include_dashboard": False, "temp_dir": str(tmp / "ray"),
+        # A removed node is declared dead in seconds rather than the default ~30 s.
+        "_system_config": {"health_check_initial_delay_ms": 0, "health_check_period_ms": 1000,
+                           "health_check_failure_threshold": 3}})
+    try:
+        workers = [cluster.add_node(num_cpus=3, num_gpus=GPUS_PER_NODE) for _ in range(2)]
+        cluster.wait_for_nodes()
+        yield cluster, workers, tmp
+    finally:
+        import ray
+
+        ray.shutdown()
+        cluster.shutdown()
+        if saved is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = saved
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def ray_home(tiny_model_dir):
+    home = make_reachable_home("autorl-ray-")
+    home.mkdir(parents=True)
+    install_model(tiny_model_dir, home)
+    yield home
+    shutil.rmtree(home.parent, ignore_errors=True)
+
+
+def _plan(address, agent, gpus, seeds, budget="240s"):
+    return parse_plan(f"name: ray-{gpus}\ntasks: [arith-small]\nagents: [{agent}]\nmodels: [tiny]\nseeds: {seeds}\n"
+                      f"budget: {budget}\nexecutor: ray\ngpus_per_run: {gpus}\ncluster: {{address: '{address}'}}\n")
+
+
+def _attempts(store, run_id):
+    return store.query("SELECT * FROM attempts WHERE run_id=? ORDER BY number", (run_id,))
+
+
+def _ray_json(attempt) -> dict:
+    return json.loads((Path(attempt["log_dir"]) / "ray.json").read_text())
+
+
+def _stdout(store, run_id, prefix):
+    return [e["message"] for e in store.query("SELECT message FROM events WHERE run_id=? AND kind='stdout' "
+                                              "ORDER BY id", (run_id,)) if e["message"].startswith(prefix)]
+
+
+def test_without_a_cluster_the_plan_is_refused_and_cluster_status_says_why(tmp_path):
+    env = {"RAY_ADDRESS": ""}
+    home = tmp_path / "home"
+    plan = write_plan(tmp_path / "plan.yaml", executor="ray", gpus_per_run=1)
+    proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, env=env, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "executor ray needs a cluster: set RAY_ADDRESS" in proc.stderr and "Traceback" not in proc.stderr
+    if (home / "store.db").exists():       # validated before anything was queued
+        assert _db(home).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    proc = cli("cluster", "status", home=home, env=env, timeout=120)
+    assert proc.returncode == 3 and "no Ray cluster" in proc.stdout, proc.stdout + proc.stderr
+    wrong = write_plan(tmp_path / "wrong.yaml", executor="ray", gpus_per_run=1, cluster={"address": "127.0.0.1:1"})
+    proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(wrong), home=home, env=env, timeout=120)
+    assert proc.returncode == 2 and "cannot reach the Ray head at 127.0.0.1:1" in proc.stderr, proc.stderr
+    bad = write_plan(tmp_path / "bad.yaml", executor="local", cluster={"address": "x:1"})
+    proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(bad), home=home, env=env, timeout=120)
+    assert proc.returncode == 2 and "`cluster` applies to executor ray only" in proc.stderr, proc.stderr
+
+
+def test_cluster_status_doctor_and_an_impossible_request(ray_cluster, ray_home, tmp_path):
+    cluster, workers, ray_tmp = ray_cluster
+    env = {"RAY_ADDRESS": cluster.address, "RAY_TMPDIR": str(ray_tmp)}
+    proc = cli("cluster", "status", "--json", home=ray_home, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    gpus = {n["node_id"]: n["gpus"] for n in report["nodes"] if n["alive"]}
+    assert gpus == {**{w.node_id: GPUS_PER_NODE for w in workers}, cluster.head_node.node_id: 0}
+    proc = cli("doctor", home=ray_home, env=env, timeout=120)
+    assert f"Ray cluster: {cluster.address}, 3 alive node(s), {2 * GPUS_PER_NODE} GPU(s)" in proc.stdout, proc.stdout
+    plan = write_plan(tmp_path / "plan.yaml", executor="ray", gpus_per_run=GPUS_PER_NODE + 1)
+    proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=ray_home, env=env, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "no node of the Ray cluster can hold a run asking {'GPU': 3.0" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, ray_home):
+    cluster, workers, _ = ray_cluster
+    worker_ids = {w.node_id for w in workers}
+
+    async def go():
+        engine = Engine(Home.open(str(ray_home)), tasks_dirs=[TASKS], agents_dirs=[TEST_AGENTS])
+        await engine.start()
+        try:
+            ids = await engine.enqueue_plan(_plan(cluster.address, "test-gpu-probe", 1, [0, 1, 2, 3]))
+            ids += await engine.enqueue_plan(_plan(cluster.address, "test-gpu-probe", 2, [0, 1]))
+            rows = await asyncio.wait_for(engine.wait_runs(ids), 900)
+            store = engine.store
+            placed = []
+            for row in rows:
+                assert row["state"] == "done", (row["id"], row["state"], row["end_reason"])
+                assert row["test_score"] is not None and row["baseline_score"] is not None
+                subs = store.query("SELECT status, score FROM submissions WHERE run_id=?", (row["id"],))
+                assert [s["status"] for s in subs] == ["scored"]
+                [attempt] = _attempts(store, row["id"])
+                where = _ray_json(attempt)
+                assert where["node_id"] in worker_ids                     # never the GPU-less head
+                assert len(where["gpu_ids"]) == row["gpus_requested"]
+                # The agent saw exactly Ray's assignment.
+                assert _stdout(store, row["id"], "devices ") == [f"devices {','.join(where['gpu_ids'])}"]
+                assert _stdout(store, row["id"], "tick ") == [f"tick {i}" for i in range(12)]
+                steps = [m["step"] for m in store.query("SELECT step FROM metrics WHERE run_id=? AND name='tick' "
+                                                        "ORDER BY id", (row["id"],))]
+                assert steps == list(range(12))
+                placed.append((where["node_id"], set(where["gpu_ids"]), attempt["started_at"], attempt["ended_at"]))
+            return placed
+        finally:
+            await engine.stop()
+
+    placed = asyncio.run(go())
+    assert {p[0] for p in placed} == worker_ids                           # both workers were used
+    overlaps = 0
+    for i, (node_a, gpus_a, start_a, end_a) in enumerate(placed):
+        for node_b, gpus_b, start_b, end_b in placed[i + 1:]:
+            if node_a == node_b and start_a < end_b and start_b < end_a:
+                overlaps += 1
+                assert not gpus_a & gpus_b, "two runs held the same GPU of a node at the same time"
+    busy = [(s, e, n, len(g)) for n, g, s, e in placed]
+    for start, _, node, _ in busy:      # at every start, the GPUs held on each node fit in it
+        held = sum(k for s, e, n, k in busy if n == node and s <= start < e)
+        assert held <= GPUS_PER_NODE
+    assert any(s1 < e2 and s2 < e1 and n1 != n2 for s1, e1, n1, _ in busy for s2, e2, n2, _ in busy), \
+        "no two runs ever ran at once on different nodes"
+
+
+def _db(home):
+    conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True, timeout=10)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _wait_for(pred, timeout, what):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        try:
+            if pred():
+                return
+        except sqlite3.Error:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_engine_killed_mid_run_re_adopts_the_ray_actor(ray_cluster, ray_home, tmp_path):
+    """The local crash test's assertions, with the agent in a detached actor on a worker node."""
+    cluster, workers, ray_tmp = ray_cluster
+    plan = write_plan(tmp_path / "plan.yaml", agents=["test-crash-probe"], budget="240s", executor="ray",
+                      gpus_per_run=1)
+    env = dict(os.environ, PYTHONPATH=str(REPO), RAY_ADDRESS=cluster.address, RAY_TMPDIR=str(ray_tmp))
+    cmd = [sys.executable, "-m", "autorl_tui", "--home", str(ray_home), "--agents-dir", str(TEST_AGENTS),
+           "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan)]
+    engine = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: _db(ray_home).execute("SELECT COUNT(*) FROM submissions WHERE status='scored'").fetchone()[0] == 1,
+                  300, "submission 1 to be scored")
+        _wait_for(lambda: _db(ray_home).execute("SELECT COUNT(*) FROM events WHERE message LIKE 'tick %'").fetchone()[0] >= 3,
+                  60, "ticks")
+    finally:
+        engine.send_signal(signal.SIGKILL)
+        engine.wait()
+    before = _db(ray_home)
+    events_before = [tuple(r) for r in before.execute("SELECT id, kind, message FROM events ORDER BY id")]
+    sub_before = dict(before.execute("SELECT * FROM submissions WHERE seq=1").fetchone())
+    assert before.execute("SELECT state FROM runs").fetchone()[0] == "running"
+    before.close()
+    proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "resume", home=ray_home,
+               timeout=500, env={"RAY_ADDRESS": cluster.address, "RAY_TMPDIR": str(ray_tmp)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    db = _db(ray_home)
+    run = dict(db.execute("SELECT * FROM runs").fetchone())
+    assert run["state"] == "done", run
+    events_after = [tuple(r) for r in db.execute("SELECT id, kind, message FROM events ORDER BY id")]
+    assert events_after[:len(events_before)] == events_before          # nothing recorded before was lost
+    ticks = [m for _, k, m in events_after if k == "stdout" and m.startswith("tick ")]
+    assert ticks == [f"tick {i}" for i in range(40)]                     # no line lost or duplicated
+    metric_steps = [r[0] for r in db.execute("SELECT step FROM metrics WHERE name='tick' ORDER BY id")]
+    assert metric_steps == list(range(40))
+    subs = [dict(r) for r in db.execute("SELECT * FROM submissions ORDER BY seq")]
+    assert subs[0]["score"] == sub_before["score"] and subs[0]["content_hash"] == sub_before["content_hash"]
+    assert [s["status"] for s in subs] == ["scored", "scored"]
+    assert run["test_score"] is not None
+    assert any("re-adopted" in m for _, _, m in events_after)
+    [attempt] = [dict(r) for r in db.execute("SELECT * FROM attempts")]
+    assert attempt["state"] == "exited" and _ray_json(attempt)["node_id"] in {w.node_id for w in workers}
+
+
+def test_a_node_that_cannot_see_the_home_refuses_the_plan(ray_cluster, ray_home, tmp_path):
+    """A worker started in its own mount namespace with an empty tmpfs over the home's parent:
+    the same cluster, a node blind to the home."""
+    cluster, workers, ray_tmp = ray_cluster
+    env = {"RAY_ADDRESS": cluster.address, "RAY_TMPDIR": str(ray_tmp)}
+    ray_cli = Path(sys.executable).parent / "ray"
+    node = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         f"mount -t tmpfs blind {ray_home.parent} && exec {ray_cli} start --address={cluster.address} "
+         f"--num-cpus=1 --num-gpus=0 --resources='{{\"blind\": 1}}' --block --disable-usage-stats"],
+        env=dict(os.environ, PYTHONPATH=str(REPO), **env), start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def nodes():
+            proc = cli("cluster", "status", "--json", home=ray_home, env=env, timeout=120)
+            return [n for n in json.loads(proc.stdout)["nodes"] if n["alive"]]
+        _wait_for(lambda: any("blind" in n["resources"] for n in nodes()), 120, "the blind node to join")
+        plan = write_plan(tmp_path / "plan.yaml", executor="ray", gpus_per_run=1)
+        proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=ray_home, env=env, timeout=300)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"the home {ray_home} is not visible on Ray node(s)" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert _db(ray_home).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    finally:
+        os.killpg(node.pid, signal.SIGTERM)
+        node.wait(60)
+    _wait_for(lambda: not any("blind" in n["resources"] for n in nodes()), 120, "the blind node to leave")
+
+
+def test_worker_removed_mid_run_loses_only_its_run_which_is_retried(ray_cluster, ray_home):
+    """Last in this module: it takes a worker away."""
+    cluster, workers, _ = ray_cluster
+
+    async def go():
+        engine = Engine(Home.open(str(ray_home)), tasks_dirs=[TASKS], agents_dirs=[TEST_AGENTS])
+        engine.retry_policy = RetryPolicy(max_attempts=2, base_s=1.0)
+        await engine.start()
+        try:
+            # Two GPUs each: one run per worker node.
+            ids = await engine.enqueue_plan(_plan(cluster.address, "test-crash-probe", 2, [0, 1]))
+            store = engine.store
+            t0 = time.time()
+            while not all(len(_stdout(store, r, "tick ")) >= 3 for r in ids):
+                assert time.time() - t0 < 300, "the two runs did not both start ticking"
+                await asyncio.sleep(0.5)
+            victim, other = ids
+            node_id = _ray_json(_attempts(store, victim)[0])["node_id"]
+            assert node_id != _ray_json(_attempts(store, other)[0])["node_id"]
+            [node] = [w for w in workers if w.node_id == node_id]
+            await asyncio.to_thread(cluster.remove_node, node, False)
+            rows = {r["id"]: r for r in await asyncio.wait_for(engine.wait_runs(ids), 900)}
+            attempts = {r: _attempts(store, r) for r in ids}
+            assert [a["state"] for a in attempts[victim]] == ["lost", "exited"]
+            assert "left the Ray cluster" in attempts[victim][0]["error"]
+            assert rows[victim]["state"] == "done" and rows[victim]["test_score"] is not None
+            # The retry ran on the remaining worker.
+            assert _ray_json(attempts[victim][1])["node_id"] != node_id
+            assert rows[other]["state"] == "done" and [a["state"] for a in attempts[other]] == ["exited"]
+            assert _stdout(store, other, "tick ") == [f"tick {i}" for i in range(40)]
+            subs = store.query("SELECT status FROM submissions WHERE run_id=?", (other,))
+            assert [s["status"] for s in subs] == ["scored", "scored"]
+        finally:
+            await engine.stop()
+
+    asyncio.run(go())

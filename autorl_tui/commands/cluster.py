@@ -20,17 +20,12 @@ def register(subparsers) -> None:
 
 def _holders(home) -> list[dict]:
     """Active Ray attempts of this home with where Ray placed them (ray.json in their log folder)."""
-    from autorl_tui.store.db import open_readonly
+    from autorl_tui.store.queries import StoreReader
 
     if not home.store_path.exists():
         return []
-    conn = open_readonly(home.store_path)
-    try:
-        rows = conn.execute("SELECT a.run_id, a.log_dir FROM attempts a JOIN runs r ON r.id = a.run_id "
-                            "WHERE a.executor='ray' AND a.state IN ('starting', 'running') "
-                            "AND r.state IN ('running', 'paused', 'finalizing')").fetchall()
-    finally:
-        conn.close()
+    with StoreReader.open(home.store_path) as reader:
+        rows = reader.live_attempts("ray")
     out = []
     for run_id, log_dir in rows:
         try:

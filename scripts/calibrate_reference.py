@@ -3,7 +3,8 @@
 One plan (a run per seed, one at a time) run headless with `--batch` in a fresh home under OUT: the
 engine's own workspace, per-run grading API and sandboxed grader worker, baseline on dev and test,
 held-out test of the selected submission. Then, per seed, a JSON line from `export`: baseline,
-each submission's dev score, the selection, its test score, the gain and the run's time from start to end (export's agent_time_s).
+each submission's dev score, the selection, its test score, the gain and the run's time from its
+start to its end (export's agent_time_s).
 
 usage: PYTHONPATH=. python scripts/calibrate_reference.py OUT [--seeds 0 1 2] [--budget 300] [opt=value ...]
 (opt=value: the reference agent's options, passed as REFERENCE_AGENT_OPTIONS)

@@ -3,8 +3,8 @@ built-in specs in a scratch workspace against a scripted stand-in for the paid L
 (tests/support/standin_llm.py: Anthropic Messages for Claude Code via ANTHROPIC_BASE_URL, the
 OpenAI Responses API for Codex via a custom provider, the Gemini API for Gemini CLI via
 GOOGLE_GEMINI_BASE_URL, OpenAI chat completions for opencode via a custom provider). The session:
-look around, write a training script, run it, submit to a stand-in of the run's grading API. We
-assert the normalized actions parsed from their real output, recorded in a real store.
+look around, write a training script, run it, submit to the run's real grading API (over a desk
+that answers a fixed score: tests/support/standin_grading.py). We assert the normalized actions parsed from their real output, recorded in a real store.
 
 The CLIs are installed once into a cache folder ($AUTORL_AGENT_CLI_CACHE, default
 ~/.cache/autorl-tui/agent-clis): `npm install --prefix DIR @anthropic-ai/claude-code @openai/codex

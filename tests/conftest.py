@@ -47,3 +47,11 @@ def docker_available() -> bool:
         return True
     except Exception:
         return False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with slow (or Docker) tests first, each file's tests kept together and in order. The
+    parallel workers of `make test` (pytest-xdist, `--dist loadfile --no-loadscope-reorder`) take
+    whole files in this order, so the long ones start early and the many quick ones fill in last."""
+    heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("docker")}
+    items.sort(key=lambda item: item.path not in heavy)    # stable: the order within each group is kept

@@ -11,8 +11,8 @@ from autorl_tui.home import Home
 from autorl_tui.tui.screens.new_plan import NewPlanScreen
 from autorl_tui.tui.screens.prompts import ConfirmScreen, InputScreen
 from autorl_tui.tui.screens.run import RunScreen
-from tests.console.frozen import FrozenConsole
-from tests.console.static_engine import ServedEngine
+from tests.support.frozen_console import FrozenConsole
+from tests.support.static_engine import ServedEngine
 
 RID = "r0002-arith-scripted-s0"
 

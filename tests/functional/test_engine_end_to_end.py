@@ -24,18 +24,17 @@ def store(home: Path) -> sqlite3.Connection:
     return conn
 
 
-def test_scripted_agent_trains_submits_twice_and_export_reproduces_the_store(home, tmp_path):
-    plan = write_plan(tmp_path / "plan.yaml", agents=["test-train-twice"], budget="240s")
-    proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_scripted_agent_trains_submits_twice_and_export_reproduces_the_store(train_twice_home, tmp_path):
+    home = train_twice_home      # `--batch` of baseline-copy and test-train-twice, shared with test_reports_batch
     db = store(home)
-    run = dict(db.execute("SELECT * FROM runs").fetchone())
+    run = dict(db.execute("SELECT * FROM runs WHERE agent = 'test-train-twice'").fetchone())
     assert run["state"] == "done", run
     subs = [dict(r) for r in db.execute("SELECT * FROM submissions WHERE run_id=? ORDER BY seq", (run["id"],))]
     assert [s["status"] for s in subs] == ["scored", "scored"]
     assert all(s["content_hash"] and s["snapshot_path"] and s["revision_id"] for s in subs)
     assert subs[0]["revision_id"] != subs[1]["revision_id"]   # code/ changed between the two
-    n_dev = db.execute("SELECT COUNT(*) FROM samples WHERE split='dev' AND baseline_id IS NOT NULL").fetchone()[0]
+    n_dev = db.execute("SELECT COUNT(*) FROM samples WHERE split='dev' AND baseline_id = (SELECT MIN(baseline_id) "
+                       "FROM samples WHERE split='dev')").fetchone()[0]     # one baseline's dev samples
     for s in subs:
         samples = db.execute("SELECT COUNT(*) FROM samples WHERE submission_id=? AND split='dev'", (s["id"],)).fetchone()[0]
         assert samples == n_dev > 0
@@ -64,7 +63,8 @@ def test_scripted_agent_trains_submits_twice_and_export_reproduces_the_store(hom
         assert len([x for x in exported["samples"] if x["split"] == "dev"]) == n_dev
     assert len(data["events"]) == db.execute("SELECT COUNT(*) FROM events WHERE run_id=?", (run["id"],)).fetchone()[0]
     listed = json.loads(cli("runs", "list", "--json", home=home, check=True).stdout)
-    assert [r["id"] for r in listed] == [run["id"]]
+    assert sorted(r["id"] for r in listed) == sorted(r[0] for r in db.execute("SELECT id FROM runs"))
+    assert run["id"] in [r["id"] for r in listed] and len(listed) == 2
 
 
 def test_integrity_rules_of_the_grading_api(home, tmp_path):

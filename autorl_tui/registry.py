@@ -29,7 +29,7 @@ GROUP_PREFIX = "autorl_tui."
 # docs/ARCHITECTURE.md ("Plugins").
 BUILTINS: dict[str, dict[str, str]] = {
     "tasks": {
-        "builtin": "autorl_tui.catalog.tasks:builtin_tasks_dir",
+        "builtin": "autorl_tui.tasks:builtin_tasks_dir",
     },
     "scorers": {
         "exact_match": "autorl_tui.grading.scorers.exact_match:ExactMatchScorer",
@@ -55,21 +55,21 @@ BUILTINS: dict[str, dict[str, str]] = {
         "vllm": "autorl_tui.grading.inference:VLLMPolicy",
     },
     "data_providers": {
-        "alfworld": "autorl_tui.tasks_impl.alfworld.provider:materialize",
-        "humaneval": "autorl_tui.tasks_impl.humaneval:materialize",
+        "alfworld": "autorl_tui.tasks.alfworld.provider:materialize",
+        "humaneval": "autorl_tui.tasks.humaneval.provider:materialize",
     },
     "environments": {
-        "alfworld": "autorl_tui.tasks_impl.alfworld.environment:AlfworldEnvironment",
+        "alfworld": "autorl_tui.tasks.alfworld.environment:AlfworldEnvironment",
     },
     "generators": {
-        "arith": "autorl_tui.catalog.generators.arith:generate",
+        "arith": "autorl_tui.tasks.arith.generator:generate",
     },
     "item_normalizers": {
-        "gsm8k": "autorl_tui.catalog.generators.gsm8k:normalize",
+        "gsm8k": "autorl_tui.tasks.gsm8k.normalize:normalize",
     },
     "models": {
-        "tiny": "autorl_tui.catalog.tiny:build_tiny_model",
-        "tiny-alfworld": "autorl_tui.tasks_impl.alfworld.tiny_model:build",
+        "tiny": "autorl_tui.tasks.arith.tiny_model:build_tiny_model",
+        "tiny-alfworld": "autorl_tui.tasks.alfworld.tiny_model:build",
     },
     "commands": {
         **{name: f"autorl_tui.commands.{name}:register"

@@ -23,9 +23,9 @@ def main():
     from autorl_tui.catalog.tasks import load_task_card, materialize
     from autorl_tui.grading.scorers import get_scorer
     from autorl_tui.grading.types import EvalProtocol, ScorerContext
-    from autorl_tui.tasks_impl.alfworld.policies import FixedCommandPolicy, ReplayExpertPolicy
+    from autorl_tui.tasks.alfworld.policies import FixedCommandPolicy, ReplayExpertPolicy
 
-    card = load_task_card(REPO / "tasks" / "alfworld")
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "alfworld")
     card.data["params"]["source"] = "generated"
     card.data["splits"] = {"dev": {"seed": 2, "n_per_type": N_PER_TYPE, "rooms": "seen"}}
     card.id = "alfworld-bench"

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from autorl_tui.catalog.tasks import find_task, materialize, task_search_path  # noqa: E402
-from autorl_tui.catalog.tiny import build_tiny_model, source_key  # noqa: E402
+from autorl_tui.tasks.arith.tiny_model import build_tiny_model, source_key  # noqa: E402
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 RUNS = int(os.environ.get("BENCH_RUNS", "2"))

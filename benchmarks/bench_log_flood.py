@@ -14,7 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from autorl_tui.catalog.tiny import build_tiny_model, source_key  # noqa: E402
+from autorl_tui.tasks.arith.tiny_model import build_tiny_model, source_key  # noqa: E402
 from tests.support.harness import install_model, make_reachable_home  # noqa: E402
 from tests.support.log_flood import run_flood  # noqa: E402
 

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from autorl_tui.grading.sandbox import Sandbox, SandboxLimits  # noqa: E402
 from autorl_tui.grading.code_protocol import run_check  # noqa: E402
 from autorl_tui.grading.scorers.unit_tests import solution_source  # noqa: E402
-from autorl_tui.tasks_impl.humaneval import bundled_problems  # noqa: E402
+from autorl_tui.tasks.humaneval.provider import bundled_problems  # noqa: E402
 
 N = int(os.environ.get("BENCH_SANDBOX_N", "40"))
 

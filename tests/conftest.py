@@ -40,7 +40,7 @@ def home_dir(tmp_path) -> Path:
 def tiny_model_dir() -> Path:
     """The built-in `tiny` model (seed 0), built once and cached between test sessions under
     .pytest_cache, keyed by the sources that determine its weights."""
-    from autorl_tui.catalog import tiny
+    from autorl_tui.tasks.arith import tiny_model as tiny
 
     root = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models"))
     return tiny.build_tiny_model(root / f"tiny-{tiny.source_key()}", seed=0)

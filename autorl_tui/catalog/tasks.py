@@ -4,7 +4,7 @@ A card fixes the evaluation protocol. Data comes from a *provider* named in the 
 
     data:
       provider: generator          # python function producing items for a split
-      generator: arith             # autorl_tui.catalog.generators.<name>:generate
+      generator: arith             # a registered `generators` plugin, e.g. autorl_tui/tasks/arith/generator.py
       params: {...}
       splits: {train: {n: 4000, seed: 42}, dev: {n: 200, seed: 5678}, test: {n: 300, seed: 1234}}
 
@@ -50,10 +50,6 @@ from autorl_tui.exitcodes import UsageError
 
 SPLITS_AGENT_VISIBLE = ("train",)
 HELD_OUT_SPLITS = ("test", "private")
-
-
-def builtin_tasks_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "tasks"
 
 
 def task_search_path(extra: list[Path] | None = None, home_root: Path | None = None) -> list[Path]:

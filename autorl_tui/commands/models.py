@@ -29,7 +29,7 @@ def cmd_build(args) -> int:
     if args.name not in builtin_models():
         raise UsageError(f"{args.name!r} is not a built-in model; built-in: {', '.join(builtin_models())}. "
                          f"Other models are used from a local Hugging Face folder (give its path)")
-    from autorl_tui.catalog.tiny import weights_hash
+    from autorl_tui.catalog.model_builds import weights_hash
 
     home = Home.open(getattr(args, "home", None))
     target = home.models / args.name

@@ -23,7 +23,7 @@ TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_
 
 def small_card(tmp: Path, name: str, task_types, splits: dict):
     """The shipped alfworld card with fewer games (same generator, same protocol otherwise)."""
-    card = load_task_card(REPO / "tasks" / "alfworld")
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "alfworld")
     card.data = json.loads(json.dumps(card.data))
     card.data["params"]["source"] = "generated"
     card.data["params"]["task_types"] = list(task_types)
@@ -104,7 +104,7 @@ def test_a_fresh_engine_replays_each_stored_walkthrough_to_a_win(all_types_train
 
 
 def test_scorer_gives_the_replayed_expert_100_percent_and_stores_trajectories(all_types_train):
-    from autorl_tui.tasks_impl.alfworld.policies import ReplayExpertPolicy
+    from autorl_tui.tasks.alfworld.policies import ReplayExpertPolicy
     card, train = all_types_train
     items = items_of(train)
     policy = ReplayExpertPolicy(train, items)
@@ -127,7 +127,7 @@ def test_scorer_gives_the_replayed_expert_100_percent_and_stores_trajectories(al
 
 def test_scorer_reports_episodes_done_and_the_progress_file_then_ignores_backend_batches(all_types_train, tmp_path):
     from autorl_tui.grading.progress import ProgressFile
-    from autorl_tui.tasks_impl.alfworld.policies import ReplayExpertPolicy
+    from autorl_tui.tasks.alfworld.policies import ReplayExpertPolicy
     card, train = all_types_train
     items = items_of(train)
     heard, written = [], ProgressFile(tmp_path / "progress.json")
@@ -145,7 +145,7 @@ def test_scorer_reports_episodes_done_and_the_progress_file_then_ignores_backend
 
 
 def test_scorer_gives_a_look_only_policy_zero(all_types_train):
-    from autorl_tui.tasks_impl.alfworld.policies import FixedCommandPolicy
+    from autorl_tui.tasks.alfworld.policies import FixedCommandPolicy
     card, train = all_types_train
     result = evaluate(card, train, FixedCommandPolicy("look"), max_steps=4)
     assert result.score == 0.0 and result.metrics["mean_steps_to_success"] is None
@@ -154,7 +154,7 @@ def test_scorer_gives_a_look_only_policy_zero(all_types_train):
 
 
 def test_gibberish_replies_are_invalid_steps(all_types_train):
-    from autorl_tui.tasks_impl.alfworld.policies import FixedCommandPolicy
+    from autorl_tui.tasks.alfworld.policies import FixedCommandPolicy
     card, train = all_types_train
     result = evaluate(card, train, FixedCommandPolicy("zqxj vvv"), max_steps=2)
     assert result.score == 0.0 and result.metrics["invalid_action_rate"] == 100.0
@@ -163,7 +163,7 @@ def test_gibberish_replies_are_invalid_steps(all_types_train):
 
 
 def test_scorer_rejects_unknown_options(all_types_train):
-    from autorl_tui.tasks_impl.alfworld.policies import FixedCommandPolicy
+    from autorl_tui.tasks.alfworld.policies import FixedCommandPolicy
     card, train = all_types_train
     ctx = ScorerContext(task_dir=card.dir, split="train", split_path=train, scratch_dir=train,
                         options={"fewshot": True}, log=lambda s: None)
@@ -172,7 +172,7 @@ def test_scorer_rejects_unknown_options(all_types_train):
 
 
 def test_splits_are_disjoint_and_test_uses_unseen_rooms(three_splits):
-    from autorl_tui.tasks_impl.alfworld.games import UNSEEN_ROOMS
+    from autorl_tui.tasks.alfworld.games import UNSEEN_ROOMS
     _, paths = three_splits
     items = {s: items_of(p) for s, p in paths.items()}
     assert [len(items[s]) for s in ("train", "dev", "test")] == [2, 1, 1]
@@ -196,7 +196,7 @@ def test_generation_is_deterministic_by_seed(three_splits, tmp_path):
 
 
 def test_train_split_carries_sft_data_with_the_graders_prompts(all_types_train):
-    from autorl_tui.tasks_impl.alfworld.prompts import build_messages
+    from autorl_tui.tasks.alfworld.prompts import build_messages
     _, train = all_types_train
     items = items_of(train)
     chat = [json.loads(x) for x in (train / "sft_chat.jsonl").read_text().splitlines()]
@@ -259,7 +259,7 @@ def test_official_layout_is_used_when_alfworld_data_points_at_it(all_types_train
     """Games laid out as `alfworld-download` does (json_2.1.1/<split>/<task>/<trial>/) are picked up:
     train from train (with planner expert data), dev from valid_seen, test from valid_unseen."""
     import shutil
-    from autorl_tui.tasks_impl.alfworld.provider import available
+    from autorl_tui.tasks.alfworld.provider import available
     card, train = all_types_train
     items = items_of(train)
     root = tmp_path / "official"
@@ -286,7 +286,7 @@ def test_official_layout_is_used_when_alfworld_data_points_at_it(all_types_train
 
 
 def test_official_source_without_the_data_says_how_to_get_it(alfworld_data, tmp_path, monkeypatch):
-    from autorl_tui.tasks_impl.alfworld.provider import AlfworldDataError, available
+    from autorl_tui.tasks.alfworld.provider import AlfworldDataError, available
     card = small_card(tmp_path, "official-missing", TASK_TYPES, {"train": {}, "dev": {}, "test": {}})
     card.data["params"]["source"] = "official"
     monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path / "empty"))
@@ -317,7 +317,7 @@ def test_workspace_gets_the_train_split_and_nothing_held_out(three_splits, tmp_p
 def test_tiny_alfworld_reads_every_game_word_and_fits_a_turn(three_splits, all_types_train):
     """The built-in `tiny-alfworld` tokenizer is made from the engine's text, not from any split:
     every word of every split's games (held-out rooms too) is in it, and a whole turn fits its context."""
-    from autorl_tui.tasks_impl.alfworld.tiny_model import MAX_POSITIONS, build_tokenizer
+    from autorl_tui.tasks.alfworld.tiny_model import MAX_POSITIONS, build_tokenizer
 
     tok = build_tokenizer()
     unk = tok.unk_token_id
@@ -339,8 +339,8 @@ def test_tiny_alfworld_reads_every_game_word_and_fits_a_turn(three_splits, all_t
 
 
 def test_tiny_alfworld_build_is_deterministic_and_plays_as_a_policy(all_types_train, tmp_path):
-    from autorl_tui.catalog.tiny import weights_hash
-    from autorl_tui.tasks_impl.alfworld.tiny_model import build_tiny_alfworld_model
+    from autorl_tui.catalog.model_builds import weights_hash
+    from autorl_tui.tasks.alfworld.tiny_model import build_tiny_alfworld_model
     from autorl_tui.grading.inference import TransformersPolicy
 
     a = build_tiny_alfworld_model(tmp_path / "a")
@@ -365,8 +365,8 @@ def test_reference_collect_writes_reactive_trajectories_that_win(all_types_train
     moves; replaying each episode wins in the engine. The expert's choices follow from the prompt:
     searches go through the room list in order from where it stands, and the object goes to the
     first place of the needed type in the room list."""
-    from autorl_tui.tasks_impl.alfworld.env import AlfworldGame
-    from autorl_tui.tasks_impl.alfworld.prompts import build_messages
+    from autorl_tui.tasks.alfworld.env import AlfworldGame
+    from autorl_tui.tasks.alfworld.prompts import build_messages
 
     _, train = all_types_train
     script = REPO / "autorl_tui" / "builtin" / "agents" / "reference" / "pipeline" / "alfworld_collect.py"
@@ -445,8 +445,8 @@ def test_reference_dagger_labels_the_states_the_model_reaches(all_types_train, a
     expert's own: the same prompts and answers as the collection writes, and every game is won. With
     an untrained model in charge (beta 0) nothing is won, and each state still gets the expert's
     label, in the grader's prompt for the history the model made."""
-    from autorl_tui.tasks_impl.alfworld.tiny_model import build_tiny_alfworld_model
-    from autorl_tui.tasks_impl.alfworld.prompts import build_messages
+    from autorl_tui.tasks.alfworld.tiny_model import build_tiny_alfworld_model
+    from autorl_tui.tasks.alfworld.prompts import build_messages
 
     _, train = all_types_train
     model = build_tiny_alfworld_model(tmp_path / "model")

@@ -31,7 +31,7 @@ def home():
 def small_alfworld_tasks(root):
     """The shipped card with one task type and a handful of games (same generator and protocol)."""
     task = root / "alfworld-small"
-    shutil.copytree(REPO / "tasks" / "alfworld", task)
+    shutil.copytree(REPO / "autorl_tui" / "tasks" / "alfworld", task)
     card = yaml.safe_load((task / "task.yaml").read_text())
     card["id"] = "alfworld-small"
     card["protocol"]["max_steps"] = 6

@@ -70,7 +70,7 @@ def test_scripted_agent_trains_submits_twice_and_export_reproduces_the_store(tra
 def test_integrity_rules_of_the_grading_api(home, tmp_path):
     plan = write_plan(tmp_path / "plan.yaml", agents=["test-integrity"], budget="120s")
     # The agent is told where the harness keeps private things and tries to read them.
-    probe_paths = [home / "store.db", home / "cache", home / "snapshots", home / "runs", REPO / "tasks" / "arith", TASKS / "arith-small"]
+    probe_paths = [home / "store.db", home / "cache", home / "snapshots", home / "runs", REPO / "autorl_tui" / "tasks" / "arith", TASKS / "arith-small"]
     proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, timeout=400,
                env={"PROBE_PATHS": ":".join(map(str, probe_paths))})
     assert proc.returncode == 0, proc.stdout + proc.stderr

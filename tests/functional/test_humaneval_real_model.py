@@ -5,7 +5,7 @@ import pytest
 
 from autorl_tui.grading.scorers import get_scorer
 from autorl_tui.grading.types import FAILURE_KINDS, Completion, EvalProtocol, ScorerContext
-from autorl_tui.tasks_impl.humaneval import bundled_problems
+from autorl_tui.tasks.humaneval.provider import bundled_problems
 
 pytestmark = pytest.mark.slow
 

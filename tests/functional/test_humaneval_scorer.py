@@ -11,7 +11,7 @@ from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_se
 from autorl_tui.grading.scorers import get_scorer
 from autorl_tui.grading.scorers.unit_tests import extract_code, pass_at_k, solution_source
 from autorl_tui.grading.types import Completion, EvalProtocol, ScorerContext
-from autorl_tui.tasks_impl.humaneval import bundled_problems, partition
+from autorl_tui.tasks.humaneval.provider import bundled_problems, partition
 
 
 class GivenCompletionsPolicy:

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from support.harness import cli
-from autorl_tui.tasks_impl.humaneval import bundled_problems, partition
+from autorl_tui.tasks.humaneval.provider import bundled_problems, partition
 
 # Looks the expected value of this call up in test source text: `assert candidate(ARGS) == EXPECTED`.
 LOOKUP = '''

@@ -1,7 +1,7 @@
 """ALFWorld prompt building, reply parsing and admissible-command matching (no engine needed)."""
 
-from autorl_tui.tasks_impl.alfworld import games as G
-from autorl_tui.tasks_impl.alfworld.prompts import (FEW_SHOT, build_messages, match_action, normalize,
+from autorl_tui.tasks.alfworld import games as G
+from autorl_tui.tasks.alfworld.prompts import (FEW_SHOT, build_messages, match_action, normalize,
                                                     parse_reply)
 
 ADMISSIBLE = ["go to countertop 1", "go to fridge 1", "inventory", "look", "move apple 1 to fridge 1",
@@ -90,7 +90,7 @@ def test_env_success_option_checks_used_by_tasks_validate():
 
     from autorl_tui.grading.scorers import get_scorer
     scorer = get_scorer("env_success")
-    card_dir = Path(__file__).resolve().parents[2] / "tasks" / "alfworld"
+    card_dir = Path(__file__).resolve().parents[2] / "autorl_tui" / "tasks" / "alfworld"
     card_opts = yaml.safe_load((card_dir / "task.yaml").read_text())["scorer_options"]
     assert scorer.validate_options(card_opts, card_dir) == []
     problems = scorer.validate_options({"env": "alfworld", "match_threshold": 2, "fewshot": True}, card_dir)

@@ -1,4 +1,4 @@
-from autorl_tui.catalog.generators import arith
+from autorl_tui.tasks.arith import generator as arith
 from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path
 from autorl_tui.catalog.answers import extract_answer
 

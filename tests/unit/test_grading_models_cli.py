@@ -2,7 +2,7 @@ import json
 import shutil
 
 from autorl_tui.cli import main
-from autorl_tui.catalog.tiny import weights_hash
+from autorl_tui.catalog.model_builds import weights_hash
 
 
 def test_models_list_on_a_fresh_home(home_dir, capsys):

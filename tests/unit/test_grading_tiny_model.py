@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from autorl_tui.catalog.tiny import BUILD_INFO, build_tiny_model, is_built, weights_hash
+from autorl_tui.catalog.model_builds import BUILD_INFO, is_built, weights_hash
+from autorl_tui.tasks.arith.tiny_model import build_tiny_model
 from tests.conftest import REPO
 
 
@@ -47,7 +48,7 @@ def test_existing_model_is_reused_unless_forced(tmp_path):
 
 
 def test_two_processes_building_at_once_do_not_collide(tmp_path):
-    code = ("import sys; from autorl_tui.catalog.tiny import build_tiny_model; "
+    code = ("import sys; from autorl_tui.tasks.arith.tiny_model import build_tiny_model; "
             "build_tiny_model(sys.argv[1], seed=0, pretrain_steps=2, pretrain_docs=300); print('ok')")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "m")], cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
@@ -59,7 +60,7 @@ def test_two_processes_building_at_once_do_not_collide(tmp_path):
 
 
 def test_half_built_model_never_visible(tmp_path, monkeypatch):
-    from autorl_tui.catalog import tiny
+    from autorl_tui.tasks.arith import tiny_model as tiny
 
     def explode(folder, seed, steps, docs):
         (folder / "config.json").write_text("{}")
@@ -75,7 +76,7 @@ def test_half_built_model_never_visible(tmp_path, monkeypatch):
 def test_fast_chatml_matches_the_chat_template(tiny_model_dir):
     from transformers import AutoTokenizer
 
-    from autorl_tui.catalog.tiny import chatml
+    from autorl_tui.catalog.model_builds import chatml
 
     tok = AutoTokenizer.from_pretrained(tiny_model_dir, local_files_only=True)
     msgs = [{"role": "user", "content": "Tom has 3 apples."}, {"role": "assistant", "content": "#### 3"}]

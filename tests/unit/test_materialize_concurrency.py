@@ -13,7 +13,7 @@ from pathlib import Path
 from autorl_tui.catalog.tasks import load_task_card, materialize
 
 REPO = Path(__file__).resolve().parents[2]
-CARD = REPO / "tasks" / "arith" / "task.yaml"
+CARD = REPO / "autorl_tui" / "tasks" / "arith" / "task.yaml"
 
 PROGRAM = """
 import json, os, sys, time

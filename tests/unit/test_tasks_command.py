@@ -96,7 +96,7 @@ def test_unknown_task_id_exits_2_and_lists_known(capsys, home_dir):
 
 
 def test_scorer_options_are_checked_by_the_scorer(capsys, tmp_path):
-    src = REPO / "tasks" / "alpaca-judge"
+    src = REPO / "autorl_tui" / "tasks" / "alpaca-judge"
     task = tmp_path / "alpaca-judge"
     shutil.copytree(src, task)
     (task / "anchors.jsonl").write_text('{"prompt": "p", "output_a": "x", "output_b": "y", "expected": "maybe"}\n')

@@ -24,8 +24,8 @@ import os
 import shutil
 from pathlib import Path
 
-from autorl_tui.tasks_impl.alfworld import games as G
-from autorl_tui.tasks_impl.alfworld.official import copy_official_game, official_games, official_root
+from autorl_tui.tasks.alfworld import games as G
+from autorl_tui.tasks.alfworld.official import copy_official_game, official_games, official_root
 
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -134,8 +134,8 @@ def _official_items(root: Path, split: str, spec: dict, types, work: Path, log) 
 
 def add_workspace_extras(card, split_dir: Path, items: list[dict]) -> None:
     """What the agent gets beside the train games: expert SFT data, few-shot examples, the API."""
-    from autorl_tui.tasks_impl.alfworld.experts import write_sft_files
-    from autorl_tui.tasks_impl.alfworld.prompts import FEW_SHOT
+    from autorl_tui.tasks.alfworld.experts import write_sft_files
+    from autorl_tui.tasks.alfworld.prompts import FEW_SHOT
     opts = dict(card.scorer_options or {})
     counts = write_sft_files(split_dir, items, split_dir, few_shot=bool(opts.get("few_shot", False)),
                              history_len=int(opts.get("history_len", 5)))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autorl_tui.tasks_impl.alfworld.api import list_games, run_episodes
-from autorl_tui.tasks_impl.alfworld.env import AlfworldGame
-from autorl_tui.tasks_impl.alfworld.prompts import messages_to_text
+from autorl_tui.tasks.alfworld.api import list_games, run_episodes
+from autorl_tui.tasks.alfworld.env import AlfworldGame
+from autorl_tui.tasks.alfworld.prompts import messages_to_text
 
 
 class AlfworldEnvironment:

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from autorl_tui.tasks_impl.alfworld.prompts import build_messages
+from autorl_tui.tasks.alfworld.prompts import build_messages
 
 
 def load_expert(split_dir: Path, item: dict) -> dict:

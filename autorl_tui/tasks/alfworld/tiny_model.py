@@ -1,6 +1,6 @@
 """The built-in `tiny-alfworld` base model: `tiny`'s sibling sized for ALFWorld prompts.
 
-`tiny` (catalog/tiny.py) has a 512-token BPE vocabulary learned from arithmetic text and 256
+`tiny` (tasks/arith/tiny_model.py) has a 512-token BPE vocabulary learned from arithmetic text and 256
 positions; an ALFWorld turn (rules, room, the last steps, the available commands) is 300-450
 words, about 1,500 of its tokens, so it cannot even read one. This model can:
 
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from autorl_tui.exitcodes import UsageError
-from autorl_tui.catalog.tiny import BUILD_INFO, CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically
+from autorl_tui.catalog.model_builds import BUILD_INFO, CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically
 
 NAME = "tiny-alfworld"
 VERSION = "1"
@@ -57,7 +57,7 @@ def _alfworld_sources() -> list[str]:
 
 
 def _prompt_sources() -> list[str]:
-    from autorl_tui.tasks_impl.alfworld import prompts
+    from autorl_tui.tasks.alfworld import prompts
 
     texts = [prompts.SYSTEM_PROMPT, prompts.THOUGHT_FEEDBACK, prompts.INVALID_FEEDBACK, *prompts.FEW_SHOT.values(),
              prompts.user_message("You are in the middle of a room. Looking quickly around you, you see nothing.",

@@ -1,4 +1,4 @@
-"""The built-in `tiny` base model, built on this machine with no downloads.
+"""The built-in `tiny` base model, built on this machine with no downloads (registry kind `models`).
 
 - Tokenizer: byte-level BPE trained with `tokenizers` on synthetic text; digits are split one per
   token (like Llama/Qwen), ChatML chat template, eos `<|im_end|>`, pad `<|pad|>`, left padding.
@@ -10,29 +10,26 @@
   dev/test question is ever seen.
 
 Deterministic: the same seed and steps give the same weights on the same torch build (training
-always runs on BUILD_THREADS threads so that the reduction order does not depend on the machine). Atomic: built in
-a temporary folder beside the target and renamed into place, under a file lock.
+always runs on BUILD_THREADS threads so that the reduction order does not depend on the machine).
+Atomic: catalog/model_builds.build_atomically.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import math
-import os
 import random
 import re
-import shutil
-import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from autorl_tui import progress
-from autorl_tui.catalog.generators import arith
+from autorl_tui.catalog import model_builds
+from autorl_tui.catalog.model_builds import (BUILD_INFO, CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically,
+                                             chatml)
+from autorl_tui.tasks.arith import generator as arith
 
-BUILD_INFO = "autorl_tui_build.json"
 TINY_VERSION = "1"
 VOCAB_SIZE = 512
 MAX_POSITIONS = 256
@@ -41,13 +38,6 @@ PRETRAIN_P_CORRECT = 0.3
 PRETRAIN_BATCH = 32
 PRETRAIN_DOCS = 12000
 BUILD_THREADS = 2      # fixed, so the reduction order and thus the weights do not depend on the machine
-CHAT_TEMPLATE = (
-    "{%- for message in messages -%}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\n' }}{%- endif -%}"
-)
-SPECIAL_TOKENS = ["<|pad|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
 def _train_only_problems(rng: random.Random, n: int) -> list[dict]:
@@ -105,11 +95,6 @@ def build_tokenizer(seed: int = 0):
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|pad|>", bos_token=None, unk_token=None,
         additional_special_tokens=["<|endoftext|>", "<|im_start|>"], model_max_length=MAX_POSITIONS,
         padding_side="left", chat_template=CHAT_TEMPLATE)
-
-
-def chatml(messages: list[dict]) -> str:
-    """What CHAT_TEMPLATE renders (a plain format string is 10x faster than Jinja for a corpus)."""
-    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
 
 
 def _pretrain_corpus(tok, seed: int, n_docs: int):
@@ -196,58 +181,6 @@ def _build_into(folder: Path, seed: int, pretrain_steps: int, pretrain_docs: int
     return info
 
 
-def weights_hash(folder: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(Path(folder).glob("*.safetensors")):
-        h.update(f.read_bytes())
-    return h.hexdigest()
-
-
-def is_built(folder: Path) -> bool:
-    return (folder / BUILD_INFO).exists() and any(folder.glob("*.safetensors"))
-
-
-@contextmanager
-def _build_lock(folder: Path):
-    lock_path = folder.parent / f".{folder.name}.lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)     # a concurrent builder waits, then finds the model built
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
-def build_atomically(out_dir: Path | str, build_into, force: bool = False) -> Path:
-    """Build a model folder with `build_into(tmp_folder)` unless it is already there (or `force`).
-
-    Built in a temporary folder beside the target and renamed into place, under a file lock, so a
-    reader never sees half a model and concurrent builders build it once."""
-    out = Path(out_dir).expanduser().absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with _build_lock(out):
-        if is_built(out) and not force:
-            return out
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
-        try:
-            build_into(tmp)
-            os.chmod(tmp, 0o755)
-            for f in tmp.rglob("*"):   # readable by the sandboxed grader's uid (safetensors writes 0600)
-                os.chmod(f, 0o755 if f.is_dir() else 0o644)
-            if out.exists():
-                trash = out.parent / f".{out.name}.old-{os.getpid()}"
-                os.rename(out, trash)
-                os.rename(tmp, out)
-                shutil.rmtree(trash, ignore_errors=True)
-            else:
-                os.rename(tmp, out)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return out
-
-
 def build_tiny_model(out_dir: Path | str, seed: int = 0, force: bool = False,
                      pretrain_steps: int = PRETRAIN_STEPS, pretrain_docs: int = PRETRAIN_DOCS) -> Path:
     """Build `tiny` into `out_dir` unless it is already there (or `force`). Returns `out_dir`."""
@@ -258,5 +191,6 @@ def source_key() -> str:
     """Changes whenever the code that determines the weights changes (for caches of built models)."""
     import torch
 
-    h = hashlib.sha256(Path(__file__).read_bytes() + Path(arith.__file__).read_bytes() + torch.__version__.encode())
+    h = hashlib.sha256(Path(__file__).read_bytes() + Path(arith.__file__).read_bytes()
+                       + Path(model_builds.__file__).read_bytes() + torch.__version__.encode())
     return h.hexdigest()[:12]

@@ -1,1 +1,0 @@
-"""Data generators for task cards (`provider: generator`): `generate(split, params, n, seed) -> items`."""

@@ -1,1 +1,0 @@
-"""Implementations behind task cards that need more than a data file (games, environments)."""

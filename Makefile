@@ -8,6 +8,10 @@ TORCH_VERSION ?= 2.13.0
 DEMO_HOME ?= $(CURDIR)/.autorl-home
 PLAN ?= data/plans/demo.yaml
 PYTEST_ARGS ?=
+# Test files run in parallel worker processes (pytest-xdist), a whole file per worker so that its
+# module fixtures (one engine batch shared by its tests) run once. TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 .PHONY: setup demo test test-fast bench clean-home system-deps
 
@@ -33,10 +37,10 @@ demo: setup
 	$(PY) -m autorl_tui --home $(DEMO_HOME) demo --plan $(PLAN)
 
 test: setup
-	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
+	$(PY) -m pytest -q -rs $(XDIST) $(PYTEST_ARGS)
 
 test-fast: setup
-	$(PY) -m pytest -q -rs -m "not slow and not docker" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -rs $(XDIST) -m "not slow and not docker" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/run_all.py

@@ -1,26 +1,29 @@
-"""Calibrate the reference agent on `arith` with the tiny model, without the engine.
+"""Calibrate the reference agent on `arith` with the tiny model, through the real engine.
 
-For each seed: a hand-laid workspace, the stand-in grading API (tests/standin_grading.py, real
-grader worker on dev), the agent run as a subprocess with only the workspace environment; then the
-best submission graded on the held-out test split. Prints baseline, per-submission dev, test, wall.
+One plan (a run per seed, one at a time) run headless with `--batch` in a fresh home under OUT: the
+engine's own workspace, per-run grading API and sandboxed grader worker, baseline on dev and test,
+held-out test of the selected submission. Then, per seed, a JSON line from `export`: baseline,
+each submission's dev score, the selection, its test score, the gain and the run's time from its
+start to its end (export's agent_time_s).
 
 usage: PYTHONPATH=. python scripts/calibrate_reference.py OUT [--seeds 0 1 2] [--budget 300] [opt=value ...]
+(opt=value: the reference agent's options, passed as REFERENCE_AGENT_OPTIONS)
 """
 import argparse
 import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import yaml
 
-from autorl_tui.catalog.agents import builtin_agents_dir  # noqa: E402
-from autorl_tui.catalog.tasks import find_task, materialize, task_search_path  # noqa: E402
-from autorl_tui.tasks.arith.tiny_model import build_tiny_model  # noqa: E402
-from tests.standin_grading import StandinGradingServer, grade, make_workspace  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(home: Path, *args: str, env: dict | None = None, capture: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autorl_tui", "--home", str(home), *args], cwd=REPO, text=True,
+                          capture_output=capture, env=dict(os.environ, PYTHONPATH=str(REPO), **(env or {})))
 
 
 def main():
@@ -30,41 +33,35 @@ def main():
     ap.add_argument("--budget", type=float, default=300)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("options", nargs="*", help="reference agent options key=value")
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()
     out = Path(a.out).resolve()
-    card = find_task("arith", task_search_path())
-    cache = out / "cache"
-    model = build_tiny_model(out / "models" / "tiny", seed=0)
-    dev, test = materialize(card, "dev", cache), materialize(card, "test", cache)
-    base_dev = grade(card, dev, model, out / "grading", threads=a.threads)["score"]
-    base_test = grade(card, test, model, out / "grading", "test", threads=a.threads)["score"]
-    print(json.dumps({"baseline_dev": base_dev, "baseline_test": base_test}), flush=True)
+    home = out / "home"
+    out.mkdir(parents=True, exist_ok=True)
+    plan = out / "calibration-plan.yaml"
+    plan.write_text(yaml.safe_dump({"name": "calibrate-reference", "tasks": ["arith"], "agents": ["reference"],
+                                    "models": ["tiny"], "seeds": a.seeds, "budget": f"{a.budget:g}s",
+                                    "executor": "local", "threads": a.threads}))
+    batch = cli(home, "--plain", "--concurrency", "1", "--batch", str(plan), capture=False,
+                env={"REFERENCE_AGENT_OPTIONS": ",".join(a.options)})
+    listed = cli(home, "runs", "list", "--json", "--plan", "calibrate-reference")
+    if listed.returncode != 0:
+        sys.exit(f"calibration: the batch exited {batch.returncode} and left no runs to read:\n{listed.stderr}")
     rows = []
-    for seed in a.seeds:
-        ws = out / f"ws-seed{seed}"
-        env = make_workspace(ws, card, model, cache, a.budget, seed=seed)
-        deadline = float(env["RUN_DEADLINE"])
-        with StandinGradingServer(ws, card, dev, out / "grading", deadline, base_dev, threads=a.threads) as srv:
-            env["GRADING_SERVER_URL"] = srv.url
-            t0 = time.time()
-            proc = subprocess.run([sys.executable, str(builtin_agents_dir() / "reference" / "agent.py"), *a.options],
-                                  cwd=ws, env=env, stdout=open(ws / "agent.log", "w"), stderr=subprocess.STDOUT)
-            wall = time.time() - t0
-            subs = list(srv.submissions)
-        done = [json.loads(line.split("done: ", 1)[1]) for line in (ws / "agent.log").read_text().splitlines()
-                if line.startswith("[reference] done: ")]
-        best = max(subs, key=lambda s: s["score"]) if subs else None
-        test_score = grade(card, test, ws / best["model_path"], out / "grading", "test",
-                           threads=a.threads)["score"] if best else None
-        row = {"seed": seed, "exit": proc.returncode, "baseline_dev": base_dev, "baseline_test": base_test,
-               "dev": {s["model_path"]: s["score"] for s in subs}, "selected": best and best["model_path"],
-               "test": test_score, "improvement_test": None if test_score is None else round(test_score - base_test, 2),
-               "agent_wall_s": round(wall, 1), "within_budget": wall <= a.budget,
-               "training_cpu_s": done[0]["training_cpu_s"] if done else None, "load_avg": os.getloadavg()[0]}
+    for run in sorted(json.loads(listed.stdout), key=lambda r: r["id"]):
+        export = cli(home, "export", run["id"], "--json", "-", "--no-events", "--no-samples")
+        r = json.loads(export.stdout)
+        subs = r["submissions"]
+        selected = next((s for s in subs if s["test_score"] is not None), None)
+        row = {"seed": r["seed"], "state": r["state"], "baseline_dev": r["baseline_dev_score"],
+               "baseline_test": r["baseline_score"], "dev": {s["path"]: s["score"] for s in subs},
+               "selected": selected and selected["path"], "test": r["test_score"],
+               "improvement_test": r["improvement"], "agent_time_s": r["agent_time_s"] and round(r["agent_time_s"], 1),
+               "load_avg": os.getloadavg()[0]}
         rows.append(row)
         print(json.dumps(row), flush=True)
     (out / "calibration.json").write_text(json.dumps(rows, indent=1))
+    return 0 if batch.returncode == 0 else batch.returncode
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

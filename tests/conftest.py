@@ -18,6 +18,14 @@ _SESSION_DATA = tempfile.mkdtemp(prefix="autorl-tests-data-")
 atexit.register(shutil.rmtree, _SESSION_DATA, True)
 os.environ["XDG_DATA_HOME"] = _SESSION_DATA
 os.environ["AUTORL_HOME"] = os.path.join(_SESSION_DATA, "autorl-tui")
+# What the test processes of one session share (tests/support/shared.py): made by the first process
+# (the controller when pytest-xdist runs workers, which inherit the variable), removed when it exits.
+# 0711 so that a sandboxed agent's uid can reach a home inside it.
+if "AUTORL_TEST_SHARED" not in os.environ:
+    _SHARED = tempfile.mkdtemp(prefix="autorl-tests-shared-", dir="/tmp")
+    os.chmod(_SHARED, 0o711)
+    atexit.register(shutil.rmtree, _SHARED, True)
+    os.environ["AUTORL_TEST_SHARED"] = _SHARED
 
 
 @pytest.fixture
@@ -39,6 +47,26 @@ def tiny_model_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def train_twice_home(tiny_model_dir) -> Path:
+    """A home where the real engine ran plan `reports-e2e` (`--batch`): the control `baseline-copy`
+    and the scripted `test-train-twice` on arith-small with the tiny model. Built once per test
+    session, whichever worker asks first; tests only read it."""
+    from tests.support.harness import TASKS, TEST_AGENTS, cli, install_model, write_plan
+    from tests.support.shared import build_once
+
+    def build(root: Path) -> None:
+        home = root / "home"
+        install_model(tiny_model_dir, home)
+        plan = write_plan(root / "plan.yaml", name="reports-e2e", agents=["baseline-copy", "test-train-twice"],
+                          budget="240s")
+        proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan),
+                   home=home, timeout=900)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    return build_once("train-twice", build) / "home"
+
+
+@pytest.fixture(scope="session")
 def docker_available() -> bool:
     try:
         import docker
@@ -47,3 +75,11 @@ def docker_available() -> bool:
         return True
     except Exception:
         return False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with slow (or Docker) tests first, each file's tests kept together and in order. The
+    parallel workers of `make test` (pytest-xdist, `--dist loadfile --no-loadscope-reorder`) take
+    whole files in this order, so the long ones start early and the many quick ones fill in last."""
+    heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("docker")}
+    items.sort(key=lambda item: item.path not in heavy)    # stable: the order within each group is kept

@@ -1,7 +1,7 @@
 """The built-in react agent, for real: its spec's command rendered and run as a subprocess in a
 scratch workspace with the executor's filtered environment, against a scripted stand-in for a
-paid OpenAI-compatible LLM API (tests/support/standin_llm.py) and a stand-in for the run's
-grading API (tests/support/standin_grading.py; the engine's real one is not wired in here)."""
+paid OpenAI-compatible LLM API (tests/support/standin_llm.py) and the run's real grading API
+over a fixed-score desk (tests/support/standin_grading.py: the submitted folder is not a model)."""
 
 import json
 import os

@@ -3,8 +3,8 @@ built-in specs in a scratch workspace against a scripted stand-in for the paid L
 (tests/support/standin_llm.py: Anthropic Messages for Claude Code via ANTHROPIC_BASE_URL, the
 OpenAI Responses API for Codex via a custom provider, the Gemini API for Gemini CLI via
 GOOGLE_GEMINI_BASE_URL, OpenAI chat completions for opencode via a custom provider). The session:
-look around, write a training script, run it, submit to a stand-in of the run's grading API. We
-assert the normalized actions parsed from their real output, recorded in a real store.
+look around, write a training script, run it, submit to the run's real grading API (over a desk
+that answers a fixed score: tests/support/standin_grading.py). We assert the normalized actions parsed from their real output, recorded in a real store.
 
 The CLIs are installed once into a cache folder ($AUTORL_AGENT_CLI_CACHE, default
 ~/.cache/autorl-tui/agent-clis): `npm install --prefix DIR @anthropic-ai/claude-code @openai/codex
@@ -13,6 +13,7 @@ The CLIs are installed once into a cache folder ($AUTORL_AGENT_CLI_CACHE, defaul
 
 import json
 import os
+import shlex
 import shutil
 import time
 from pathlib import Path
@@ -29,6 +30,8 @@ from tests.support.standin_grading import StandinGrading
 from tests.support.standin_llm import Step, StandinLLM
 
 pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="session")
 def cli_bin() -> Path:
     return install_agent_clis()
@@ -65,103 +68,69 @@ def check_session(acts, ws: Path, grading: StandinGrading, wrap=lambda c: c, exi
     return totals.run_fields()
 
 
-def test_claude_code_real_cli(tmp_path, cli_bin):
-    spec = load_agent_spec(builtin_agents_dir() / "claude-code.yaml")
-    path = f"{cli_bin}:/usr/local/bin:/usr/bin:/bin"
-    key = {"ANTHROPIC_API_KEY": "sk-ant-standin-not-a-key"}
-    assert agent_readiness(spec, environ={"PATH": path, **key})["ready"]
-    deadline = time.time() + 120
+def play(tmp_path: Path, agent: str, bin_dir: Path, key: dict[str, str], driver: str, api: str, url_suffix: str = "",
+         budget_s: float = 120, **check):
+    """The scripted session through one real CLI (its built-in spec, the executor's environment with
+    `key`), its stdout recorded in a real store; checks what every CLI must show (check_session,
+    check_store). Returns (actions, usage totals, the LLM requests in `api`'s wire format, workspace)."""
+    spec = load_agent_spec(builtin_agents_dir() / f"{agent}.yaml")
+    deadline = time.time() + budget_s
     ws = make_workspace(tmp_path, deadline)
     with StandinLLM(session_steps()) as llm, StandinGrading(ws) as grading:
-        env = executor_env(ws, grading.url, deadline, path=path, **key)
-        proc, elapsed, _ = run_agent(spec, ws, env, {"driver": "claude-sonnet-4-6", "driver_url": llm.base_url})
+        env = executor_env(ws, grading.url, deadline, path=f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", **key)
+        proc, elapsed, _ = run_agent(spec, ws, env, {"driver": driver, "driver_url": llm.base_url + url_suffix},
+                                     timeout=budget_s)
         assert proc.returncode == 0, proc.stderr[-3000:]
         acts, store, run_id = record_in_store(tmp_path / "store.sqlite", spec.name, spec.output_format,
-                                              proc.stdout, "claude-sonnet-4-6")
-        totals = check_session(acts, ws, grading)
+                                              proc.stdout, driver)
+        totals = check_session(acts, ws, grading, **check)
         check_store(store, run_id, acts, totals)
-        scripted = llm.scripted_requests("anthropic")
-        assert [r["step"] for r in scripted] == [0, 1, 2, 3, 4]
-        assert all(r["body"]["model"] == "claude-sonnet-4-6" for r in scripted)      # the driver parameter
-        assert "Teach the model to add" in json.dumps(scripted[0]["body"]["messages"][0])   # our prompt
+        scripted = llm.scripted_requests(api)
+    assert [r["step"] for r in scripted] == [0, 1, 2, 3, 4]
+    print(f"{agent}: {elapsed:.2f} s, {len(acts)} actions")
+    return acts, totals, scripted, ws
+
+
+def test_claude_code_real_cli(tmp_path, cli_bin):
+    key = {"ANTHROPIC_API_KEY": "sk-ant-standin-not-a-key"}
+    spec = load_agent_spec(builtin_agents_dir() / "claude-code.yaml")
+    assert agent_readiness(spec, environ={"PATH": f"{cli_bin}:/usr/local/bin:/usr/bin:/bin", **key})["ready"]
+    acts, totals, scripted, _ = play(tmp_path, "claude-code", cli_bin, key, "claude-sonnet-4-6", "anthropic")
+    assert all(r["body"]["model"] == "claude-sonnet-4-6" for r in scripted)      # the driver parameter
+    assert "Teach the model to add" in json.dumps(scripted[0]["body"]["messages"][0])   # our prompt
     assert totals["tokens_in"] == 500 and totals["tokens_out"] == 100 and totals["cost_usd"] > 0
     assert [a.name for a in acts if a.kind == "tool_call"] == ["Bash"] * 4
-    print(f"claude-code: {elapsed:.2f} s, {len(acts)} actions")
 
 
 def test_codex_real_cli(tmp_path, cli_bin):
-    spec = load_agent_spec(builtin_agents_dir() / "codex.yaml")
-    path = f"{cli_bin}:/usr/local/bin:/usr/bin:/bin"
-    key = {"OPENAI_API_KEY": "sk-standin-not-a-key"}
-    deadline = time.time() + 120
-    ws = make_workspace(tmp_path, deadline)
-    with StandinLLM(session_steps()) as llm, StandinGrading(ws) as grading:
-        env = executor_env(ws, grading.url, deadline, path=path, **key)
-        proc, elapsed, _ = run_agent(spec, ws, env, {"driver": "gpt-5.5", "driver_url": llm.base_url + "/v1"})
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        acts, store, run_id = record_in_store(tmp_path / "store.sqlite", spec.name, spec.output_format,
-                                              proc.stdout, "gpt-5.5")
+    def unwrap(cmd: str) -> str:       # Codex reports `/bin/bash -lc <quoted command>`
+        parts = shlex.split(cmd)
+        return parts[2] if parts[:2] in (["/bin/bash", "-lc"], ["bash", "-lc"]) else cmd
 
-        def unwrap(cmd: str) -> str:       # Codex reports `/bin/bash -lc <quoted command>`
-            import shlex
-            parts = shlex.split(cmd)
-            return parts[2] if parts[:2] in (["/bin/bash", "-lc"], ["bash", "-lc"]) else cmd
-
-        totals = check_session(acts, ws, grading, wrap=unwrap)
-        check_store(store, run_id, acts, totals)
-        scripted = llm.scripted_requests("responses")
-        assert [r["step"] for r in scripted] == [0, 1, 2, 3, 4]
-        assert all(r["body"]["model"] == "gpt-5.5" for r in scripted)
-        assert "Teach the model to add" in json.dumps(scripted[0]["body"]["input"])
+    _, totals, scripted, _ = play(tmp_path, "codex", cli_bin, {"OPENAI_API_KEY": "sk-standin-not-a-key"}, "gpt-5.5",
+                                  "responses", url_suffix="/v1", wrap=unwrap)
+    assert all(r["body"]["model"] == "gpt-5.5" for r in scripted)
+    assert "Teach the model to add" in json.dumps(scripted[0]["body"]["input"])
     assert totals == {"tokens_in": 500, "tokens_out": 100, "cost_usd": None}
-    print(f"codex: {elapsed:.2f} s, {len(acts)} actions")
 
 
 def test_gemini_cli_real_cli(tmp_path, cli_bin):
-    spec = load_agent_spec(builtin_agents_dir() / "gemini-cli.yaml")
-    path = f"{cli_bin}:/usr/local/bin:/usr/bin:/bin"
-    key = {"GEMINI_API_KEY": "standin-not-a-key"}
-    deadline = time.time() + 120
-    ws = make_workspace(tmp_path, deadline)
-    with StandinLLM(session_steps()) as llm, StandinGrading(ws) as grading:
-        env = executor_env(ws, grading.url, deadline, path=path, **key)
-        proc, elapsed, _ = run_agent(spec, ws, env, {"driver": "gemini-2.5-pro", "driver_url": llm.base_url})
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        acts, store, run_id = record_in_store(tmp_path / "store.sqlite", spec.name, spec.output_format,
-                                              proc.stdout, "gemini-2.5-pro")
-        # Gemini CLI does not report a command's exit code in its stream: unknown, not 0.
-        totals = check_session(acts, ws, grading, exit_codes=(None,) * 4)
-        check_store(store, run_id, acts, totals)
-        scripted = llm.scripted_requests("gemini")
-        assert [r["step"] for r in scripted] == [0, 1, 2, 3, 4]
-        assert all("/models/gemini-2.5-pro:" in r["path"] for r in scripted)
-        assert "Teach the model to add" in json.dumps(scripted[0]["body"]["contents"])
+    # Gemini CLI does not report a command's exit code in its stream: unknown, not 0.
+    acts, totals, scripted, _ = play(tmp_path, "gemini-cli", cli_bin, {"GEMINI_API_KEY": "standin-not-a-key"},
+                                     "gemini-2.5-pro", "gemini", exit_codes=(None,) * 4)
+    assert all("/models/gemini-2.5-pro:" in r["path"] for r in scripted)
+    assert "Teach the model to add" in json.dumps(scripted[0]["body"]["contents"])
     assert totals == {"tokens_in": 500, "tokens_out": 100, "cost_usd": None}
     assert [a.name for a in acts if a.kind == "tool_call"] == ["run_shell_command"] * 4
-    print(f"gemini-cli: {elapsed:.2f} s, {len(acts)} actions")
 
 
 def test_opencode_real_cli(tmp_path, cli_bin):
-    spec = load_agent_spec(builtin_agents_dir() / "opencode.yaml")
-    path = f"{cli_bin}:/usr/local/bin:/usr/bin:/bin"
-    key = {"OPENAI_API_KEY": "sk-standin-not-a-key"}
-    deadline = time.time() + 120
-    ws = make_workspace(tmp_path, deadline)
-    with StandinLLM(session_steps()) as llm, StandinGrading(ws) as grading:
-        env = executor_env(ws, grading.url, deadline, path=path, **key)
-        proc, elapsed, _ = run_agent(spec, ws, env, {"driver": "standin-model", "driver_url": llm.base_url + "/v1"})
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        acts, store, run_id = record_in_store(tmp_path / "store.sqlite", spec.name, spec.output_format,
-                                              proc.stdout, "standin-model")
-        totals = check_session(acts, ws, grading)
-        check_store(store, run_id, acts, totals)
-        scripted = llm.scripted_requests("chat")
-        assert [r["step"] for r in scripted] == [0, 1, 2, 3, 4]
-        assert all(r["body"]["model"] == "standin-model" for r in scripted)
-        assert "Teach the model to add" in json.dumps(scripted[0]["body"]["messages"])
+    _, totals, scripted, ws = play(tmp_path, "opencode", cli_bin, {"OPENAI_API_KEY": "sk-standin-not-a-key"},
+                                   "standin-model", "chat", url_suffix="/v1")
+    assert all(r["body"]["model"] == "standin-model" for r in scripted)
+    assert "Teach the model to add" in json.dumps(scripted[0]["body"]["messages"])
     assert totals == {"tokens_in": 500, "tokens_out": 100, "cost_usd": 0.0}
     assert not (ws / ".home" / "opencode-autorl.json").read_text().count("sk-standin")   # key not written
-    print(f"opencode: {elapsed:.2f} s, {len(acts)} actions")
 
 
 def openhands_bin() -> Path | None:
@@ -179,23 +148,8 @@ def test_openhands_real_cli(tmp_path):
         pytest.skip("!!! SKIPPED: the OpenHands CLI is not installed (it needs Python >= 3.12 and ~6 min of pip); "
                     "to run this test: python3.12 -m venv ~/.cache/autorl-tui/openhands && "
                     "~/.cache/autorl-tui/openhands/bin/pip install openhands (or set AUTORL_OPENHANDS_BIN) !!!")
-    spec = load_agent_spec(builtin_agents_dir() / "openhands.yaml")
-    path = f"{exe.parent}:/usr/local/bin:/usr/bin:/bin"
-    key = {"LLM_API_KEY": "sk-standin-not-a-key"}
-    deadline = time.time() + 200
-    ws = make_workspace(tmp_path, deadline)
-    with StandinLLM(session_steps()) as llm, StandinGrading(ws) as grading:
-        env = executor_env(ws, grading.url, deadline, path=path, **key)
-        proc, elapsed, _ = run_agent(spec, ws, env, {"driver": "openai/standin-model",
-                                                     "driver_url": llm.base_url + "/v1"}, timeout=240)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        acts, store, run_id = record_in_store(tmp_path / "store.sqlite", spec.name, spec.output_format,
-                                              proc.stdout, "openai/standin-model")
-        totals = check_session(acts, ws, grading)
-        check_store(store, run_id, acts, totals)
-        scripted = llm.scripted_requests("chat")
-        assert [r["step"] for r in scripted] == [0, 1, 2, 3, 4]
-        assert all(r["body"]["model"] == "standin-model" for r in scripted)
+    acts, _, scripted, _ = play(tmp_path, "openhands", exe.parent, {"LLM_API_KEY": "sk-standin-not-a-key"},
+                                "openai/standin-model", "chat", url_suffix="/v1", budget_s=240)
+    assert all(r["body"]["model"] == "standin-model" for r in scripted)
     assert [a.name for a in acts if a.kind == "tool_call"] == ["terminal"] * 4
     assert not [a for a in acts if a.kind == "usage"]     # its JSON events carry no token counts
-    print(f"openhands: {elapsed:.2f} s, {len(acts)} actions")

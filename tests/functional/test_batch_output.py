@@ -98,31 +98,17 @@ def _interrupt_batch_once_running(home, tasks, plan, start_within_s: float) -> t
     return batch.returncode, out, err
 
 
-def test_ctrl_c_on_batch_cancels_and_resume_then_says_how_to_retry(home, tmp_path):
-    plan = write_plan(tmp_path / "plan.yaml", agents=["test-budget-hog"], budget="300s")
-    returncode, out, err = _interrupt_batch_once_running(home, TASKS, plan, start_within_s=300)
-    assert returncode == 130, out + err
-    assert "Traceback" not in out + err
-    assert "retry RUN" in err and f"--home {home}" in err, err
-    assert _db_state(home) == "cancelled"
-    proc = _cli("--home", str(home), "--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "resume")
-    assert proc.returncode == 0, proc.stderr
-    run_id = subprocess.run(["sqlite3", str(home / "store.db"), "select id from runs"], capture_output=True,
-                            text=True).stdout.strip() if shutil.which("sqlite3") else None
-    assert "nothing to resume" in proc.stdout and "cancelled" in proc.stdout, proc.stdout
-    assert f"retry {run_id}" in proc.stdout if run_id else "retry r0001" in proc.stdout
-    assert "press r" in proc.stdout
-
-
-def test_batch_output_shows_baseline_grading_progress_in_samples(home, tmp_path):
+def test_batch_shows_baseline_progress_in_samples_and_ctrl_c_cancels_and_resume_says_how_to_retry(home, tmp_path):
     """The baseline's grading prints samples done / total as the grader's batches finish (batches
-    of 10 here, so that 40 samples take several steps); stopped once the agent runs."""
+    of 10 here, so that 40 samples take several steps); stopped once the agent runs. Then Ctrl-C
+    cancels the run and says how to retry it, and `resume` finds nothing to resume. (One run serves
+    both: each would otherwise prepare and grade a baseline of its own.)"""
     tasks = tmp_path / "tasks"
     shutil.copytree(TASKS / "arith-small", tasks / "arith-small")
     card = tasks / "arith-small" / "task.yaml"
     card.write_text(card.read_text().replace("batch_size: 50", "batch_size: 10"))
     plan = write_plan(tmp_path / "plan.yaml", agents=["test-budget-hog"], budget="300s")
-    _, out, err = _interrupt_batch_once_running(home, tasks, plan, start_within_s=400)
+    returncode, out, err = _interrupt_batch_once_running(home, tasks, plan, start_within_s=400)
     for split in ("dev", "test"):
         dones = [int(line.rsplit(" grading ", 1)[1].split("/")[0]) for line in out.splitlines()
                  if f"baseline on {split}: grading " in line and line.endswith("/40 samples")]
@@ -131,3 +117,14 @@ def test_batch_output_shows_baseline_grading_progress_in_samples(home, tmp_path)
         assert dones, out
         assert dones == sorted(set(dones)) and dones[-1] == 40, (split, dones, out)
         assert all(d % 10 == 0 for d in dones), dones       # one step per batch
+    assert returncode == 130, out + err
+    assert "Traceback" not in out + err
+    assert "retry RUN" in err and f"--home {home}" in err, err
+    assert _db_state(home) == "cancelled"
+    proc = _cli("--home", str(home), "--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(tasks), "resume")
+    assert proc.returncode == 0, proc.stderr
+    run_id = subprocess.run(["sqlite3", str(home / "store.db"), "select id from runs"], capture_output=True,
+                            text=True).stdout.strip() if shutil.which("sqlite3") else None
+    assert "nothing to resume" in proc.stdout and "cancelled" in proc.stdout, proc.stdout
+    assert f"retry {run_id}" in proc.stdout if run_id else "retry r0001" in proc.stdout
+    assert "press r" in proc.stdout

@@ -11,8 +11,8 @@ from autorl_tui.home import Home
 from autorl_tui.tui.screens.new_plan import NewPlanScreen
 from autorl_tui.tui.screens.prompts import ConfirmScreen, InputScreen
 from autorl_tui.tui.screens.run import RunScreen
-from tests.console.frozen import FrozenConsole
-from tests.console.static_engine import ServedEngine
+from tests.support.frozen_console import FrozenConsole
+from tests.support.static_engine import ServedEngine
 
 RID = "r0002-arith-scripted-s0"
 
@@ -45,8 +45,7 @@ async def test_runs_filter_sort_palette_and_export(served):
         await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
         assert row_ids(app)[0] == RID                         # active first
         await pilot.press("slash", *"state:done")
-        await pilot.pause(0.2)
-        assert row_ids(app) == ["r0001-arith-baseline-copy-s0"]
+        await until(pilot, lambda: row_ids(app) == ["r0001-arith-baseline-copy-s0"], what="the filter")
         await pilot.press("escape")
         assert len(row_ids(app)) == 3
         await pilot.press("s")                                # sort by state
@@ -97,8 +96,8 @@ async def test_run_actions_pause_extend_cancel(served):
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
         await pilot.press("y")
         await until(pilot, lambda: app.model.runs[RID]["state"] == "cancelled", what="the cancellation")
-        await pilot.pause(0.3)
-        assert "cancelled" in str(app.screen.query_one("#run-header").render())
+        await until(pilot, lambda: "cancelled" in str(app.screen.query_one("#run-header").render()),
+                    what="the run header to say cancelled")
         assert served.engine.store.get("runs", RID)["state"] == "cancelled"
         await pilot.press("c")                                # already finished: refused with a message
         await until(pilot, lambda: any("already cancelled" in str(n.message) for n in app._notifications),
@@ -139,9 +138,9 @@ async def test_loading_a_plan_fills_the_form_and_editing_the_form_keeps_it(serve
         screen = app.screen
         screen.query_one("#path", Input).value = str(plan)
         await pilot.press("ctrl+o")
-        await until(pilot, lambda: screen.query_one("#name", Input).value == "ctrlc", what="the form to be filled")
-        await pilot.pause(0.3)
         q = screen.query_one
+        await until(pilot, lambda: q("#name", Input).value == "ctrlc" and q("#agents", SelectionList).selected,
+                    what="the form to be filled")
         assert q("#agents", SelectionList).selected == ["reference"]
         assert q("#tasks", SelectionList).selected == ["arith"]
         assert (q("#seeds", Input).value, q("#budget", Input).value, q("#priority", Input).value) == ("0,1", "2m", "3")

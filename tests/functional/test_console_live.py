@@ -86,7 +86,8 @@ async def test_plan_from_keyboard_live_run_detach_reattach_restart_cancel(daemon
         await pilot.press("tab", "space")                # first agent: chatty
         await pilot.press("tab", "tab", "tab")           # models (tiny preselected) -> seeds -> budget
         await pilot.press(*"150s")                       # focus selects the field's text: typing replaces it
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "150s" in screen.query_one("#yaml").text
+                    and "✓" in str(screen.query_one("#verdict").render()), 10, "the plan YAML and its check")
         yaml_text = screen.query_one("#yaml").text
         assert "arith-small" in yaml_text and "chatty" in yaml_text and "150s" in yaml_text, yaml_text
         assert "✓ 1 run(s)" in str(screen.query_one("#verdict").render())
@@ -147,8 +148,8 @@ async def test_plan_from_keyboard_live_run_detach_reattach_restart_cancel(daemon
         await until(pilot, lambda: isinstance(app3.screen, ConfirmScreen), 10, "the confirmation")
         await pilot.press("y")
         await until(pilot, lambda: app3.model.runs[run_id]["state"] == "cancelled", 60, "the cancellation")
-        await pilot.pause(0.3)
-        assert "cancelled" in str(app3.screen.query_one("#run-header").render())
+        await until(pilot, lambda: "cancelled" in str(app3.screen.query_one("#run-header").render()), 10,
+                    "the run header to say cancelled")
     row = store_row(home, run_id)
     assert row["state"] == "cancelled" and row["failure_source"] in (None, "user")
     assert not agent.is_running() or agent.status() == psutil.STATUS_ZOMBIE

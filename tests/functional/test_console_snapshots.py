@@ -1,12 +1,12 @@
 """Snapshots of every console screen over fixed data: a store filled through the real Store API
-(tests/console/static_engine.py), served by the real EngineServer over a real Unix socket, read
+(tests/support/static_engine.py), served by the real EngineServer over a real Unix socket, read
 by the real console through EngineClient. Times are pinned (clock, machine size, pid, home)."""
 
 import pytest
 
 from autorl_tui.home import Home
-from tests.console.frozen import FrozenConsole
-from tests.console.static_engine import ServedEngine
+from tests.support.frozen_console import FrozenConsole
+from tests.support.static_engine import ServedEngine
 
 SIZE = (130, 36)
 

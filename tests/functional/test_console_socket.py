@@ -15,7 +15,7 @@ from autorl_tui.engine.client import EngineClient, EngineCommandError, EngineNot
 from autorl_tui.engine.events import RunEventAppended
 from autorl_tui.engine.server import CatalogSources, EngineServer
 from autorl_tui.home import Home
-from tests.console.static_engine import StaticEngine, fill_demo_store
+from tests.support.static_engine import StaticEngine, fill_demo_store
 
 RID = "r0002-arith-scripted-s0"
 

@@ -17,7 +17,8 @@ import psutil
 import pytest
 
 from autorl_tui.engine.executors.sandbox_bwrap import UID_BASE, UID_COUNT
-from tests.support.harness import home_with_tiny, REPO, TASKS, TEST_AGENTS, cli, load_json, make_reachable_home, write_plan
+from tests.support.harness import (REPO, TASKS, TEST_AGENTS, cli, home_with_tiny, load_json, make_reachable_home,
+                                   sandbox_leftovers, write_plan)
 
 pytestmark = pytest.mark.slow
 
@@ -121,8 +122,9 @@ def test_two_concurrent_local_agents_cannot_reach_each_other_or_private_data(hom
     assert len(uids) == 2
     model = next((home / "models").iterdir())
     assert b"pwned" not in (model / "config.json").read_bytes()
-    # every sandboxed process is gone with its run (no process of either uid is left)
-    assert not [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in uids]
+    # every sandboxed process is gone with its run (no process of either run's uid is left)
+    for ws in workspaces:
+        assert not sandbox_leftovers(home / "runs" / ws.name / "attempt-1", zombies=True)
 
 
 def test_local_is_refused_where_the_host_cannot_isolate_unless_the_plan_says_isolation_none(home, tmp_path):

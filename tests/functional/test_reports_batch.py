@@ -5,14 +5,13 @@ with the tiny model. Then `report` and `compare` read that store, every number i
 its rows, and the report renders in headless Chromium."""
 
 import json
-import shutil
 
 import jsonschema
 import pytest
 
 from autorl_tui.cli import main
 from tests.support import chromium
-from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, install_model, make_reachable_home, write_plan
+from tests.support.harness import REPO
 from tests.support.report_trace import check_run_report, rows
 
 SCHEMAS = REPO / "autorl_tui" / "reports" / "schemas"
@@ -20,18 +19,9 @@ SCHEMAS = REPO / "autorl_tui" / "reports" / "schemas"
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def batch_home(tiny_model_dir, tmp_path_factory):
-    home = make_reachable_home("autorl-reports-")
-    home.mkdir(parents=True)
-    install_model(tiny_model_dir, home)
-    plan = write_plan(tmp_path_factory.mktemp("plan") / "plan.yaml", name="reports-e2e",
-                      agents=["baseline-copy", "test-train-twice"], budget="240s")
-    proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan),
-               home=home, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    yield home
-    shutil.rmtree(home.parent, ignore_errors=True)
+@pytest.fixture
+def batch_home(train_twice_home):
+    return train_twice_home    # built once per session (tests/conftest.py), shared with test_engine_end_to_end
 
 
 def test_run_reports_over_real_runs_are_traceable(batch_home, tmp_path):

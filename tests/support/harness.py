@@ -72,3 +72,22 @@ def home_with_tiny(model_dir: Path):
         print("home kept:", home)
     else:
         shutil.rmtree(home.parent, ignore_errors=True)
+
+
+def sandbox_leftovers(attempt_dir: Path, zombies: bool = False) -> list:
+    """Processes still alive as the sandbox uid of a finished local attempt (`runs/<id>/attempt-N`)
+    that were started while its shim held that uid's lease (until it wrote exit.json and exited).
+    Once the shim is gone the uid is free and may already run another sandbox (a concurrent test's
+    run or grader), so later processes are not its; the 2 s margin covers psutil's start times,
+    which rest on a whole-second boot time."""
+    import psutil
+
+    uid = load_json(attempt_dir / "shim.json")["uid"]
+    assert uid is not None and uid != os.getuid(), uid
+    lease_end = load_json(attempt_dir / "exit.json")["ended_at"]
+    left = []
+    for p in psutil.process_iter(["uids", "status", "create_time"]):
+        if p.info["uids"] and p.info["uids"].real == uid and p.info["create_time"] < lease_end - 2 and (
+                zombies or p.info["status"] != psutil.STATUS_ZOMBIE):
+            left.append(p)
+    return left

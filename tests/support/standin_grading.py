@@ -1,76 +1,71 @@
-"""A stand-in for the harness's per-run grading API (docs/ARCHITECTURE.md, "Grading API"), for
-agent tests that run before the engine's real one is wired in: `POST {url}/submit
-{"model_path"}` checks the path is a folder under output/ in the workspace and answers a fixed
-score; `GET {url}/health`. The URL carries a per-run token prefix like the real one."""
+"""The run's real grading API (`engine.grading_api.GradingServer`: its routes, token prefix, input
+limits and error answers) in a thread of its own, over a desk that scores every submission with a
+fixed number instead of grading it: agent tests submit a folder that is not a model. The desk checks
+the path with the engine's own rule (`engine.submissions.resolve_submission_path`: a folder under
+output/, no symlink out), so only the score is stood in."""
 
 from __future__ import annotations
 
-import json
-import secrets
+import asyncio
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
 from pathlib import Path
+
+from autorl_tui.engine.grading_api import GradingServer
+from autorl_tui.engine.submissions import resolve_submission_path
+
+
+class FixedScoreDesk:
+    """The SubmissionDesk the server calls: every valid submission scores `score`."""
+
+    def __init__(self, workspace: Path, score: float, baseline: float, deadline: float | None):
+        self.workspace, self.score, self.baseline, self.deadline = Path(workspace), score, baseline, deadline
+        self.submissions: list[dict] = []
+
+    async def submit(self, model_path: str, gpu=None) -> dict:
+        resolve_submission_path(self.workspace, model_path)      # SubmissionRejected -> HTTP 400
+        sub = {"submission_id": len(self.submissions) + 1, "model_path": model_path, "score": self.score,
+               "baseline_score": self.baseline, "improvement": self.score - self.baseline}
+        self.submissions.append(sub)
+        return sub
+
+    def time_info(self) -> dict:
+        now = time.time()
+        return {"deadline": self.deadline, "remaining_seconds": max(0.0, (self.deadline or now) - now)}
+
+    def submissions_info(self) -> list[dict]:
+        return list(self.submissions)
+
+    def health_info(self) -> dict:
+        return {"ok": True, "status": "ok", "workspace": str(self.workspace)}
 
 
 class StandinGrading:
-    def __init__(self, workspace: Path, score: float = 42.0, baseline: float = 10.0):
-        self.workspace = Path(workspace)
-        self.score = score
-        self.baseline = baseline
-        self.token = secrets.token_hex(8)
-        self.submissions: list[dict] = []
-        self._server: ThreadingHTTPServer | None = None
+    def __init__(self, workspace: Path, score: float = 42.0, baseline: float = 10.0, deadline: float | None = None):
+        self.desk = FixedScoreDesk(workspace, score, baseline, deadline)
+        self.server = GradingServer(self.desk)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 
-    def start(self) -> "StandinGrading":
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def _send(self, code, obj):
-                data = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                if self.path == f"/{outer.token}/health":
-                    return self._send(200, {"ok": True})
-                self._send(404, {"error": "not found"})
-
-            def do_POST(self):
-                if self.path != f"/{outer.token}/submit":
-                    return self._send(404, {"error": "not found"})
-                n = int(self.headers.get("Content-Length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(n) or b"null")
-                    rel = body["model_path"]
-                except (ValueError, KeyError, TypeError):
-                    return self._send(400, {"error": 'send JSON {"model_path": "output/v1"}'})
-                target = (outer.workspace / rel).resolve()
-                if not target.is_relative_to((outer.workspace / "output").resolve()) or not target.is_dir():
-                    return self._send(400, {"error": f"{rel} is not a folder under output/"})
-                sub = {"submission_id": len(outer.submissions) + 1, "model_path": rel, "score": outer.score,
-                       "baseline_score": outer.baseline, "improvement": outer.score - outer.baseline}
-                outer.submissions.append(sub)
-                self._send(200, sub)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
+    @property
+    def submissions(self) -> list[dict]:
+        return self.desk.submissions
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/{self.token}"
+        return self.server.url
+
+    def start(self) -> "StandinGrading":
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout=30)
+        return self
 
     def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(timeout=30)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+        self._loop.close()
 
     def __enter__(self):
         return self.start()

@@ -81,6 +81,41 @@ async def test_log_view_search_jumps_between_matches():
         assert not view.search("absent")
 
 
+class ThemedLogApp(App):
+    CSS = """
+    LogView > .log-view--stderr { color: #00ff00; text-style: italic; }
+    LogView > .log-view--current-match { text-style: underline; }
+    """
+
+    def compose(self):
+        yield LogView(capacity=100)
+
+
+async def test_log_view_colours_are_component_classes_an_app_css_restyles():
+    def styles(view, y):
+        segments = [s for s in view.render_line(y) if s.text.strip()]
+        return {s.text.strip(): s.style for s in segments}
+
+    rows = [LogLine(0, "stderr", "info", "oops"), LogLine(0, "harness", "info", "note"),
+            LogLine(0, "stdout", "error", "bad"), LogLine(0, "nonsense", "info", "plain")]
+    for app_class, stderr_color, italic in ((LogApp, "color(9)", False), (ThemedLogApp, "#00ff00", True)):
+        app = app_class()
+        async with app.run_test(size=(80, 10)) as pilot:
+            view = app.query_one(LogView)
+            view.append_lines(rows)
+            await pilot.pause()
+            oops = styles(view, 0)["oops"]
+            assert oops.color.name == stderr_color and bool(oops.italic) is italic
+            assert styles(view, 0)["stderr"].dim                     # the category column is dimmed
+            assert styles(view, 1)["note"].color.number == 6         # harness: cyan (not restyled)
+            bad = styles(view, 2)["bad"]                            # the level wins over the kind
+            assert bad.color.number == 1 and bad.bold
+            assert styles(view, 3)["plain"].color == view.rich_style.color   # unknown kind: unstyled
+            assert view.search("oop")
+            hit = styles(view, 0)["oop"]
+            assert (bool(hit.reverse), bool(hit.underline)) == ((False, True) if italic else (True, False))
+
+
 def test_clean_removes_control_characters():
     assert clean("a\tb\x1b[31mc\r\nd\n") == "a    b [31mc ⏎ d"
 

@@ -20,15 +20,11 @@ from textual.strip import Strip
 
 from autorl_tui.tui.formatting import fmt_offset
 
-KIND_STYLE = {
-    "stdout": Style(), "stderr": Style(color="bright_red"), "harness": Style(color="cyan"),
-    "action": Style(color="magenta"), "grading": Style(color="green"), "submission": Style(color="green", bold=True),
-    "state": Style(color="yellow"), "error": Style(color="red", bold=True),
-}
-KIND_WIDTH = max(map(len, KIND_STYLE))     # "submission": categories are never cut
-LEVEL_STYLE = {"error": Style(color="red", bold=True), "warning": Style(color="yellow")}
-DIM = Style(dim=True)
-MATCH = Style(reverse=True, bold=True)
+# Line categories (events.kind): each is styled by the component class `log-view--<kind>`, a line
+# at level error/warning by `log-view--level-<level>` instead; an unknown kind stays unstyled.
+KINDS = ("stdout", "stderr", "harness", "action", "grading", "submission", "state", "error")
+LEVELS = ("error", "warning")
+KIND_WIDTH = max(map(len, KINDS))     # "submission": categories are never cut
 MAX_WIDTH = 2000
 _CONTROL = {i: " " for i in range(32)}
 _CONTROL[ord("\t")] = "    "
@@ -51,8 +47,24 @@ def clean(message: str) -> str:
 
 
 class LogView(ScrollView, can_focus=True):
+    """Colours are component classes, so a theme or the app's CSS restyles them, e.g.
+    `LogView > .log-view--stderr { color: $error; }`."""
+
+    COMPONENT_CLASSES = {"log-view--stamp", "log-view--kind", "log-view--match", "log-view--current-match",
+                         *(f"log-view--{kind}" for kind in KINDS), *(f"log-view--level-{lv}" for lv in LEVELS)}
     DEFAULT_CSS = """
     LogView { background: $surface; }
+    LogView > .log-view--stamp, LogView > .log-view--kind { text-style: dim; }
+    LogView > .log-view--stderr { color: ansi_bright_red; }
+    LogView > .log-view--harness { color: ansi_cyan; }
+    LogView > .log-view--action { color: ansi_magenta; }
+    LogView > .log-view--grading { color: ansi_green; }
+    LogView > .log-view--submission { color: ansi_green; text-style: bold; }
+    LogView > .log-view--state { color: ansi_yellow; }
+    LogView > .log-view--error, LogView > .log-view--level-error { color: ansi_red; text-style: bold; }
+    LogView > .log-view--level-warning { color: ansi_yellow; }
+    LogView > .log-view--match { text-style: bold underline; }
+    LogView > .log-view--current-match { text-style: bold reverse; }
     """
     BINDINGS = [("end", "follow_tail", "Tail")]
 
@@ -167,6 +179,15 @@ class LogView(ScrollView, can_focus=True):
         return False
 
     # ------------------------------------------------------------------ rendering
+    def _part(self, name: str) -> Style:
+        """What the CSS of component class `log-view--NAME` sets (cached by Textual until the CSS changes)."""
+        return self.get_component_rich_style(f"log-view--{name}", partial=True)
+
+    def _line_style(self, line: LogLine) -> Style:
+        if line.level in LEVELS:
+            return self._part(f"level-{line.level}")
+        return self._part(line.kind) if line.kind in KINDS else Style()
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
@@ -176,13 +197,14 @@ class LogView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         line = self.lines[index]
         message = clean(line.message)
-        style = base + LEVEL_STYLE.get(line.level, KIND_STYLE.get(line.kind, Style()))
+        style = base + self._line_style(line)
         stamp = fmt_offset(line.ts - self.origin) if self.origin else ""
-        segments = [Segment(f"{stamp:>9} ", base + DIM), Segment(f"{line.kind:<{KIND_WIDTH}} ", base + DIM)]
+        segments = [Segment(f"{stamp:>9} ", base + self._part("stamp")),
+                    Segment(f"{line.kind:<{KIND_WIDTH}} ", base + self._part("kind"))]
         term = self.search_term
         if term and term.lower() in message.lower():
             low, needle, pos = message.lower(), term.lower(), 0
-            match_style = style + MATCH if index == self.match_index else style + Style(underline=True, bold=True)
+            match_style = style + self._part("current-match" if index == self.match_index else "match")
             while (hit := low.find(needle, pos)) >= 0:
                 segments.append(Segment(message[pos:hit], style))
                 segments.append(Segment(message[hit:hit + len(term)], match_style))

@@ -1,7 +1,7 @@
 """The console with its environment-dependent text pinned, for snapshots."""
 
 from autorl_tui.tui.app import ConsoleApp
-from tests.console.static_engine import T0
+from tests.support.static_engine import T0
 
 
 class FrozenConsole(ConsoleApp):

@@ -1,4 +1,4 @@
-"""The run's real grading API (`engine.grading_api.GradingServer`: its routes, token prefix, input
+"""The run's real grading API (`engine.run_api.RunApiServer`: its routes, token prefix, input
 limits and error answers) in a thread of its own, over a desk that scores every submission with a
 fixed number instead of grading it: agent tests submit a folder that is not a model. The desk checks
 the path with the engine's own rule (`engine.submissions.resolve_submission_path`: a folder under
@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from autorl_tui.engine.grading_api import GradingServer
+from autorl_tui.engine.run_api import RunApiServer
 from autorl_tui.engine.submissions import resolve_submission_path
 
 
@@ -43,7 +43,7 @@ class FixedScoreDesk:
 class StandinGrading:
     def __init__(self, workspace: Path, score: float = 42.0, baseline: float = 10.0, deadline: float | None = None):
         self.desk = FixedScoreDesk(workspace, score, baseline, deadline)
-        self.server = GradingServer(self.desk)
+        self.server = RunApiServer(self.desk)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 

@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-.PHONY: setup demo test test-fast bench clean-home system-deps
+.PHONY: setup demo test test-long test-fast bench clean-home system-deps
 
 setup: $(STAMP)
 
@@ -37,7 +37,11 @@ demo: setup
 	$(PY) -m autorl_tui --home $(DEMO_HOME) demo --plan $(PLAN)
 
 test: setup
-	$(PY) -m pytest -q -rs $(XDIST) $(PYTEST_ARGS)
+	$(PY) -m pytest -q -rs $(XDIST) -m "not long" $(PYTEST_ARGS)
+
+# The reference agent trained under the engine on WebShop and DeepSearchQA (15-30 minutes on 2 cores).
+test-long: setup
+	$(PY) -m pytest -q -rs $(XDIST) -m long $(PYTEST_ARGS)
 
 test-fast: setup
 	$(PY) -m pytest -q -rs $(XDIST) -m "not slow and not docker" $(PYTEST_ARGS)

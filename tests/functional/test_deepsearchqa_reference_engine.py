@@ -15,7 +15,9 @@ import yaml
 
 from tests.support.harness import REPO, cli, make_reachable_home, write_plan
 
-pytestmark = pytest.mark.slow
+# A whole reference-agent run with minutes of training budget: `make test-long` (not in `make test`,
+# which must stay well under 20 minutes on a 2-core CI machine).
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 SHORT = "dsqa_sft_steps=40,dsqa_sft_batch=8,dsqa_focus_steps=10,dsqa_submit_reserve_s=60,threads=1"
 
 

@@ -16,7 +16,9 @@ import yaml
 
 from tests.support.harness import REPO, cli, make_reachable_home, write_plan
 
-pytestmark = pytest.mark.slow
+# A whole reference-agent run with minutes of training budget: `make test-long` (not in `make test`,
+# which must stay well under 20 minutes on a 2-core CI machine).
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 SHORT = "ws_sft_steps=150,ws_sft_batch=8,ws_focus_steps=60,ws_submit_reserve_s=90,threads=2"
 
 

@@ -259,7 +259,7 @@ class Engine:
         reqs = [request_of(r.run_id, r.gpus_requested, self.store.get("runs", r.run_id)["spec"].get("options", {}))
                 for r in ready]
         # Runs whose agent has ended (finalizing) hold nothing on the cluster any more.
-        active = [request_of(s.run_id, s.run.get("gpus_requested"), s.spec.get("options", {}))
+        active = [request_of(s.run_id, s.gpus_requested, s.spec.get("options", {}))
                   for s in self.supervisors.values()
                   if s.spec.get("executor") == "ray" and not s.agent_ended]
         try:

@@ -44,6 +44,7 @@ class RunSupervisor:
         self.run_id: str = run["id"]
         self.spec: dict = run["spec"]
         self.gpus = gpus
+        self.gpus_requested = int(run.get("gpus_requested") or 0)
         self.journal = RunJournal(engine.store, engine.bus, run)
         self.grading = RunGrading(self.journal, engine, self.spec, gpus)
         self.card: TaskCard | None = None
@@ -277,7 +278,7 @@ class RunSupervisor:
                           private_paths=self.engine.private_paths(), isolate=self.isolated,
                           writable=AGENT_WRITABLE,
                           placement=dict(self.spec.get("options", {}).get("cluster") or {},
-                                         gpus=int(self.run.get("gpus_requested") or 0)))
+                                         gpus=self.gpus_requested))
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         """The submission desk and its per-run API. Containers without a network reach the API

@@ -10,7 +10,7 @@ CONFIG = "config.yaml"
 
 # Its task ids → our task cards (None: not in this harness yet).
 TASK_ALIASES: dict[str, str | None] = {"gsm8k": "gsm8k", "humaneval": "humaneval", "alpacaeval": "alpaca-judge",
-                                       "alfworld": "alfworld", "webshop": "webshop", "deepsearchqa": None}
+                                       "alfworld": "alfworld", "webshop": "webshop", "deepsearchqa": "deepsearchqa"}
 
 # A stack named in config.yaml (`stack:`, else a word of the folder id or `name`) → our stream
 # parser and the built-in spec whose key variables it needs.

@@ -64,9 +64,7 @@ def test_its_task_ids_map_to_our_cards():
     assert find_task("alpacaeval", path).id == "alpaca-judge"
     assert find_task("gsm8k", path).id == "gsm8k"
     assert find_task("webshop", path).id == "webshop"
-    for missing in ("deepsearchqa",):
-        with pytest.raises(UsageError, match="not available in this harness yet"):
-            find_task(missing, path)
+    assert find_task("deepsearchqa", path).id == "deepsearchqa"
 
 
 def test_plan_agent_path_relative_to_the_plan(tmp_path, monkeypatch):

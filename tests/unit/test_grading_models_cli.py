@@ -9,7 +9,7 @@ def test_models_list_on_a_fresh_home(home_dir, capsys):
     assert main(["--home", str(home_dir), "models", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows == [{"name": name, "builtin": True, "ready": False, "path": None, "bytes": 0}
-                    for name in ("tiny", "tiny-alfworld", "tiny-webshop", "tiny-dsqa")]
+                    for name in ("tiny", "tiny-alfworld", "tiny-dsqa", "tiny-webshop")]
     assert main(["--home", str(home_dir), "models", "list"]) == 0
     assert "models build tiny" in capsys.readouterr().out
 

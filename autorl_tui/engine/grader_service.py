@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 SERVER_MODULE = "autorl_tui.grading.warm_server"
 SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 START_TIMEOUT_S = 180.0
@@ -137,8 +139,9 @@ class GraderServer:
         return fut
 
     def kill(self) -> None:
-        """SIGKILL to the server's process group, then wait until no member is left (bwrap's
-        init in the sandbox belongs to it and is reaped by whoever inherits it, a moment later)."""
+        """SIGKILL to the server's process group, then wait until no member is left running (bwrap's
+        init in the sandbox belongs to it; once killed it stays a zombie until whoever inherits it
+        reaps it, which on some hosts' init is late: a zombie runs nothing, so it counts as gone)."""
         self.dead = True
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -146,7 +149,7 @@ class GraderServer:
             pass
         self.proc.wait()
         end = time.monotonic() + KILL_WAIT_S
-        while time.monotonic() < end:
+        while time.monotonic() < end and group_running(self.proc.pid):
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -157,6 +160,17 @@ class GraderServer:
                 stream.close()
             except OSError:
                 pass
+
+
+def group_running(pgid: int) -> bool:
+    """Whether a process of group `pgid` is still running (zombies, which run nothing, are not)."""
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(proc.pid) == pgid:
+                return True
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return False
 
 
 def _settle(fut: asyncio.Future, status, exc) -> None:

@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
+from autorl_tui.engine.grader_service import group_running
 from autorl_tui.engine.grading_client import run_grader
 
 pytestmark = pytest.mark.slow
@@ -42,11 +43,8 @@ def request(tmp_path, model, **extra):
 
 
 def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
+    """A member of the group still runs (a zombie that the host's init has not reaped yet runs nothing)."""
+    return group_running(pgid)
 
 
 @pytest.mark.parametrize("template,message", [(LOOP, "ran past its time limit"), (RECURSE, "failed to render")])

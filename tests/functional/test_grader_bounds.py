@@ -64,6 +64,8 @@ def test_a_hung_grader_is_killed_at_its_timeout_with_its_group_and_the_next_grad
     model = with_template(tiny_model_dir, tmp_path / "model", LOOP)
     no_limits = {"per_prompt_s": None, "total_s": None}      # only the process timeout is left to stop it
     started, heard = [], []
+    # Idle warm servers of earlier tests in this process (other grading folders) are not this one.
+    earlier = {p.pid for p in psutil.Process().children()}
 
     async def hang():
         task = asyncio.create_task(run_grader(request(tmp_path, model, template_limits=no_limits),
@@ -74,7 +76,8 @@ def test_a_hung_grader_is_killed_at_its_timeout_with_its_group_and_the_next_grad
         while not started and not task.done():
             for p in psutil.Process().children():
                 try:
-                    if any(m in " ".join(p.cmdline()) for m in ("autorl_tui.grading.worker", "grading.warm_server")):
+                    if p.pid not in earlier and any(m in " ".join(p.cmdline())
+                                                    for m in ("autorl_tui.grading.worker", "grading.warm_server")):
                         started.append(p.pid)
                 except psutil.Error:
                     pass

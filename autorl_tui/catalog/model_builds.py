@@ -82,3 +82,34 @@ def build_atomically(out_dir: Path | str, build_into, force: bool = False) -> Pa
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def save_untrained_llama(folder: Path, tok, *, name: str, version: str, seed: int, shape: tuple[int, int, int, int],
+                         max_positions: int, max_new_tokens: int = 32, started: float | None = None) -> dict:
+    """A randomly initialized (seeded) Llama-shaped model over the tokenizer `tok`, saved with the
+    tokenizer and its build record into `folder`: the built-in models of the interactive tasks,
+    whose baseline is the floor and which learn everything from the run's own post-training.
+    `shape` is (hidden, layers, attention heads, key/value heads)."""
+    import json
+    import time
+
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig
+
+    t0 = time.time() if started is None else started
+    hidden, layers, heads, kv_heads = shape
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=3 * hidden, num_hidden_layers=layers,
+                      num_attention_heads=heads, num_key_value_heads=kv_heads, max_position_embeddings=max_positions,
+                      rope_theta=10000.0, tie_word_embeddings=True, initializer_range=0.02, bos_token_id=None,
+                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, dtype="float32")
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg)
+    model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                                               bos_token_id=None, do_sample=False, max_new_tokens=max_new_tokens)
+    model.save_pretrained(folder, safe_serialization=True)
+    tok.save_pretrained(folder)
+    info = {"name": name, "version": version, "seed": seed, "params": sum(p.numel() for p in model.parameters()),
+            "vocab": len(tok), "max_positions": max_positions, "pretrained": False,
+            "build_s": round(time.time() - t0, 2), "torch": torch.__version__}
+    (Path(folder) / BUILD_INFO).write_text(json.dumps(info, indent=1))
+    return info

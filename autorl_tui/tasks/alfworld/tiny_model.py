@@ -19,13 +19,12 @@ Deterministic and atomic like `tiny`.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
 
 from autorl_tui.exitcodes import UsageError
-from autorl_tui.catalog.model_builds import BUILD_INFO, CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically
+from autorl_tui.catalog.model_builds import CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically, save_untrained_llama
 
 NAME = "tiny-alfworld"
 VERSION = "1"
@@ -91,26 +90,10 @@ def build_tokenizer():
 
 
 def _build_into(folder: Path, seed: int) -> dict:
-    import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig, LlamaConfig
-
-    t0 = time.time()
-    tok = build_tokenizer()
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=HIDDEN, intermediate_size=3 * HIDDEN, num_hidden_layers=LAYERS,
-                      num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=MAX_POSITIONS,
-                      rope_theta=10000.0, tie_word_embeddings=True, initializer_range=0.02, bos_token_id=None,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, dtype="float32")
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(cfg)
-    model.generation_config = GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                                               bos_token_id=None, do_sample=False, max_new_tokens=32)
-    model.save_pretrained(folder, safe_serialization=True)
-    tok.save_pretrained(folder)
-    info = {"name": NAME, "version": VERSION, "seed": seed, "params": sum(p.numel() for p in model.parameters()),
-            "vocab": len(tok), "max_positions": MAX_POSITIONS, "pretrained": False,
-            "build_s": round(time.time() - t0, 2), "torch": torch.__version__}
-    (folder / BUILD_INFO).write_text(json.dumps(info, indent=1))
-    return info
+    started = time.time()
+    return save_untrained_llama(folder, build_tokenizer(), name=NAME, version=VERSION, seed=seed,
+                                shape=(HIDDEN, LAYERS, HEADS, KV_HEADS), max_positions=MAX_POSITIONS,
+                                started=started)
 
 
 def build_tiny_alfworld_model(out_dir: Path | str, seed: int = 0, force: bool = False) -> Path:

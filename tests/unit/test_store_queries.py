@@ -34,6 +34,17 @@ def test_every_record_has_exactly_its_tables_columns_in_order(store):
         assert [f.name for f in fields(record)] == columns, record.__name__
 
 
+def test_the_engines_row_types_name_exactly_their_tables_columns(store):
+    # The engine's rows stay dicts (events and the socket carry them as they are); their TypedDicts
+    # and the readers' records must name the same columns, so a migration cannot leave one behind.
+    from autorl_tui.store.engine_records import AttemptRow, BaselineRow, RunRow, SubmissionRow
+
+    for table, row in (("runs", RunRow), ("attempts", AttemptRow), ("submissions", SubmissionRow),
+                       ("baselines", BaselineRow)):
+        columns = [r["name"] for r in store.query(f"PRAGMA table_info({table})")]
+        assert list(row.__annotations__) == columns, row.__name__
+
+
 def test_runs_are_filtered_newest_first_and_decoded(store, tmp_path):
     _run(store, "r0001-a", created_at=1.0)
     _run(store, "r0002-a", created_at=2.0, state="failed", plan="other")

@@ -2,6 +2,8 @@
 (tests/support/static_engine.py), served by the real EngineServer over a real Unix socket, read
 by the real console through EngineClient. Times are pinned (clock, machine size, pid, home)."""
 
+import time
+
 import pytest
 
 from autorl_tui.home import Home
@@ -18,23 +20,40 @@ def served(tmp_path):
         yield served
 
 
+async def _until(pilot, condition, what: str, timeout: float = 120.0) -> None:
+    """Wait for the console to reach a state, however loaded the machine; fail saying which state
+    it never reached (a snapshot of a half-loaded screen would fail as an unexplained mismatch)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the console did not reach this state within {timeout:.0f} s: {what}")
+        await pilot.pause(0.05)
+
+
+async def _settled(pilot) -> None:
+    """The current screen's background loads (history, catalog, revisions) have all finished."""
+    screen = pilot.app.screen
+    await _until(pilot, lambda: not any(w.node is screen and not w.is_finished for w in pilot.app.workers),
+                 f"{type(screen).__name__}'s background work finished")
+    await pilot.pause()
+
+
 async def _loaded(pilot):
     app = pilot.app
-    for _ in range(100):
-        if app.connected and app.model.runs:
-            break
-        await pilot.pause(0.05)
-    await pilot.pause(0.3)
+    await _until(pilot, lambda: app.connected and app.model.runs, "connected to the engine, runs listed")
+    await _settled(pilot)
 
 
 async def _run_loaded(pilot):
     await _loaded(pilot)
     await pilot.press("enter")
-    for _ in range(100):
-        if getattr(pilot.app.screen, "loaded", False):
-            break
-        await pilot.pause(0.05)
-    await pilot.pause(0.3)
+    await _until(pilot, lambda: getattr(pilot.app.screen, "loaded", False), "the run screen loaded its history")
+    await _settled(pilot)
+
+
+async def _on_screen(pilot, name: str) -> None:
+    await _until(pilot, lambda: type(pilot.app.screen).__name__ == name, f"{name} shown")
+    await _settled(pilot)
 
 
 def test_runs_screen(served, snap_compare):
@@ -57,7 +76,9 @@ def test_run_screen_revision_diff(served, snap_compare):
     async def before(pilot):
         await _run_loaded(pilot)
         await pilot.press("4", "down")
-        await pilot.pause(0.5)
+        await _until(pilot, lambda: "select a revision" not in str(pilot.app.screen.query_one("#diff").render()),
+                     "a revision's diff shown")
+        await _settled(pilot)
     assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
 
 
@@ -65,7 +86,7 @@ def test_new_plan_screen(served, snap_compare):
     async def before(pilot):
         await _loaded(pilot)
         await pilot.press("n")
-        await pilot.pause(0.5)
+        await _on_screen(pilot, "NewPlanScreen")
     assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
 
 
@@ -73,7 +94,7 @@ def test_gpus_screen(served, snap_compare):
     async def before(pilot):
         await _loaded(pilot)
         await pilot.press("g")
-        await pilot.pause(0.3)
+        await _on_screen(pilot, "GpusScreen")
     assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
 
 
@@ -81,7 +102,7 @@ def test_help_screen(served, snap_compare):
     async def before(pilot):
         await _loaded(pilot)
         await pilot.press("question_mark")
-        await pilot.pause(0.3)
+        await _on_screen(pilot, "HelpScreen")
     assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
 
 
@@ -103,7 +124,7 @@ def test_new_plan_screen_at_size(served, snap_compare, size):
     async def before(pilot):
         await _loaded(pilot)
         await pilot.press("n")
-        await pilot.pause(0.5)
+        await _on_screen(pilot, "NewPlanScreen")
         await pilot.press("down", "space")      # a second task ticked: ✓ next to it, blank next to the others
-        await pilot.pause(0.3)
+        await _settled(pilot)
     assert snap_compare(FrozenConsole(served.home), terminal_size=size, run_before=before)

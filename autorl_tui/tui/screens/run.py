@@ -134,6 +134,7 @@ class RunScreen(Screen):
         self._sync_series_list()
         self._redraw_charts()
         self._update_log_status(hist.get("events_total", 0))
+        self.refresh_header()     # the run's row may have arrived with the history: not only on the next tick
 
     def _origin(self) -> float | None:
         """Log, submission and revision times are offsets from the run's creation: known from the

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from textual.command import CommandList, CommandPalette
+
 from autorl_tui.home import Home
 from autorl_tui.tui.screens.new_plan import NewPlanScreen
 from autorl_tui.tui.screens.prompts import ConfirmScreen, InputScreen
@@ -22,6 +24,13 @@ def served(tmp_path):
     home = Home.open(str(tmp_path / "h"))
     with ServedEngine(home) as served:
         yield served
+
+
+def _first_command(app) -> str:
+    commands = app.screen.query_one(CommandList)
+    if not commands.option_count:
+        return ""
+    return str(commands.get_option_at_index(commands.highlighted or 0).prompt)
 
 
 async def until(pilot, condition, timeout=30.0, what="a condition"):
@@ -54,9 +63,9 @@ async def test_runs_filter_sort_palette_and_export(served):
         assert row_ids(app)[0] == RID
         # the command palette offers the registry's actions
         await pilot.press("ctrl+p")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the command palette")
         await pilot.press(*"new plan")
-        await pilot.pause(0.5)
+        await until(pilot, lambda: _first_command(app).startswith("New plan"), what="the palette to offer New plan")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, NewPlanScreen), what="the palette to open New plan")
         await pilot.press("escape")
@@ -90,7 +99,7 @@ async def test_run_actions_pause_extend_cancel(served):
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
         await pilot.press("n")                                # the confirmation says no: nothing happens
         await until(pilot, lambda: isinstance(app.screen, RunScreen), what="the dialog to close")
-        await pilot.pause(0.3)
+        assert served.engine.store.get("runs", RID)["state"] == "running"   # "no" sent no cancel
         assert app.model.runs[RID]["state"] == "running"
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")

@@ -112,7 +112,8 @@ class GraderServer:
                 waiter = self.jobs.pop(msg.get("job"), None)
             if waiter:
                 loop, fut = waiter
-                loop.call_soon_threadsafe(_settle, fut, msg.get("status"), None)
+                msg["stamps"] = {**(msg.get("stamps") or {}), "answer_read": time.time()}
+                loop.call_soon_threadsafe(_settle, fut, msg, None)
         self.dead = True
         with self.lock:
             waiters, self.jobs = list(self.jobs.values()), {}
@@ -120,7 +121,8 @@ class GraderServer:
             loop.call_soon_threadsafe(_settle, fut, None, ServerGone(f"the warm grader exited: {_tail(self.log_path)}"))
 
     def submit(self, job: dict) -> asyncio.Future:
-        """Send one grading; the future gets the child's exit status (or ServerGone)."""
+        """Send one grading; the future gets the server's answer, {"status": the child's exit
+        status, "stamps": {...}} (or ServerGone)."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         with self.lock:
@@ -173,13 +175,13 @@ def group_running(pgid: int) -> bool:
     return False
 
 
-def _settle(fut: asyncio.Future, status, exc) -> None:
+def _settle(fut: asyncio.Future, answer, exc) -> None:
     if fut.done():
         return
     if exc is not None:
         fut.set_exception(exc)
     else:
-        fut.set_result(status)
+        fut.set_result(answer)
 
 
 def _readline_within(proc: subprocess.Popen, timeout_s: float) -> bytes:

@@ -17,12 +17,14 @@ Nothing of torch runs here before a fork (its thread pools do not survive one): 
 
 Protocol, one JSON object per line: stdin gets {"job", "uid", "work_dir", "request", "result",
 "env", "rlimits"}; stdout answers {"ready": true, "import_s"} once, then {"job", "status"} per
-job (status: exit code, or -signal).
+job (status: exit code, or -signal; stamps: wall-clock times the job was accepted, its child
+exited and its uid was cleaned up).
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import os
 import shutil
@@ -106,7 +108,7 @@ def _child(job: dict, proto: tuple[int, int]) -> int:
     os.environ.update({str(k): str(v) for k, v in (job.get("env") or {}).items()})
     from autorl_tui.grading import worker
 
-    return worker.main([job["request"], job["result"]])
+    return worker.main([job["request"], job["result"]], stamps={"child_ready": time.time()})
 
 
 def _reap_uid(uid: int) -> None:
@@ -157,6 +159,10 @@ def serve() -> int:
     os.close(null)
     _prctl(PR_SET_DUMPABLE, 0)
     preload()
+    # What the imports built is never freed: keep it out of the collector's sight, so a child's
+    # collections neither walk it nor touch (copy) its pages.
+    gc.collect()
+    gc.freeze()
     reader = os.fdopen(proto_in, "r")
     writer = os.fdopen(proto_out, "w")
 
@@ -166,6 +172,7 @@ def serve() -> int:
 
     answer({"ready": True, "import_s": round(time.perf_counter() - t0, 3), "pid": os.getpid()})
     for line in reader:
+        accepted = time.time()
         try:
             job = json.loads(line)
         except ValueError:
@@ -189,8 +196,10 @@ def serve() -> int:
                 finally:
                     os._exit(code)
         _, status = os.waitpid(pid, 0)
+        exited = time.time()
         _reap_uid(int(job["uid"]))
-        answer({"job": job.get("job"), "status": os.waitstatus_to_exitcode(status)})
+        answer({"job": job.get("job"), "status": os.waitstatus_to_exitcode(status),
+                "stamps": {"accepted": accepted, "exited": exited, "reaped": time.time()}})
     return 0
 
 

@@ -8,7 +8,8 @@ REQUEST: {"task": card dict, "split": "dev", "split_path": ".../dev.jsonl", "mod
           "template_limits": {"per_prompt_s": 5, "total_s": 60}}   (null disables a chat-template limit)
 PROGRESS (rewritten atomically next to RESULT, as progress.json): {"done", "total", "stage"}.
 RESULT (written atomically): {"ok": true, "score", "metrics", "samples", "timings", "grader_version",
-          "scorer", "scorer_version"} or {"ok": false, "error", "error_kind", "traceback", ...}.
+          "scorer", "scorer_version"} or {"ok": false, "error", "error_kind", "traceback", ...}, both
+          with "stamps" (wall-clock times: request_read, load_start, loaded, evaluated, ...).
 Exit code 0 whenever RESULT was written (even with ok=false); 2 when it could not be.
 """
 

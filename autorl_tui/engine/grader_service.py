@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -206,6 +206,7 @@ class _Pool:
     def __init__(self):
         self._lock = threading.Lock()
         self._idle: dict[ServerKey, list[GraderServer]] = {}
+        self._starting: dict[ServerKey, Future] = {}     # prestarted, not yet idle nor taken
         self._sweeper: threading.Thread | None = None
 
     def _sweep(self) -> None:
@@ -227,7 +228,34 @@ class _Pool:
                 if not server.dead and server.proc.poll() is None:
                     return server
                 server.kill()
+            starting = self._starting.pop(key, None)
+        if starting is not None:          # prestarted for this grading: wait for it rather than start another
+            try:
+                server = starting.result()
+                if not server.dead and server.proc.poll() is None:
+                    return server
+                server.kill()
+            except (ServerGone, OSError):
+                pass
         return _SPAWNER.submit(GraderServer.start, key, env).result()
+
+    def prestart(self, key: ServerKey, env: dict) -> None:
+        """Start a server for key in the background unless one is idle or starting: it joins the
+        idle ones when ready, or goes to the grading that asks for it meanwhile."""
+        with self._lock:
+            if self._idle.get(key) or key in self._starting:
+                return
+            future = _SPAWNER.submit(GraderServer.start, key, env)
+            self._starting[key] = future
+
+        def ready(fut: Future) -> None:
+            with self._lock:
+                unclaimed = self._starting.get(key) is fut
+                if unclaimed:
+                    del self._starting[key]
+            if unclaimed and fut.exception() is None:
+                self.give_back(fut.result())
+        future.add_done_callback(ready)
 
     def give_back(self, server: GraderServer) -> None:
         if server.dead or server.proc.poll() is not None:
@@ -255,14 +283,18 @@ class _Pool:
             return [s for ss in self._idle.values() for s in ss]
 
     def close(self, grading_root: Path | None = None) -> None:
-        """Stop idle servers (of one grading folder, or all)."""
+        """Stop idle servers (of one grading folder, or all), and those still starting."""
         with self._lock:
             doomed = [s for k, ss in self._idle.items() for s in ss
                       if grading_root is None or k.grading_root == Path(grading_root)]
             for s in doomed:
                 self._idle[s.key].remove(s)
+            starting = [self._starting.pop(k) for k in list(self._starting)
+                        if grading_root is None or k.grading_root == Path(grading_root)]
         for s in doomed:
             s.kill()
+        for fut in starting:
+            fut.add_done_callback(lambda f: f.exception() is None and f.result().kill())
 
 
 POOL = _Pool()

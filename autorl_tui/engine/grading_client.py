@@ -112,16 +112,16 @@ class GradingOutcome:
 
 
 # The wall-clock stamps of one grading, in order, each naming the phase that ends at it. The
-# engine stamps start/submitted/woken/outcome_read/done; the warm server accepted/exited/reaped (its
+# engine stamps start/submitted/woken/outcome_read/done; the warm server accepted/child_done/reaped (its
 # answer read: answer_read); the worker child_ready/request_read/load_start/loaded/evaluated.
 PHASES = (("submitted", "prepare"),           # uid lease, staging links, request file, a server taken
           ("accepted", "to_server"),          # the job line reaches the server
-          ("child_ready", "fork_uid_drop"),   # fork, rlimits, setuid, log
+          ("child_ready", "child_start"),     # to the child forked ahead (or a fresh fork); rlimits, setuid, log
           ("request_read", "read_request"),
           ("load_start", "worker_setup"),     # seeds, scorer, split
           ("loaded", "model_load"),
           ("evaluated", "evaluate"),          # split below into inference and scoring
-          ("exited", "result_write_exit"),    # result written + fsynced, child leaves
+          ("child_done", "result_write"),     # result written and fsynced (the child's exit is not waited for)
           ("reaped", "uid_cleanup"),          # the uid's leftovers killed, its temp files removed
           ("answer_read", "answer_to_engine"),
           ("woken", "engine_wakeup"),
@@ -229,6 +229,43 @@ def _write_request(req_path: Path, request: dict) -> None:
         fh.write(json.dumps(request))
 
 
+def _grader_env(request: dict, gpus: list[str] | None, threads: int) -> dict:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "ALFWORLD_DATA")}
+    env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "OMP_NUM_THREADS": str(threads),
+                "MKL_NUM_THREADS": str(threads), "GOMP_SPINCOUNT": "1000", "TOKENIZERS_PARALLELISM": "false",
+                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+                "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    for key in request.get("pass_env", []):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+def prestart_warm(request: dict, work_dir: Path, *, gpus: list[str] | None = None, threads: int = 1,
+                  python: str | None = None) -> bool:
+    """Start, in the background, the warm server a grading of `request` in `work_dir` would use
+    (its split and model are not needed yet): a run's first grading then finds it started, its
+    start having overlapped whatever came before (building the base model). False when such a
+    grading would not be warm (cold path)."""
+    from autorl_tui.engine import grader_service as gs
+
+    if request.get("scorer") in RUNS_GENERATED_CODE or not _warm_eligible(request, sandbox_probe()[0]):
+        return False
+    work_dir = Path(os.path.abspath(work_dir))
+    key = gs.server_key(request, work_dir, gpus, threads, python)
+    _grading_root(key.grading_root)
+    env = _grader_env(request, gpus, threads)
+    env.pop("TMPDIR", None)
+    gs.POOL.prestart(key, {**env, "HOME": str(key.grading_root)})
+    return True
+
+
+def _grading_root(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    os.chown(root, 0, 0, follow_symlinks=False)
+    os.chmod(root, 0o711)          # gradings may enter their own folder, never list the others
+
+
 def _warm_eligible(request: dict, sandboxed: bool) -> bool:
     """The warm grader serves sandboxed gradings whose sandbox needs nothing per grading beyond
     its work dir, model and split (the judge's shared cache folder still takes the cold path)."""
@@ -265,14 +302,7 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
     req_path, res_path = work_dir / "request.json", work_dir / "result.json"
     res_path.unlink(missing_ok=True)
     (work_dir / PROGRESS_FILE).unlink(missing_ok=True)
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "ALFWORLD_DATA")}
-    env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "OMP_NUM_THREADS": str(threads),
-                "MKL_NUM_THREADS": str(threads), "GOMP_SPINCOUNT": "1000", "TOKENIZERS_PARALLELISM": "false",
-                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-                "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
-    for key in request.get("pass_env", []):
-        if key in os.environ:
-            env[key] = os.environ[key]
+    env = _grader_env(request, gpus, threads)
     argv = [python or sys.executable, "-m", GRADER_MODULE, str(req_path), str(res_path)]
     lease = None
     staged: dict[str, str] = {}
@@ -334,8 +364,7 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
     t0 = time.time()
     key = gs.server_key(request, work_dir, gpus, threads, python)
     root = key.grading_root
-    os.chown(root, 0, 0, follow_symlinks=False)
-    os.chmod(root, 0o711)          # gradings may enter their own folder, never list the others
+    _grading_root(root)
     request = _stage(request, work_dir, staged)
     sb.chown_tree(work_dir, uid, tuple(n for n in os.listdir(work_dir) if n != "input"))
     os.chmod(work_dir, 0o700)

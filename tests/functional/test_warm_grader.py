@@ -201,6 +201,22 @@ def test_a_dead_spare_child_is_replaced_by_a_fresh_one(tmp_path, tiny_model_dir)
     assert grader_service.POOL.idle() == [server]
 
 
+def test_a_server_started_ahead_serves_the_first_grading(tmp_path, tiny_model_dir):
+    """A run's server is started when it enters preparing; its first baseline takes that server,
+    even while it is still starting, rather than start a second one."""
+    from autorl_tui.engine.grading_client import prestart_warm
+
+    req, work = request(tmp_path, tiny_model_dir), tmp_path / "gradings" / "baseline-dev"
+    assert prestart_warm(req, work)
+    key = grader_service.server_key(req, work, None, 1, None)
+    starting = grader_service.POOL._starting[key]
+    assert prestart_warm(req, work) and grader_service.POOL._starting[key] is starting   # one start only
+    outcome = grade(req, work)
+    assert outcome.ok, outcome
+    assert grader_service.POOL.idle() == [starting.result()]
+    assert not prestart_warm({**req, "scorer": "unit_tests"}, work)       # code-running scorers stay cold
+
+
 def test_a_hanging_grading_is_killed_with_its_server_and_the_next_one_succeeds(tmp_path, tiny_model_dir):
     gradings = tmp_path / "gradings"
     hostile = copy_model(tiny_model_dir, tmp_path / "hang")

@@ -125,8 +125,8 @@ def _child(job: dict, private_fds: list[int]) -> int:
 
 def write_warmup_model(folder: str) -> None:
     """A 1-layer Llama of random weights with a word-level tokenizer and a chat template: the
-    harness's own, for a spare child to load and run once before its job (safetensors through
-    numpy and tokenizer files: no torch op runs in the server)."""
+    harness's own, for the server to load once before its first fork (weights written through
+    numpy's safetensors writer, so no torch op runs to make them)."""
     import numpy as np
     import safetensors.numpy
     import transformers
@@ -182,8 +182,8 @@ class _Child:
 
 
 def _spawn(private_fds: list[int]) -> _Child:
-    """Fork a child that waits for its job (it runs nothing before, and holds no thread: it
-    forks from a server that never ran a torch op). Closing its job pipe without writing ends it."""
+    """Fork a child that waits for its job, running nothing before (and holding no thread pool:
+    the server never ran a parallel region). Closing its job pipe without writing ends it."""
     job_r, job_w = os.pipe()
     done_r, done_w = os.pipe()
     sys.stdout.flush()
@@ -249,6 +249,8 @@ def _wait_done(child: _Child) -> tuple[int, bool]:
 def _reap_uid(uid: int) -> None:
     """Kill whatever the grading left running under its uid and remove its files from the shared
     temp folders, as that uid (so nothing else can be touched)."""
+    if uid <= 0:
+        return                  # never as root: kill(-1) would end the whole sandbox
     pid = os.fork()
     if pid == 0:
         code = 0

@@ -77,10 +77,10 @@ def preload() -> None:
         get_checkpoint_conversion_mapping("llama")
     except ImportError:
         pass
+    import encodings.unicode_escape  # noqa: F401 - the tokenizer's decoding, at the first grading
+
     import jinja2  # noqa: F401 - chat templates
     import safetensors.torch  # noqa: F401
-
-    import encodings.unicode_escape  # noqa: F401 - the tokenizer's decoding, at the first grading
 
     from autorl_tui.catalog import tasks  # noqa: F401 - the worker reads splits with it
     from autorl_tui.grading import inference, worker  # noqa: F401
@@ -164,7 +164,11 @@ def load_warmup_model(folder: str) -> None:
     """In the server, once: load the warm-up model (tokenizer, chat template, weights) without
     running it, so the loading path's lazy imports, compiled regexes and caches are in every
     child. Its tensors are tiny: no parallel region runs, so no thread pool starts before a fork."""
-    from autorl_tui.grading.inference import TransformersPolicy, _render, seed_everything
+    from autorl_tui.grading.inference import (
+        TransformersPolicy,
+        _render,
+        seed_everything,
+    )
 
     seed_everything(0)            # the first call sets up torch's generators (no parallel region either)
     policy = TransformersPolicy(folder, batch_size=2)

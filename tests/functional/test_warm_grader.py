@@ -167,16 +167,16 @@ def test_leftovers_under_the_grading_uid_are_killed_before_the_answer(tmp_path, 
             await asyncio.sleep(0.02)
         assert child is not None, "the grading ended before a leftover could be planted"
         uid = child.uids().real
-        planter = subprocess.Popen(
-            ["nsenter", "-t", str(sandbox_pid), "-p", "-m", "--", "setpriv", f"--reuid={uid}", f"--regid={uid}",
-             "--clear-groups", "sh", "-c", "touch /tmp/left-behind && exec sleep 600"])
+        planter = await asyncio.create_subprocess_exec(
+            "nsenter", "-t", str(sandbox_pid), "-p", "-m", "--", "setpriv", f"--reuid={uid}", f"--regid={uid}",
+            "--clear-groups", "sh", "-c", "touch /tmp/left-behind && exec sleep 600")
         leftover = wait_for(lambda: [p for p in psutil.process_iter() if p.name() == "sleep" and p.uids().real == uid],
                             60)
         outcome = await task
-        planter.wait(30)
-        return outcome, leftover[0], uid
+        await asyncio.wait_for(planter.wait(), 30)
+        return outcome, leftover[0]
 
-    outcome, leftover, uid = asyncio.run(plant())
+    outcome, leftover = asyncio.run(plant())
     assert outcome.ok, outcome
     assert not leftover.is_running() or leftover.status() == psutil.STATUS_ZOMBIE
     assert not Path(f"/proc/{sandbox_pid}/root/tmp/left-behind").exists()
@@ -191,8 +191,11 @@ def test_a_dead_spare_child_is_replaced_by_a_fresh_one(tmp_path, tiny_model_dir)
     assert first.ok
     [server] = grader_service.POOL.idle()
     # The server, its reaper and the spare run as root (gradings as their uids): the spare is the newest.
-    root_procs = wait_for(lambda: (lambda ps: ps if len(ps) == 3 else None)(
-        [p for p in _server_children(server) if p.name() != "bwrap" and p.uids().real == 0]))
+    def root_procs():
+        procs = [p for p in _server_children(server) if p.name() != "bwrap" and p.uids().real == 0]
+        return procs if len(procs) == 3 else None
+
+    root_procs = wait_for(root_procs)
     spare = max(root_procs, key=lambda p: p.create_time())
     spare.kill()
     wait_for(lambda: not spare.is_running() or spare.status() == psutil.STATUS_ZOMBIE)

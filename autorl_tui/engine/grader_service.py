@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,7 +112,8 @@ class GraderServer:
                 waiter = self.jobs.pop(msg.get("job"), None)
             if waiter:
                 loop, fut = waiter
-                loop.call_soon_threadsafe(_settle, fut, msg.get("status"), None)
+                msg["stamps"] = {**(msg.get("stamps") or {}), "answer_read": time.time()}
+                loop.call_soon_threadsafe(_settle, fut, msg, None)
         self.dead = True
         with self.lock:
             waiters, self.jobs = list(self.jobs.values()), {}
@@ -120,7 +121,8 @@ class GraderServer:
             loop.call_soon_threadsafe(_settle, fut, None, ServerGone(f"the warm grader exited: {_tail(self.log_path)}"))
 
     def submit(self, job: dict) -> asyncio.Future:
-        """Send one grading; the future gets the child's exit status (or ServerGone)."""
+        """Send one grading; the future gets the server's answer, {"status": the child's exit
+        status, "stamps": {...}} (or ServerGone)."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         with self.lock:
@@ -173,13 +175,13 @@ def group_running(pgid: int) -> bool:
     return False
 
 
-def _settle(fut: asyncio.Future, status, exc) -> None:
+def _settle(fut: asyncio.Future, answer, exc) -> None:
     if fut.done():
         return
     if exc is not None:
         fut.set_exception(exc)
     else:
-        fut.set_result(status)
+        fut.set_result(answer)
 
 
 def _readline_within(proc: subprocess.Popen, timeout_s: float) -> bytes:
@@ -204,6 +206,7 @@ class _Pool:
     def __init__(self):
         self._lock = threading.Lock()
         self._idle: dict[ServerKey, list[GraderServer]] = {}
+        self._starting: dict[ServerKey, Future] = {}     # prestarted, not yet idle nor taken
         self._sweeper: threading.Thread | None = None
 
     def _sweep(self) -> None:
@@ -225,7 +228,34 @@ class _Pool:
                 if not server.dead and server.proc.poll() is None:
                     return server
                 server.kill()
+            starting = self._starting.pop(key, None)
+        if starting is not None:          # prestarted for this grading: wait for it rather than start another
+            try:
+                server = starting.result()
+                if not server.dead and server.proc.poll() is None:
+                    return server
+                server.kill()
+            except (ServerGone, OSError):
+                pass
         return _SPAWNER.submit(GraderServer.start, key, env).result()
+
+    def prestart(self, key: ServerKey, env: dict) -> None:
+        """Start a server for key in the background unless one is idle or starting: it joins the
+        idle ones when ready, or goes to the grading that asks for it meanwhile."""
+        with self._lock:
+            if self._idle.get(key) or key in self._starting:
+                return
+            future = _SPAWNER.submit(GraderServer.start, key, env)
+            self._starting[key] = future
+
+        def ready(fut: Future) -> None:
+            with self._lock:
+                unclaimed = self._starting.get(key) is fut
+                if unclaimed:
+                    del self._starting[key]
+            if unclaimed and fut.exception() is None:
+                self.give_back(fut.result())
+        future.add_done_callback(ready)
 
     def give_back(self, server: GraderServer) -> None:
         if server.dead or server.proc.poll() is not None:
@@ -253,14 +283,18 @@ class _Pool:
             return [s for ss in self._idle.values() for s in ss]
 
     def close(self, grading_root: Path | None = None) -> None:
-        """Stop idle servers (of one grading folder, or all)."""
+        """Stop idle servers (of one grading folder, or all), and those still starting."""
         with self._lock:
             doomed = [s for k, ss in self._idle.items() for s in ss
                       if grading_root is None or k.grading_root == Path(grading_root)]
             for s in doomed:
                 self._idle[s.key].remove(s)
+            starting = [self._starting.pop(k) for k in list(self._starting)
+                        if grading_root is None or k.grading_root == Path(grading_root)]
         for s in doomed:
             s.kill()
+        for fut in starting:
+            fut.add_done_callback(lambda f: f.exception() is None and f.result().kill())
 
 
 POOL = _Pool()

@@ -108,6 +108,47 @@ class GradingOutcome:
     error: str | None = None
     error_kind: str | None = None
     wall_s: float = 0.0
+    phases: dict = field(default_factory=dict)     # where the wall time went: phase_breakdown()
+
+
+# The wall-clock stamps of one grading, in order, each naming the phase that ends at it. The
+# engine stamps start/submitted/woken/outcome_read/done; the warm server accepted/child_done/reaped (its
+# answer read: answer_read); the worker child_ready/request_read/load_start/loaded/evaluated.
+PHASES = (("submitted", "prepare"),           # uid lease, staging links, request file, a server taken
+          ("accepted", "to_server"),          # the job line reaches the server
+          ("child_ready", "child_start"),     # to the child forked ahead (or a fresh fork); rlimits, setuid, log
+          ("request_read", "read_request"),
+          ("load_start", "worker_setup"),     # seeds, scorer, split
+          ("loaded", "model_load"),
+          ("evaluated", "evaluate"),          # split below into inference and scoring
+          ("child_done", "result_write"),     # result written and fsynced (the child's exit is not waited for)
+          ("reaped", "uid_cleanup"),          # the uid's leftovers killed, its temp files removed
+          ("answer_read", "answer_to_engine"),
+          ("woken", "engine_wakeup"),
+          ("outcome_read", "read_result"),
+          ("done", "finish"))                 # staged inputs removed, work dir back to root, lease released
+
+
+def phase_breakdown(stamps: dict, timings: dict) -> dict[str, float]:
+    """Seconds per phase from the stamps present (a missing stamp's phase is counted in the next
+    one's); `evaluate` is split into `inference` and `scoring` by the worker's timings. Only sane
+    numbers are used: the worker's stamps come from the graded model's uid."""
+    clean = {k: float(v) for k, v in stamps.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if "start" not in clean:
+        return {}
+    out: dict[str, float] = {}
+    last = clean["start"]
+    for stamp, phase in PHASES:
+        if stamp not in clean or clean[stamp] < last:
+            continue
+        out[phase] = round(clean[stamp] - last, 4)
+        last = clean[stamp]
+    inference = timings.get("inference_s")
+    if "evaluate" in out and isinstance(inference, (int, float)) and 0 <= inference <= out["evaluate"]:
+        out["inference"] = round(float(inference), 4)
+        out["scoring"] = round(out.pop("evaluate") - inference, 4)
+    out["total"] = round(last - clean["start"], 4)
+    return out
 
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -188,6 +229,43 @@ def _write_request(req_path: Path, request: dict) -> None:
         fh.write(json.dumps(request))
 
 
+def _grader_env(request: dict, gpus: list[str] | None, threads: int) -> dict:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "ALFWORLD_DATA")}
+    env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "OMP_NUM_THREADS": str(threads),
+                "MKL_NUM_THREADS": str(threads), "GOMP_SPINCOUNT": "1000", "TOKENIZERS_PARALLELISM": "false",
+                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+                "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    for key in request.get("pass_env", []):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+def prestart_warm(request: dict, work_dir: Path, *, gpus: list[str] | None = None, threads: int = 1,
+                  python: str | None = None) -> bool:
+    """Start, in the background, the warm server a grading of `request` in `work_dir` would use
+    (its split and model are not needed yet): a run's first grading then finds it started, its
+    start having overlapped whatever came before (building the base model). False when such a
+    grading would not be warm (cold path)."""
+    from autorl_tui.engine import grader_service as gs
+
+    if request.get("scorer") in RUNS_GENERATED_CODE or not _warm_eligible(request, sandbox_probe()[0]):
+        return False
+    work_dir = Path(os.path.abspath(work_dir))
+    key = gs.server_key(request, work_dir, gpus, threads, python)
+    _grading_root(key.grading_root)
+    env = _grader_env(request, gpus, threads)
+    env.pop("TMPDIR", None)
+    gs.POOL.prestart(key, {**env, "HOME": str(key.grading_root)})
+    return True
+
+
+def _grading_root(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    os.chown(root, 0, 0, follow_symlinks=False)
+    os.chmod(root, 0o711)          # gradings may enter their own folder, never list the others
+
+
 def _warm_eligible(request: dict, sandboxed: bool) -> bool:
     """The warm grader serves sandboxed gradings whose sandbox needs nothing per grading beyond
     its work dir, model and split (the judge's shared cache folder still takes the cold path)."""
@@ -204,6 +282,17 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
 
     Sandboxed gradings go to the warm grader (engine/grader_service.py) unless AUTORL_WARM_GRADER=0;
     every grading's work dir should then lie in a folder of gradings (the server's view)."""
+    stamps = {"start": time.time()}
+    outcome = await _run_grader(request, work_dir, gpus=gpus, threads=threads, timeout_s=timeout_s, python=python,
+                                on_progress=on_progress, stamps=stamps)
+    stamps["done"] = time.time()
+    outcome.phases = phase_breakdown(stamps, outcome.timings)
+    return outcome
+
+
+async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, threads: int,
+                      timeout_s: float | None, python: str | None, on_progress: ProgressCallback | None,
+                      stamps: dict) -> GradingOutcome:
     work_dir = Path(os.path.abspath(work_dir))
     work_dir.mkdir(parents=True, exist_ok=True)
     sandboxed = request.get("scorer") not in RUNS_GENERATED_CODE and sandbox_probe()[0]
@@ -213,14 +302,7 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
     req_path, res_path = work_dir / "request.json", work_dir / "result.json"
     res_path.unlink(missing_ok=True)
     (work_dir / PROGRESS_FILE).unlink(missing_ok=True)
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "ALFWORLD_DATA")}
-    env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "OMP_NUM_THREADS": str(threads),
-                "MKL_NUM_THREADS": str(threads), "GOMP_SPINCOUNT": "1000", "TOKENIZERS_PARALLELISM": "false",
-                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-                "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
-    for key in request.get("pass_env", []):
-        if key in os.environ:
-            env[key] = os.environ[key]
+    env = _grader_env(request, gpus, threads)
     argv = [python or sys.executable, "-m", GRADER_MODULE, str(req_path), str(res_path)]
     lease = None
     staged: dict[str, str] = {}
@@ -239,7 +321,7 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
             env.pop("TMPDIR", None)
             if _warm_eligible(request, sandboxed):
                 outcome = await _run_warm(request, work_dir, lease.uid, env, gpus, threads, timeout_s, python,
-                                          on_progress, staged)
+                                          on_progress, staged, stamps)
                 if outcome is not None:
                     return outcome
                 t0 = time.time()
@@ -262,7 +344,8 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
                 await _kill_group(proc)
                 raise
             await _kill_group(proc)        # anything the worker left behind in its group
-        return _read_outcome(work_dir, res_path, proc.returncode, time.time() - t0, staged)
+        stamps["woken"] = time.time()
+        return _read_outcome(work_dir, res_path, proc.returncode, time.time() - t0, staged, stamps)
     finally:
         if lease is not None:
             lease.release()
@@ -272,7 +355,7 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
 
 async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: list[str] | None, threads: int,
                     timeout_s: float | None, python: str | None, on_progress: ProgressCallback | None,
-                    staged: dict[str, str]) -> GradingOutcome | None:
+                    staged: dict[str, str], stamps: dict) -> GradingOutcome | None:
     """One grading in a warm server's child; None when no server could start (the caller then
     takes the cold path)."""
     from autorl_tui.engine import grader_service as gs
@@ -281,8 +364,7 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
     t0 = time.time()
     key = gs.server_key(request, work_dir, gpus, threads, python)
     root = key.grading_root
-    os.chown(root, 0, 0, follow_symlinks=False)
-    os.chmod(root, 0o711)          # gradings may enter their own folder, never list the others
+    _grading_root(root)
     request = _stage(request, work_dir, staged)
     sb.chown_tree(work_dir, uid, tuple(n for n in os.listdir(work_dir) if n != "input"))
     os.chmod(work_dir, 0o700)
@@ -301,6 +383,7 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
            "rlimits": {"nproc": NPROC_LIMIT, "fsize": FSIZE_LIMIT, "core": 0, "nofile": NOFILE_LIMIT}}
     status = None
     try:
+        stamps["submitted"] = time.time()
         waiter = server.submit(job)
         try:
             await _wait(waiter, work_dir, timeout_s, on_progress)
@@ -312,7 +395,10 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
             waiter.cancel()
             await asyncio.to_thread(server.kill)
             raise
-        status = waiter.result()
+        answer = waiter.result()
+        stamps["woken"] = time.time()
+        stamps.update(answer.get("stamps") or {})
+        status = answer.get("status")
     except gs.ServerGone as exc:
         server.kill()
         tail = _log_tail(work_dir).strip().splitlines()
@@ -322,7 +408,7 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
     finally:
         if status is not None:
             gs.POOL.give_back(server)
-    return _read_outcome(work_dir, res_path, status, time.time() - t0, staged)
+    return _read_outcome(work_dir, res_path, status, time.time() - t0, staged, stamps)
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -382,10 +468,16 @@ def _unstage(work_dir: Path) -> None:
         pass
 
 
-def _read_outcome(work_dir: Path, res_path: Path, returncode, wall: float, staged: dict[str, str]) -> GradingOutcome:
+def _read_outcome(work_dir: Path, res_path: Path, returncode, wall: float, staged: dict[str, str],
+                  stamps: dict) -> GradingOutcome:
     try:
         # The sandboxed worker owns work_dir: read its result as a plain file, never through a link.
         result = json.loads(read_regular(work_dir, res_path.name, RESULT_MAX_BYTES))
+        worker_stamps = result.get("stamps") if isinstance(result, dict) else None
+        for key in ("child_ready", "request_read", "load_start", "loaded", "evaluated"):
+            if isinstance(worker_stamps, dict) and key in worker_stamps:
+                stamps[key] = worker_stamps[key]
+        stamps["outcome_read"] = time.time()
     except (OSError, ValueError):
         tail = _log_tail(work_dir)
         return GradingOutcome(ok=False, error=f"grader worker exited with code {returncode} without a result: "

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from autorl_tui.durations import format_duration
-from autorl_tui.engine.grading_client import GradingOutcome, run_grader
+from autorl_tui.engine.grading_client import GradingOutcome, prestart_warm, run_grader
 from autorl_tui.engine.run_outcomes import RunFailure
 from autorl_tui.grading import GRADER_VERSION
 
@@ -52,11 +52,25 @@ class RunGrading:
         """The task and its materialized splits, once the run has them."""
         self.card, self.split_paths = card, split_paths
 
-    def request(self, model_path: Path, split: str) -> dict:
-        options = {**self.card.scorer_options, **self.spec.get("scorer_options", {})}
-        if self.card.scorer == "judge":
+    def _scorer_options(self, card: "TaskCard") -> dict:
+        options = {**card.scorer_options, **self.spec.get("scorer_options", {})}
+        if card.scorer == "judge":
             # In a folder of its own: the sandboxed grader writes there and nowhere else in the cache.
             options.setdefault("cache_path", str(self.host.home.cache / "judge" / "judge.sqlite"))
+        return options
+
+    def prestart(self, card: "TaskCard") -> None:
+        """Start the run's warm grader now (docs/grading.md), so that its start overlaps building
+        the base model and materializing the splits instead of delaying the first baseline."""
+        request = {"task": card.to_dict(), "scorer": card.scorer, "scorer_options": self._scorer_options(card)}
+        try:
+            prestart_warm(request, self.host.home.run_dir(self.journal.run_id) / "grading" / "baseline-dev",
+                          gpus=self.gpus, threads=self.host.grader_threads)
+        except OSError as exc:       # an optimisation: the first grading starts its server then
+            self.journal.log("harness", f"warm grader not started ahead: {exc}", level="warning")
+
+    def request(self, model_path: Path, split: str) -> dict:
+        options = self._scorer_options(self.card)
         # Graders get only the environment they need: the judge's key variable (named in the card).
         pass_env = list(options.get("pass_env", [])) + ["AUTORL_JUDGE_URL"]
         if options.get("api_key_env"):

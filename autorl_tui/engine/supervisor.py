@@ -150,6 +150,7 @@ class RunSupervisor:
     async def _prepare(self) -> None:
         self.journal.transition("preparing")
         self._load_catalog()
+        await asyncio.to_thread(self.grading.prestart, self.card)
         out = await self._materialize()
         if not out.get("ok"):
             raise RunFailure("task" if out.get("kind") == "task" else "infra", out.get("error", "preparation failed"))

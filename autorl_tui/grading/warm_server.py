@@ -4,30 +4,39 @@ per request. Started and spoken to by `engine/grader_service.py`; knows nothing 
     python -m autorl_tui.grading.warm_server
 
 It runs inside the grader's bubblewrap sandbox as root holding only CAP_SETUID, CAP_SETGID and
-CAP_KILL (`Sandbox(keep_caps=...)`), and never touches a submission itself: each child, right
-after the fork and before reading anything of the request, takes its own rlimits, drops to the
-uid the engine leased for that grading (which clears every capability), sets no_new_privs and
-runs `grading/worker.py`'s `main` exactly as the cold worker process does. The result file is
-written and fsynced by `main` before the child leaves with `os._exit` (no interpreter shutdown).
-After a child ends, every process left under its uid is killed (a helper drops to that uid and
-calls kill(-1)) and that uid's files in the shared temp folders are removed, before the server
-reports the grading done.
+CAP_KILL (`Sandbox(keep_caps=...)`), and never touches a submission itself. Each grading's child
+is forked ahead of its job (the fork of a large process is then off the grading's path) and
+waits for the job on a pipe, running nothing; once it has the job, and before reading anything
+of the request, it takes its own rlimits, drops to the uid the engine leased for that grading
+(which clears every capability), sets no_new_privs and runs `grading/worker.py`'s `main` exactly
+as the cold worker process does. The result file is written and fsynced by `main`; the child
+then says so on a second pipe and leaves with `os._exit` (no interpreter shutdown; the teardown
+of its memory is not waited for). Then every process left under its uid, the leaving child
+included, is killed (a helper drops to that uid and calls kill(-1)) and that uid's files in the
+shared temp folders are removed, before the server reports the grading done. The helper is
+forked by a small reaper process the server forked before its imports, so that it is cheap.
 
-Nothing of torch runs here before a fork (its thread pools do not survive one): only imports.
+Nothing of torch runs a parallel region here before a fork (thread pools do not survive one):
+imports, and the loading path exercised once on a tiny model of the harness's own (random
+weights written through numpy), so its lazy imports and caches are in every child.
 
 Protocol, one JSON object per line: stdin gets {"job", "uid", "work_dir", "request", "result",
-"env", "rlimits"}; stdout answers {"ready": true, "import_s"} once, then {"job", "status"} per
-job (status: exit code, or -signal).
+"env", "rlimits"}; stdout answers {"ready": true, "import_s"} once, then {"job", "status",
+"stamps"} per job (status: exit code, or -signal; stamps: wall-clock times the job was
+accepted, its child said its result was written, and its uid was cleaned up).
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import os
 import shutil
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 
 PRELOAD = ("transformers.models.llama.modeling_llama", "transformers.models.qwen2.modeling_qwen2",
            "transformers.models.qwen3.modeling_qwen3", "transformers.models.mistral.modeling_mistral",
@@ -68,20 +77,23 @@ def preload() -> None:
         get_checkpoint_conversion_mapping("llama")
     except ImportError:
         pass
+    import encodings.unicode_escape  # noqa: F401 - the tokenizer's decoding, at the first grading
+
     import jinja2  # noqa: F401 - chat templates
     import safetensors.torch  # noqa: F401
 
+    from autorl_tui.catalog import tasks  # noqa: F401 - the worker reads splits with it
     from autorl_tui.grading import inference, worker  # noqa: F401
     from autorl_tui.grading.scorers import get_scorer
 
     get_scorer("exact_match")
 
 
-def _child(job: dict, proto: tuple[int, int]) -> int:
+def _child(job: dict, private_fds: list[int]) -> int:
     """In the forked child: become the grading's uid, then grade. Returns the exit code."""
     import resource
 
-    for fd in proto:
+    for fd in private_fds:
         os.close(fd)
     os.setsid()
     for name, value in (job.get("rlimits") or {}).items():
@@ -92,7 +104,9 @@ def _child(job: dict, proto: tuple[int, int]) -> int:
         raise OSError("refusing to grade as root")
     os.setgroups([])
     os.setgid(uid)
-    os.setuid(uid)             # from root to an unprivileged uid: permitted, effective and ambient caps cleared
+    # From root to an unprivileged uid: permitted, effective and ambient caps cleared, in every
+    # thread (glibc applies set*id to all of them; the warm-up's OpenMP threads included).
+    os.setuid(uid)
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
     os.chdir(job["work_dir"])
     log = os.open("worker.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
@@ -106,12 +120,141 @@ def _child(job: dict, proto: tuple[int, int]) -> int:
     os.environ.update({str(k): str(v) for k, v in (job.get("env") or {}).items()})
     from autorl_tui.grading import worker
 
-    return worker.main([job["request"], job["result"]])
+    return worker.main([job["request"], job["result"]], stamps={"child_ready": time.time()})
+
+
+def write_warmup_model(folder: str) -> None:
+    """A 1-layer Llama of random weights with a word-level tokenizer and a chat template: the
+    harness's own, for the server to load once before its first fork (weights written through
+    numpy's safetensors writer, so no torch op runs to make them)."""
+    import numpy as np
+    import safetensors.numpy
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["<unk>", "<pad>", "<eos>", "user", "assistant", "####", *"0123456789+-=?", "what", "is"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", pad_token="<pad>",
+                                                unk_token="<unk>", model_max_length=64)
+    fast.chat_template = "{% for m in messages %}{{ m['role'] }} {{ m['content'] }} <eos> {% endfor %}assistant"
+    fast.save_pretrained(folder)
+    hidden, inter, vocab = 16, 32, len(words)
+    config = transformers.LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=inter,
+                                      num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                      max_position_embeddings=64, tie_word_embeddings=True,
+                                      eos_token_id=2, pad_token_id=1, bos_token_id=None)
+    config.save_pretrained(folder)
+    rng = np.random.default_rng(0)
+    shapes = {"model.embed_tokens.weight": (vocab, hidden), "model.norm.weight": (hidden,),
+              "model.layers.0.input_layernorm.weight": (hidden,),
+              "model.layers.0.post_attention_layernorm.weight": (hidden,),
+              "model.layers.0.self_attn.q_proj.weight": (hidden, hidden),
+              "model.layers.0.self_attn.k_proj.weight": (hidden // 2, hidden),
+              "model.layers.0.self_attn.v_proj.weight": (hidden // 2, hidden),
+              "model.layers.0.self_attn.o_proj.weight": (hidden, hidden),
+              "model.layers.0.mlp.gate_proj.weight": (inter, hidden),
+              "model.layers.0.mlp.up_proj.weight": (inter, hidden),
+              "model.layers.0.mlp.down_proj.weight": (hidden, inter)}
+    safetensors.numpy.save_file({k: (rng.standard_normal(v) * 0.1).astype(np.float32) for k, v in shapes.items()},
+                                os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+
+
+def load_warmup_model(folder: str) -> None:
+    """In the server, once: load the warm-up model (tokenizer, chat template, weights) without
+    running it, so the loading path's lazy imports, compiled regexes and caches are in every
+    child. Its tensors are tiny: no parallel region runs, so no thread pool starts before a fork."""
+    from autorl_tui.grading.inference import (
+        TransformersPolicy,
+        _render,
+        seed_everything,
+    )
+
+    seed_everything(0)            # the first call sets up torch's generators (no parallel region either)
+    policy = TransformersPolicy(folder, batch_size=2)
+    policy.tokenizer([_render(policy.tokenizer, "what is 1 + 2 ?", "chat", "system")], return_tensors="pt",
+                     padding=True, add_special_tokens=False)
+
+
+@dataclass
+class _Child:
+    """A grading child forked ahead of its job: it reads the job from job_w's pipe and, once its
+    RESULT is written and fsynced, writes its exit code (one byte) to done_r's pipe and leaves."""
+    pid: int
+    job_w: int
+    done_r: int
+
+
+def _spawn(private_fds: list[int]) -> _Child:
+    """Fork a child that waits for its job, running nothing before (and holding no thread pool:
+    the server never ran a parallel region). Closing its job pipe without writing ends it."""
+    job_r, job_w = os.pipe()
+    done_r, done_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        os.close(job_r)
+        os.close(done_w)
+        return _Child(pid, job_w, done_r)
+    code = 3
+    try:
+        for fd in (job_w, done_r, *private_fds):
+            os.close(fd)
+        chunks = []
+        while chunk := os.read(job_r, 1 << 16):
+            chunks.append(chunk)
+        os.close(job_r)
+        if not chunks:
+            code = 0                   # the server ended, or let this spare go
+        else:
+            code = _child(json.loads(b"".join(chunks)), [])
+    except BaseException as exc:  # noqa: BLE001 - the log says why; the engine reports "no result"
+        try:
+            os.write(2, f"warm grader child: {type(exc).__name__}: {exc}\n".encode())
+        except OSError:
+            pass
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.write(done_w, bytes([code & 0x7F]))     # done: the server need not wait for the exit
+        finally:
+            os._exit(code)
+
+
+def _hand_over(child: _Child, job: dict) -> bool:
+    """Give the job to a waiting child; False when it is gone (EPIPE: it died)."""
+    data = json.dumps(job).encode()
+    try:
+        while data:
+            data = data[os.write(child.job_w, data):]
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(child.job_w)
+
+
+def _wait_done(child: _Child) -> tuple[int, bool]:
+    """(exit status, whether the child is still to be waited for). A child that says it is done
+    has written its result and is leaving (its exit, the teardown of a large process, is not
+    waited for here); one that ends without a word (killed, crashed) is waited for."""
+    try:
+        byte = os.read(child.done_r, 1)
+    finally:
+        os.close(child.done_r)
+    if byte:
+        return byte[0], True
+    _, status = os.waitpid(child.pid, 0)
+    return os.waitstatus_to_exitcode(status), False
 
 
 def _reap_uid(uid: int) -> None:
     """Kill whatever the grading left running under its uid and remove its files from the shared
     temp folders, as that uid (so nothing else can be touched)."""
+    if uid <= 0:
+        return                  # never as root: kill(-1) would end the whole sandbox
     pid = os.fork()
     if pid == 0:
         code = 0
@@ -146,6 +289,40 @@ def _reap_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
+class _Reaper:
+    """A small process forked before the imports (so forking it again costs little) that kills a
+    uid's leftovers on request: `_reap_uid` in its own child, then an answer."""
+
+    def __init__(self, inherited: list[int]):
+        req_r, self.req_w = os.pipe()
+        self.ans_r, ans_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 0
+            try:
+                for fd in (self.req_w, self.ans_r, *inherited):
+                    os.close(fd)
+                with os.fdopen(req_r, "r") as requests:
+                    for line in requests:
+                        _reap_uid(int(line))
+                        os.write(ans_w, b"k")
+            except BaseException:  # noqa: BLE001
+                code = 1
+            os._exit(code)
+        os.close(req_r)
+        os.close(ans_w)
+        self.fds = [self.req_w, self.ans_r]
+
+    def reap(self, uid: int) -> None:
+        try:
+            os.write(self.req_w, f"{int(uid)}\n".encode())
+            if os.read(self.ans_r, 1) == b"k":
+                return
+        except OSError:
+            pass
+        _reap_uid(uid)          # the reaper is gone: from here, at the cost of a large fork
+
+
 def serve() -> int:
     t0 = time.perf_counter()
     # The protocol gets private descriptors; fd 1 and 2 go to the server's log, so nothing an
@@ -156,7 +333,23 @@ def serve() -> int:
     os.dup2(null, 0)
     os.close(null)
     _prctl(PR_SET_DUMPABLE, 0)
+    reaper = _Reaper([proto_in, proto_out])
     preload()
+    folder = tempfile.mkdtemp(prefix=".autorl-warmup-")      # root's 0700: no grading reads it
+    try:
+        write_warmup_model(folder)
+        load_warmup_model(folder)
+    except Exception as exc:  # noqa: BLE001 - an optimisation: children then pay the first load themselves
+        print(f"warm grader: no warm-up model: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    # What the imports built is never freed: keep it out of the collector's sight, so a child's
+    # collections neither walk it nor touch (copy) its pages.
+    gc.collect()
+    gc.freeze()
+    private = [proto_in, proto_out, *reaper.fds]     # closed in every child
+    spare = _spawn(private)
+    leavers: list[int] = []
     reader = os.fdopen(proto_in, "r")
     writer = os.fdopen(proto_out, "w")
 
@@ -166,31 +359,30 @@ def serve() -> int:
 
     answer({"ready": True, "import_s": round(time.perf_counter() - t0, 3), "pid": os.getpid()})
     for line in reader:
+        accepted = time.time()
         try:
             job = json.loads(line)
         except ValueError:
             continue
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            code = 3
-            try:
-                code = _child(job, (proto_in, proto_out))
-            except BaseException as exc:  # noqa: BLE001 - the log says why; the engine reports "no result"
-                try:
-                    os.write(2, f"warm grader child: {type(exc).__name__}: {exc}\n".encode())
-                except OSError:
-                    pass
-            finally:
-                try:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                finally:
-                    os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        _reap_uid(int(job["uid"]))
-        answer({"job": job.get("job"), "status": os.waitstatus_to_exitcode(status)})
+        child = spare
+        if not _hand_over(child, job):             # the spare died (killed): a fresh child
+            os.close(child.done_r)
+            os.waitpid(child.pid, 0)
+            child = _spawn(private)
+            _hand_over(child, job)               # if this fresh child is gone too, its status says so
+        status, leaving = _wait_done(child)
+        done = time.time()
+        # Before the answer: whatever runs under the grading's uid is killed (the leaving child
+        # included), so nothing of the grading outlives it or touches its result once it is read.
+        reaper.reap(int(job["uid"]))
+        answer({"job": job.get("job"), "status": status,
+                "stamps": {"accepted": accepted, "child_done": done, "reaped": time.time()}})
+        spare = _spawn(private)               # the next grading's child, forked while the engine reads
+        if leaving:
+            leavers.append(child.pid)
+        leavers = [pid for pid in leavers if os.waitpid(pid, os.WNOHANG)[0] == 0]   # exits end in their time
+    os.close(spare.job_w)
+    os.close(spare.done_r)
     return 0
 
 

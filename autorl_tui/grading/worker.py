@@ -8,7 +8,8 @@ REQUEST: {"task": card dict, "split": "dev", "split_path": ".../dev.jsonl", "mod
           "template_limits": {"per_prompt_s": 5, "total_s": 60}}   (null disables a chat-template limit)
 PROGRESS (rewritten atomically next to RESULT, as progress.json): {"done", "total", "stage"}.
 RESULT (written atomically): {"ok": true, "score", "metrics", "samples", "timings", "grader_version",
-          "scorer", "scorer_version"} or {"ok": false, "error", "error_kind", "traceback", ...}.
+          "scorer", "scorer_version"} or {"ok": false, "error", "error_kind", "traceback", ...}, both
+          with "stamps" (wall-clock times: request_read, load_start, loaded, evaluated, ...).
 Exit code 0 whenever RESULT was written (even with ok=false); 2 when it could not be.
 """
 
@@ -84,9 +85,11 @@ def _load_items(request: dict) -> list[dict]:
     return items
 
 
-def evaluate_request(request: dict, progress: ProgressFile | None = None) -> dict:
-    """Run one evaluation described by REQUEST; returns the RESULT dict (raises GradingError)."""
+def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps: dict | None = None) -> dict:
+    """Run one evaluation described by REQUEST; returns the RESULT dict (raises GradingError).
+    stamps, when given, gets the wall-clock times (`time.time()`) the model started and ended loading."""
     progress = progress or ProgressFile(None)
+    stamps = {} if stamps is None else stamps
     t_start = time.perf_counter()
     for key in ("split", "split_path", "model_path", "scorer"):
         if key not in request:
@@ -118,6 +121,7 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None) -> dic
         raise GradingError("scorer", str(exc.args[0]) if exc.args else repr(exc)) from exc
     items = _load_items(request)
     t0 = time.perf_counter()
+    stamps["load_start"] = time.time()
     try:
         policy = load_policy(request.get("backend", "transformers"), request["model_path"],
                              device=request.get("device", "cpu"), threads=threads, seed=seed,
@@ -126,6 +130,7 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None) -> dic
     except InvalidModel as exc:
         raise GradingError("invalid_model", str(exc)) from exc
     load_s = time.perf_counter() - t0
+    stamps["loaded"] = time.time()
     timed = _TimedPolicy(policy)
     if hasattr(policy, "on_batch"):
         policy.on_batch = progress.inference
@@ -154,8 +159,11 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None) -> dic
             "scorer_version": getattr(scorer, "version", "?"), "n_items": len(items)}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, stamps: dict | None = None) -> int:
+    """stamps (the warm grader's child passes its own): wall-clock times of the grading's phases,
+    returned in RESULT as `stamps` with those of this worker added (docs/grading.md)."""
     argv = sys.argv[1:] if argv is None else argv
+    stamps = dict(stamps or {})
     if len(argv) != 2:
         print("usage: python -m autorl_tui.grading.worker REQUEST.json RESULT.json", file=sys.stderr)
         return 2
@@ -166,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             request = json.loads(request_path.read_text())
         except (OSError, ValueError) as exc:
             raise GradingError("internal", f"cannot read request {request_path}: {exc}") from exc
-        result = evaluate_request(request, ProgressFile(result_path.parent / PROGRESS_FILE))
+        stamps["request_read"] = time.time()
+        result = evaluate_request(request, ProgressFile(result_path.parent / PROGRESS_FILE), stamps)
     except GradingError as exc:
         result = {"ok": False, "error": str(exc), "error_kind": exc.kind,
                   "traceback": traceback.format_exc() if exc.kind == "internal" else None}
@@ -175,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
                   "traceback": traceback.format_exc()}
     if not result["ok"]:
         result.update(grader_version=GRADER_VERSION, timings={"total_s": round(time.perf_counter() - t_start, 4)})
+    stamps["evaluated"] = time.time()
+    result["stamps"] = stamps
     try:
         write_result(result_path, result)
     except OSError as exc:

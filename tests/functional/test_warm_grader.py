@@ -58,17 +58,20 @@ def wait_for(condition, timeout_s=300):
     raise AssertionError("condition not met in time")
 
 
-def grading_children(server) -> list[psutil.Process]:
+def grading_children(server, work: Path | None = None) -> list[psutil.Process]:
+    """The server's grading children (those of the grading in `work` when given: an earlier
+    grading's child may still be leaving, its exit is not waited for)."""
     try:
         procs = psutil.Process(server.proc.pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
     out = []
     for p in procs:
-        try:
-            if p.uids().real >= sandbox_bwrap.UID_BASE:
+        try:   # an earlier grading's child may still be a zombie: the server does not wait for exits
+            if (p.uids().real >= sandbox_bwrap.UID_BASE and p.status() != psutil.STATUS_ZOMBIE
+                    and (work is None or p.cwd() == str(work))):
                 out.append(p)
-        except psutil.NoSuchProcess:
+        except psutil.Error:     # gone meanwhile
             pass
     return out
 
@@ -88,9 +91,10 @@ def test_the_server_is_reused_and_each_grading_runs_as_its_own_unprivileged_uid(
     outcome, seen = second
     assert outcome.ok and outcome.score == first.score
     assert grader_service.POOL.idle() == [server] and server.proc.poll() is None     # the same warm server
-    uid, caps = seen
+    uids, caps = seen
+    [uid] = set(uids)                                  # every thread of the child: one uid...
     assert sandbox_bwrap.UID_BASE <= uid < sandbox_bwrap.UID_BASE + sandbox_bwrap.UID_COUNT
-    assert caps == 0                                   # no capability left in the grading child
+    assert set(caps) == {0}                            # ...and no capability left in any of them
     # Afterwards the grading's folder is root's again (no later grading, whatever its uid, can read it).
     st = os.stat(gradings / "b")
     assert st.st_uid == 0 and st.st_mode & 0o077 == 0
@@ -101,17 +105,119 @@ async def _grade_watching(req, work, server):
     task = asyncio.ensure_future(run_grader(req, work, timeout_s=600))
     seen = None
     while not task.done() and seen is None:
-        for child in grading_children(server):
+        for child in grading_children(server, work):
             try:
                 status = Path(f"/proc/{child.pid}/status").read_text()
             except OSError:
                 continue
-            fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-            if "worker.log" in " ".join(f.path for f in child.open_files()):
-                seen = (int(fields["Uid"].split()[0]), int(fields["CapEff"].strip(), 16))
-                break
+            if "worker.log" not in " ".join(f.path for f in child.open_files()):
+                continue
+            uids, caps = [], []
+            for thread in Path(f"/proc/{child.pid}/task").iterdir():
+                try:
+                    status = (thread / "status").read_text()
+                except OSError:
+                    continue
+                fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+                uids += [int(u) for u in fields["Uid"].split()]
+                caps.append(int(fields["CapEff"].strip(), 16))
+            seen = (uids, caps)
+            break
         await asyncio.sleep(0.02)
     return await task, seen
+
+
+def test_the_phases_of_a_grading_add_up_to_its_wall_time(tmp_path, tiny_model_dir):
+    gradings = tmp_path / "gradings"
+    assert grade(request(tmp_path, tiny_model_dir), gradings / "a").ok
+    outcome = grade(request(tmp_path, tiny_model_dir), gradings / "b")
+    assert outcome.ok
+    phases = outcome.phases
+    for name in ("prepare", "to_server", "child_start", "model_load", "inference", "scoring", "result_write",
+                 "uid_cleanup", "answer_to_engine", "read_result", "finish"):
+        assert phases[name] >= 0, (name, phases)
+    assert phases["inference"] == outcome.timings["inference_s"]
+    assert abs(sum(v for k, v in phases.items() if k != "total") - phases["total"]) < 0.01
+    assert phases["total"] <= outcome.wall_s + 0.05
+
+
+def _server_children(server) -> list[psutil.Process]:
+    try:
+        return psutil.Process(server.proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def test_leftovers_under_the_grading_uid_are_killed_before_the_answer(tmp_path, tiny_model_dir):
+    """What runs under a grading's uid in the server's sandbox when the grading ends (planted here
+    from outside: a submission runs no code) is killed, and that uid's temp files removed, before
+    the engine has the outcome (and so before the uid can be leased again)."""
+    gradings = tmp_path / "gradings"
+    assert grade(request(tmp_path, tiny_model_dir), gradings / "warm-up").ok
+    [server] = grader_service.POOL.idle()
+    # The server itself (the oldest process in its sandbox besides bwrap): the namespaces to plant in.
+    sandbox_pid = min((p for p in _server_children(server) if p.name() != "bwrap"), key=lambda p: p.create_time()).pid
+
+    async def plant():
+        task = asyncio.ensure_future(run_grader(request(tmp_path, tiny_model_dir, limit=None), gradings / "b",
+                                                timeout_s=600))
+        child = None
+        while child is None and not task.done():
+            child = next(iter(grading_children(server, gradings / "b")), None)
+            await asyncio.sleep(0.02)
+        assert child is not None, "the grading ended before a leftover could be planted"
+        uid = child.uids().real
+        planter = await asyncio.create_subprocess_exec(
+            "nsenter", "-t", str(sandbox_pid), "-p", "-m", "--", "setpriv", f"--reuid={uid}", f"--regid={uid}",
+            "--clear-groups", "sh", "-c", "touch /tmp/left-behind && exec sleep 600")
+        leftover = wait_for(lambda: [p for p in psutil.process_iter() if p.name() == "sleep" and p.uids().real == uid],
+                            60)
+        outcome = await task
+        await asyncio.wait_for(planter.wait(), 30)
+        return outcome, leftover[0]
+
+    outcome, leftover = asyncio.run(plant())
+    assert outcome.ok, outcome
+    assert not leftover.is_running() or leftover.status() == psutil.STATUS_ZOMBIE
+    assert not Path(f"/proc/{sandbox_pid}/root/tmp/left-behind").exists()
+    assert grader_service.POOL.idle() == [server]
+
+
+def test_a_dead_spare_child_is_replaced_by_a_fresh_one(tmp_path, tiny_model_dir):
+    """The server forks each grading's child ahead of its job; if that spare is gone (killed), the
+    grading gets a freshly forked child and scores the same."""
+    gradings = tmp_path / "gradings"
+    first = grade(request(tmp_path, tiny_model_dir), gradings / "a")
+    assert first.ok
+    [server] = grader_service.POOL.idle()
+    # The server, its reaper and the spare run as root (gradings as their uids): the spare is the newest.
+    def root_procs():
+        procs = [p for p in _server_children(server) if p.name() != "bwrap" and p.uids().real == 0]
+        return procs if len(procs) == 3 else None
+
+    root_procs = wait_for(root_procs)
+    spare = max(root_procs, key=lambda p: p.create_time())
+    spare.kill()
+    wait_for(lambda: not spare.is_running() or spare.status() == psutil.STATUS_ZOMBIE)
+    after = grade(request(tmp_path, tiny_model_dir), gradings / "b")
+    assert after.ok and after.score == first.score, after
+    assert grader_service.POOL.idle() == [server]
+
+
+def test_a_server_started_ahead_serves_the_first_grading(tmp_path, tiny_model_dir):
+    """A run's server is started when it enters preparing; its first baseline takes that server,
+    even while it is still starting, rather than start a second one."""
+    from autorl_tui.engine.grading_client import prestart_warm
+
+    req, work = request(tmp_path, tiny_model_dir), tmp_path / "gradings" / "baseline-dev"
+    assert prestart_warm(req, work)
+    key = grader_service.server_key(req, work, None, 1, None)
+    starting = grader_service.POOL._starting[key]
+    assert prestart_warm(req, work) and grader_service.POOL._starting[key] is starting   # one start only
+    outcome = grade(req, work)
+    assert outcome.ok, outcome
+    assert grader_service.POOL.idle() == [starting.result()]
+    assert not prestart_warm({**req, "scorer": "unit_tests"}, work)       # code-running scorers stay cold
 
 
 def test_a_hanging_grading_is_killed_with_its_server_and_the_next_one_succeeds(tmp_path, tiny_model_dir):
@@ -143,7 +249,7 @@ def test_a_crashing_grading_ends_alone_and_the_next_one_succeeds(tmp_path, tiny_
                                                 timeout_s=600))
         child = None
         while child is None and not task.done():
-            child = next(iter(grading_children(server)), None)
+            child = next(iter(grading_children(server, gradings / "crash")), None)
             await asyncio.sleep(0.02)
         assert child is not None, "the grading ended before it could be crashed"
         child.send_signal(signal.SIGSEGV)

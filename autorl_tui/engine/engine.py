@@ -63,6 +63,7 @@ class Engine:
 
         self.retry_policy = RetryPolicy()
         self.started_at: float | None = None
+        self._cluster_shown: dict | None = None
 
     # ------------------------------------------------------------------ life cycle
     async def start(self) -> None:
@@ -182,9 +183,8 @@ class Engine:
                 from autorl_tui.engine.executors.sandbox_bwrap import FIX
 
                 raise UsageError(f"executor local cannot isolate agents on this host ({why}); {FIX}")
-        if req.executor == "ray":     # the cluster's nodes, not this engine's devices, must hold it
-            self.executor("ray").check_request(f"{req.task}/{req.agent}", req.gpus, req.options)
-        elif req.gpus and len(self.gpu_inventory) < req.gpus:
+        # executor ray: the cluster's nodes, not this engine's devices, must hold it (`enqueue_plan`)
+        if req.executor != "ray" and req.gpus and len(self.gpu_inventory) < req.gpus:
             raise UsageError(f"run asks for {req.gpus} GPU(s) but this engine has {len(self.gpu_inventory)} "
                              f"({', '.join(self.gpu_inventory) or 'none: CPU slots only'})")
         model_name = Path(req.model).name if ("/" in req.model) else req.model
@@ -198,6 +198,9 @@ class Engine:
 
     async def enqueue_plan(self, plan: Plan) -> list[str]:
         specs = [self._validate(r) for r in plan.runs]   # everything validated before anything is queued
+        for req in plan.runs:
+            if req.executor == "ray":     # off the loop: connecting to a cluster can take minutes
+                await self.executor("ray").validate(f"{req.task}/{req.agent}", req.gpus, req.options)
         now = time.time()
         plan_id = f"p{int(now * 1000):x}-{_slug(plan.name)}"
         self.store.add_plan(plan_id, plan.name, plan.source, now)
@@ -296,6 +299,7 @@ class Engine:
                 sup = RunSupervisor(self, row, gpus)
                 self.supervisors[run_id] = sup
                 sup.start()
+            self._publish_cluster()
             if not self.supervisors and not self._queued():
                 self._idle.set()
             try:
@@ -303,6 +307,26 @@ class Engine:
             except asyncio.TimeoutError:
                 pass
             self._wake.clear()
+
+    def cluster_state(self) -> dict | None:
+        """The Ray cluster as the console shows it (nodes, GPUs, which attempt holds which), from the
+        background view: never waits on Ray. None while this engine uses no cluster."""
+        ex = self._executors.get("ray")
+        if ex is None and not os.environ.get("RAY_ADDRESS"):
+            return None
+        from autorl_tui.engine.executors.ray import cluster_address
+        from autorl_tui.engine.executors.ray_view import cluster_state, holdings
+        from autorl_tui.store.queries import StoreReader
+
+        ex = ex or self.executor("ray")
+        held = holdings(StoreReader.over(self.store).live_attempts("ray"))
+        return cluster_state(ex.address or cluster_address(), ex.view.current(), ex.view.error, held)
+
+    def _publish_cluster(self) -> None:
+        state = self.cluster_state()
+        if state != self._cluster_shown:
+            self._cluster_shown = state
+            self.bus.publish(ev.ClusterChanged(None, cluster=state))
 
     def supervisor_finished(self, sup: RunSupervisor) -> None:
         if self.supervisors.get(sup.run_id) is sup:

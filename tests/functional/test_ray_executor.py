@@ -9,16 +9,20 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from autorl_tui.catalog.plans import parse_plan
+from autorl_tui.engine.client import EngineClient
+from autorl_tui.engine.daemon import EngineOptions, pid_alive, start_daemon, stop_daemon
 from autorl_tui.engine.engine import Engine
 from autorl_tui.engine.scheduling import RetryPolicy
 from autorl_tui.home import Home
@@ -102,6 +106,80 @@ def test_without_a_cluster_the_plan_is_refused_and_cluster_status_says_why(tmp_p
     bad = write_plan(tmp_path / "bad.yaml", executor="local", cluster={"address": "x:1"})
     proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(bad), home=home, env=env, timeout=120)
     assert proc.returncode == 2 and "`cluster` applies to executor ray only" in proc.stderr, proc.stderr
+
+
+class SilentHead:
+    """A TCP port that accepts connections and never answers: what a wrong port of a busy host,
+    or a hung head, looks like to Ray (ray.init then waits for minutes). Records what clients send."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("0.0.0.0", 0))        # Ray dials the host's own address, not loopback
+        self.listener.listen(64)
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.received = b""
+        self._conns = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self._conns.append(conn)
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn):
+        try:
+            while chunk := conn.recv(4096):
+                self.received += chunk
+        except OSError:
+            pass
+
+    def close(self):
+        for c in [self.listener, *self._conns]:
+            c.close()
+
+
+def test_the_engine_answers_clients_while_a_ray_connect_hangs(tmp_path):
+    """Validating a ray plan connects to the cluster; against a head that never answers that takes
+    minutes. Meanwhile the engine's loop serves other clients and the console."""
+    head = SilentHead()
+    home = Home.open(str(tmp_path / "h"))
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(REPO)
+    try:
+        info = start_daemon(home, EngineOptions(tasks_dirs=[TASKS]))
+    finally:
+        os.environ.pop("PYTHONPATH") if saved is None else os.environ.__setitem__("PYTHONPATH", saved)
+    plan = (f"name: hang\ntasks: [arith-small]\nagents: [baseline-copy]\nmodels: [tiny]\nbudget: 60s\n"
+            f"executor: ray\ncluster: {{address: '{head.address}'}}\n")
+
+    async def go():
+        async with await EngineClient.connect(home) as slow, await EngineClient.connect(home) as other:
+            pending = asyncio.create_task(slow.enqueue_plan(plan))
+            t0 = time.monotonic()
+            while b"PRI * HTTP/2.0" not in head.received:       # Ray's gRPC client is talking to the head
+                assert time.monotonic() - t0 < 120 and not pending.done(), "ray.init never reached the head"
+                await asyncio.sleep(0.1)
+            for _ in range(3):      # each within seconds, while the connect keeps hanging
+                t1 = time.monotonic()
+                assert (await asyncio.wait_for(other.ping(), 30))["pid"] == info["pid"]
+                snapshot = await asyncio.wait_for(other.snapshot(), 30)
+                assert snapshot["runs"] == []
+                assert time.monotonic() - t1 < 30
+            assert not pending.done(), "the connect was expected to be still hanging"
+            pending.cancel()
+
+    try:
+        asyncio.run(go())
+        # A connect still hanging in its thread does not keep the engine from stopping.
+        stop_daemon(home, timeout=60)
+    finally:
+        head.close()
+        if pid_alive(info["pid"]):
+            os.kill(info["pid"], signal.SIGKILL)
 
 
 def test_cluster_status_doctor_and_an_impossible_request(ray_cluster, ray_home, tmp_path):

@@ -103,6 +103,11 @@ class Engine:
         from autorl_tui.engine import grader_service
 
         await asyncio.to_thread(grader_service.close_all)    # the warm graders end with their engine
+        if "ray" in self._executors:      # and its grading actors on the cluster's nodes
+            from autorl_tui.engine import ray_grading
+            from autorl_tui.engine.executors.ray import off_loop
+
+            await off_loop(ray_grading.close_all)
         if self.store is not None:
             self.store.close()
             self.store = None
@@ -255,18 +260,21 @@ class Engine:
         """Ray runs: our order, the cluster's room (executors/ray_placement.py); no local device ids."""
         if not queued or self.queue_paused or self.draining:
             return []
-        from autorl_tui.engine.executors.ray import request_of
+        from autorl_tui.engine.executors.ray import cluster_address, request_of
 
         now = time.time()
         ready = [r for r in queued if (r.not_before or 0.0) <= now]
-        reqs = [request_of(r.run_id, r.gpus_requested, self.store.get("runs", r.run_id)["spec"].get("options", {}))
-                for r in ready]
-        # Runs whose agent has ended (finalizing) hold nothing on the cluster any more.
+        options = {r.run_id: self.store.get("runs", r.run_id)["spec"].get("options", {}) for r in ready}
+        reqs = [request_of(r.run_id, r.gpus_requested, options[r.run_id]) for r in ready]
+        ex = self.executor("ray")
+        for opts in options.values():      # runs queued by an earlier engine name their cluster too
+            ex.address = ex.address or cluster_address(opts.get("cluster"))
+        # A run whose agent has ended (finalizing) still counts: its held-out test grading takes as
+        # many GPUs from the cluster (ray_grading.py), and must not wait behind runs started meanwhile.
         active = [request_of(s.run_id, s.gpus_requested, s.spec.get("options", {}))
-                  for s in self.supervisors.values()
-                  if s.spec.get("executor") == "ray" and not s.agent_ended]
+                  for s in self.supervisors.values() if s.spec.get("executor") == "ray"]
         try:
-            return [(run_id, []) for run_id in self.executor("ray").admit(reqs, active)]
+            return [(run_id, []) for run_id in ex.admit(reqs, active)]
         except Exception as exc:      # the cluster is unreachable now: the runs wait, the reason is logged
             print(f"autorl-tui: cannot reach the Ray cluster: {exc}", file=sys.stderr)
             return []

@@ -108,6 +108,7 @@ class GradingOutcome:
     error: str | None = None
     error_kind: str | None = None
     wall_s: float = 0.0
+    where: dict | None = None      # executor ray: the node (and GPUs) it was graded on (ray_grading.py)
 
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:

@@ -209,6 +209,7 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
         try:
             ids = await engine.enqueue_plan(_plan(cluster.address, "test-gpu-probe", 1, [0, 1, 2, 3]))
             ids += await engine.enqueue_plan(_plan(cluster.address, "test-gpu-probe", 2, [0, 1]))
+            await _console_and_cli_show_the_same_holdings(engine, ray_home, cluster.address, workers)
             rows = await asyncio.wait_for(engine.wait_runs(ids), 900)
             store = engine.store
             placed = []
@@ -228,6 +229,15 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
                                                         "ORDER BY id", (row["id"],))]
                 assert steps == list(range(12))
                 placed.append((where["node_id"], set(where["gpu_ids"]), attempt["started_at"], attempt["ended_at"]))
+                # Its gradings ran as Ray work: the dev submission on the agent's node and GPUs, the
+                # held-out test on a worker where Ray leased it as many GPUs (fake ones: graded on CPU).
+                graded = _graded_where(store, row["id"])
+                assert graded["dev"] == {"node_id": where["node_id"], "gpu_ids": where["gpu_ids"], "device": "cpu"}
+                assert graded["test"]["node_id"] in worker_ids and len(graded["test"]["gpu_ids"]) == row["gpus_requested"]
+            # Graded on the cluster, scored exactly as the engine's host grades the same snapshot.
+            [sub] = store.query("SELECT * FROM submissions WHERE run_id=?", (rows[0]["id"],))
+            for split, score in (("dev", sub["score"]), ("test", rows[0]["test_score"])):
+                assert await _local_score(ray_home, sub["snapshot_path"], split) == score
             return placed
         finally:
             await engine.stop()
@@ -246,6 +256,59 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
         assert held <= GPUS_PER_NODE
     assert any(s1 < e2 and s2 < e1 and n1 != n2 for s1, e1, n1, _ in busy for s2, e2, n2, _ in busy), \
         "no two runs ever ran at once on different nodes"
+
+
+def _graded_where(store, run_id) -> dict:
+    """split -> where the run's grading on it ran (the `where` of the grading's end event; the
+    baselines, graded where the engine runs, have none)."""
+    out = {}
+    for e in store.query("SELECT data FROM events WHERE run_id=? AND kind='grading'", (run_id,)):
+        data = json.loads(e["data"]) if isinstance(e["data"], str) else e["data"]
+        if data.get("phase") == "end" and "where" in data:
+            assert data.get("score") is not None and data["split"] not in out, data
+            out[data["split"]] = {k: data["where"][k] for k in ("node_id", "gpu_ids", "device")}
+    return out
+
+
+async def _local_score(home, snapshot: str, split: str) -> float:
+    from autorl_tui.catalog.tasks import find_task, materialize
+    from autorl_tui.engine.grading_client import run_grader
+
+    card = find_task("arith-small", [TASKS])
+    request = {"task": card.to_dict(), "split": split, "model_path": snapshot, "protocol": card.protocol.to_dict(),
+               "split_path": str(materialize(card, split, Home.open(str(home)).cache / "tasks")),
+               "scorer": card.scorer, "scorer_options": card.scorer_options, "backend": "transformers",
+               "device": "cpu", "threads": 1, "seed": card.protocol.seed, "limit": None}
+    outcome = await run_grader(request, Path(home).parent / "local-gradings" / split, timeout_s=600)
+    assert outcome.ok, outcome.error
+    return outcome.score
+
+
+async def _console_and_cli_show_the_same_holdings(engine, home, address, workers):
+    """While runs hold GPUs: the engine's cluster view (what the GPUs screen gets) lists the nodes
+    with their GPUs and the attempts placed on them, as `autorl-tui cluster status` does."""
+    def held(state):
+        return {n["node_id"]: [(h["run_id"], h["attempt"], h["gpu_ids"]) for h in n["runs"]] for n in state["nodes"]}
+
+    t0 = time.time()
+    while True:
+        assert time.time() - t0 < 300, "no attempt was ever shown placed on a node"
+        state = engine.cluster_state()
+        if state["connected"] and any(held(state).values()):
+            break
+        await asyncio.sleep(0.2)
+    assert {n["node_id"]: n["gpus"] for n in state["nodes"] if n["alive"]} == \
+        {**{w.node_id: GPUS_PER_NODE for w in workers}, **{n["node_id"]: 0 for n in state["nodes"]
+                                                          if n["node_id"] not in {w.node_id for w in workers}}}
+    for _ in range(5):        # runs start and end meanwhile: compare when the engine's view held still
+        before = held(engine.cluster_state())
+        proc = await asyncio.to_thread(cli, "cluster", "status", "--json", home=home, env={"RAY_ADDRESS": address},
+                                       timeout=120)
+        after = held(engine.cluster_state())
+        if before == after:
+            assert held(json.loads(proc.stdout)) == before
+            return
+    raise AssertionError("the engine's view never held still across a `cluster status`")
 
 
 def _db(home):

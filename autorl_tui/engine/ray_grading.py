@@ -131,28 +131,32 @@ async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_whe
                                       error=f"the Ray cluster had no node with {gpus} free GPU(s) for the grading "
                                             f"within {LEASE_TIMEOUT_S:.0f} s")
             node_id, gpu_ids = got["node_id"], got["gpu_ids"]
-        actor = await off_loop(_grader, ray, executor.home, node_id)
-        ref = actor.grade.remote(request, str(work_dir), gpu_ids, threads, timeout_s)
-        waiter = asyncio.ensure_future(asyncio.wrap_future(ref.future()))
-        limit = None if timeout_s is None else timeout_s + RESULT_GRACE_S
-        try:
-            await _wait(waiter, work_dir, limit, on_progress)       # the progress file is on the shared home
-        except asyncio.TimeoutError:
-            await off_loop(ray.cancel, ref)
-            return _timed_out(timeout_s, t0)
-        except asyncio.CancelledError:
-            await off_loop(ray.cancel, ref)
-            raise
-        try:
-            answer = waiter.result()
-        except ray.exceptions.RayError as exc:
-            with _actors_lock:
-                _actors.pop(_grader_name(executor.home, node_id), None)
-            cause = str(getattr(exc, "cause", None) or exc).strip().splitlines()
-            return GradingOutcome(ok=False, error_kind="internal",
-                                  error=f"the grading on Ray node {node_id[:12]} failed: {cause[-1] if cause else exc}")
-        known = {f.name for f in fields(GradingOutcome)}
-        return GradingOutcome(**{k: v for k, v in answer.items() if k in known})
+        for tries_left in (1, 0):
+            actor = await off_loop(_grader, ray, executor.home, node_id)
+            ref = actor.grade.remote(request, str(work_dir), gpu_ids, threads, timeout_s)
+            waiter = asyncio.ensure_future(asyncio.wrap_future(ref.future()))
+            limit = None if timeout_s is None else timeout_s + RESULT_GRACE_S
+            try:
+                await _wait(waiter, work_dir, limit, on_progress)       # the progress file is on the shared home
+            except asyncio.TimeoutError:
+                await off_loop(ray.cancel, ref)
+                return _timed_out(timeout_s, t0)
+            except asyncio.CancelledError:
+                await off_loop(ray.cancel, ref)
+                raise
+            try:
+                answer = waiter.result()
+            except ray.exceptions.RayError as exc:
+                with _actors_lock:
+                    _actors.pop(_grader_name(executor.home, node_id), None)
+                if tries_left and isinstance(exc, ray.exceptions.RayActorError):
+                    continue      # the actor was gone (made by an engine that died): once more with a new one
+                cause = str(getattr(exc, "cause", None) or exc).strip().splitlines()
+                return GradingOutcome(ok=False, error_kind="internal",
+                                      error=f"the grading on Ray node {node_id[:12]} failed: "
+                                            f"{cause[-1] if cause else exc}")
+            known = {f.name for f in fields(GradingOutcome)}
+            return GradingOutcome(**{k: v for k, v in answer.items() if k in known})
     finally:
         if lease is not None:
             await off_loop(ray.kill, lease)

@@ -72,3 +72,10 @@ def test_admission_reads_the_background_view_and_never_waits_for_the_cluster():
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert executor.view.error == "the head went away" and executor.admit(queue, []) == ["a", "b"]
+
+
+def test_admission_says_which_node_it_packed_each_run_on():
+    chosen = {}
+    queue = [Request("a", gpus=1), Request("b", gpus=1), Request("c", gpus=2)]
+    assert admit(queue, TWO_WORKERS, placed=[], pending=[], chosen=chosen) == ["a", "b", "c"]
+    assert chosen == {"a": "w1", "b": "w1", "c": "w2"}       # packed, so the 2-GPU run has a whole node

@@ -257,6 +257,7 @@ class RayExecutor(Executor):
         self.address = address
         self._placed: dict[str, tuple[str, Request]] = {}     # run id -> (node id, request), our live actors
         self._seen_home: set[str] = set()                      # node ids that showed they see the home
+        self._packed: dict[str, str] = {}      # run id -> the node admission packed it on (asked of Ray, softly)
         self.view = ClusterView(lambda: self._ray().nodes())
 
     # -------------------------------------------------------------- cluster facts
@@ -349,7 +350,7 @@ class RayExecutor(Executor):
             return []
         placed = [self._placed[r.run_id] for r in active if r.run_id in self._placed]
         pending = [r for r in active if r.run_id not in self._placed]
-        return admit(queued, node_totals(nodes), placed, pending)
+        return admit(queued, node_totals(nodes), placed, pending, chosen=self._packed)
 
     def forget(self, run_id: str) -> None:
         self._placed.pop(run_id, None)
@@ -362,6 +363,8 @@ class RayExecutor(Executor):
 
     async def start(self, spec: LaunchSpec) -> AgentHandle:
         ray = await off_loop(self._ray, spec.placement)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
         req = request_of(spec.run_id, int(spec.placement.get("gpus") or 0),
                          {"limits": {"cpus": spec.cpus, "memory_bytes": spec.memory_bytes},
                           "cluster": spec.placement})
@@ -371,10 +374,15 @@ class RayExecutor(Executor):
             (spec.log_dir / stale).unlink(missing_ok=True)
         needs = req.needs()
         custom = {k: v for k, v in needs.items() if k not in ("GPU", "CPU", "memory")}
+        # Where admission packed it (soft: elsewhere if Ray sees that node full), else Ray's choice.
+        # Ray's default policy spreads runs, which can leave no node with room for a larger run
+        # that admission, packing, counted on.
+        node = self._packed.pop(spec.run_id, None)
+        strategy = NodeAffinitySchedulingStrategy(node, soft=True) if node else "DEFAULT"
         actor = self._actor_class(ray).options(
             name=name, namespace=NAMESPACE, lifetime="detached", max_restarts=0, max_task_retries=0,
             num_gpus=needs.get("GPU", 0), num_cpus=needs.get("CPU", 0), memory=needs.get("memory") or None,
-            resources=custom or None).remote()
+            resources=custom or None, scheduling_strategy=strategy).remote()
         self._placed.pop(spec.run_id, None)
         try:
             ref = actor.start.remote(launch_of(spec), str(self.marker()))

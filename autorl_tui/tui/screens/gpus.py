@@ -55,7 +55,8 @@ class GpusScreen(Screen):
             for key, label in (("slot", "Slot"), ("run", "Run"), ("task", "Task/agent"), ("state", "State"),
                                ("time", "Elapsed/Budget")):
                 table.add_column(label, key=key)
-            active = [r for r in model.runs.values() if r["state"] in ACTIVE_STATES]
+            # Ray runs hold the cluster's resources (below), not this host's slots.
+            active = [r for r in model.runs.values() if r["state"] in ACTIVE_STATES and r.get("executor") != "ray"]
             active.sort(key=lambda r: r["id"])
             for i, run in enumerate(active, 1):
                 table.add_row(f"cpu{i}", short_id(run["id"]), f"{run['task']}/{run['agent']}", run["state"],

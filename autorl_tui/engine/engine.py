@@ -339,6 +339,8 @@ class Engine:
     def supervisor_finished(self, sup: RunSupervisor) -> None:
         if self.supervisors.get(sup.run_id) is sup:
             del self.supervisors[sup.run_id]
+        if "ray" in self._executors:       # what the run held on the cluster is free for admission now
+            self._executors["ray"].forget(sup.run_id)
         self._wake.set()
 
     async def wait_idle(self) -> None:

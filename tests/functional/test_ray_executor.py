@@ -228,7 +228,10 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
                 steps = [m["step"] for m in store.query("SELECT step FROM metrics WHERE run_id=? AND name='tick' "
                                                         "ORDER BY id", (row["id"],))]
                 assert steps == list(range(12))
-                placed.append((where["node_id"], set(where["gpu_ids"]), attempt["started_at"], attempt["ended_at"]))
+                # When the actor held its GPUs: from the actor's start on the node to the shim's end (the
+                # engine's attempt times are when it asked Ray and when it saw the end).
+                ended = json.loads((Path(attempt["log_dir"]) / "exit.json").read_text())["ended_at"]
+                placed.append((where["node_id"], set(where["gpu_ids"]), where["placed_at"], ended))
                 # Its gradings ran as Ray work: the dev submission on the agent's node and GPUs, the
                 # held-out test on a worker where Ray leased it as many GPUs (fake ones: graded on CPU).
                 graded = _graded_where(store, row["id"])
@@ -285,18 +288,25 @@ async def _local_score(home, snapshot: str, split: str) -> float:
 
 
 async def _console_and_cli_show_the_same_holdings(engine, home, address, workers):
-    """While runs hold GPUs: the engine's cluster view (what the GPUs screen gets) lists the nodes
-    with their GPUs and the attempts placed on them, as `autorl-tui cluster status` does."""
+    """While runs hold GPUs: the engine's cluster view (what the GPUs screen gets, in the snapshot
+    and as ClusterChanged events) lists the nodes with their GPUs and the attempts placed on them,
+    as `autorl-tui cluster status` does."""
     def held(state):
         return {n["node_id"]: [(h["run_id"], h["attempt"], h["gpu_ids"]) for h in n["runs"]] for n in state["nodes"]}
 
-    t0 = time.time()
-    while True:
-        assert time.time() - t0 < 300, "no attempt was ever shown placed on a node"
-        state = engine.cluster_state()
-        if state["connected"] and any(held(state).values()):
-            break
-        await asyncio.sleep(0.2)
+    from autorl_tui.engine.events import ClusterChanged
+
+    sub, t0 = engine.bus.subscribe(), time.time()
+    try:
+        while True:      # the console hears of the placements as ClusterChanged events
+            assert time.time() - t0 < 300, "no ClusterChanged event ever showed an attempt placed on a node"
+            if any(isinstance(e, ClusterChanged) and e.cluster["connected"] and any(held(e.cluster).values())
+                   for e in sub.drain()):
+                break
+            await asyncio.sleep(0.2)
+    finally:
+        sub.close()
+    state = engine.cluster_state()
     assert {n["node_id"]: n["gpus"] for n in state["nodes"] if n["alive"]} == \
         {**{w.node_id: GPUS_PER_NODE for w in workers}, **{n["node_id"]: 0 for n in state["nodes"]
                                                           if n["node_id"] not in {w.node_id for w in workers}}}

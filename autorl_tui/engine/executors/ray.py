@@ -202,22 +202,21 @@ class RayHandle(AgentHandle):
         return False
 
     async def wait(self) -> int:
+        """Until the agent ends. The run keeps its node in admission's books after that, while its
+        held-out test is graded (Engine.supervisor_finished forgets it)."""
         failures, next_ping = 0, 0.0
-        try:
-            while True:
-                info = _read_json(self.log_dir / "exit.json")
-                if info is not None:
-                    return int(info.get("exit_code", -1))
-                if self.lost or self.killed:
-                    return -int(signal.SIGKILL)
-                if time.monotonic() >= next_ping:
-                    next_ping = time.monotonic() + PING_EVERY_S
-                    failures = await self._check(failures)
-                    if self.lost and (self.log_dir / "exit.json").exists():
-                        self.lost = None      # it ended just before its actor exited
-                await asyncio.sleep(0.2)
-        finally:
-            self.executor.forget(self.run_id)
+        while True:
+            info = _read_json(self.log_dir / "exit.json")
+            if info is not None:
+                return int(info.get("exit_code", -1))
+            if self.lost or self.killed:
+                return -int(signal.SIGKILL)
+            if time.monotonic() >= next_ping:
+                next_ping = time.monotonic() + PING_EVERY_S
+                failures = await self._check(failures)
+                if self.lost and (self.log_dir / "exit.json").exists():
+                    self.lost = None      # it ended just before its actor exited
+            await asyncio.sleep(0.2)
 
     def _signal(self, sig: int) -> None:
         if self.actor is not None and self.is_alive():

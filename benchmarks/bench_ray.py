@@ -2,6 +2,8 @@
 agent (`true`, unsandboxed in both so that the figure is the executor path itself) and the rate
 at which the Ray path places runs (N one-GPU runs started at once on a local cluster of a head and
 two workers declaring fake GPUs; placed = the actor holds its GPU and the shim started the agent).
+Also what the engine's loop spends on one admission decision: it reads the background view of the
+nodes (`ray_view.ClusterView`) instead of calling `ray.nodes()`, whose cost is shown beside it.
 Ray's files stay under a temporary folder; the cluster is shut down at the end."""
 
 import asyncio
@@ -39,6 +41,24 @@ async def latency(executor, tmp: Path, kind: str, address: str | None = None) ->
     return out
 
 
+def admission(executor, ray, n: int = 200) -> tuple[list[float], list[float]]:
+    from autorl_tui.engine.executors.ray_placement import Request
+
+    queue = [Request(run_id=f"q{i}", gpus=1) for i in range(6)]
+    while executor.view.alive() is None:       # the first fetch, in the background
+        time.sleep(0.05)
+    admit_ms, nodes_ms = [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        executor.admit(queue, [])
+        admit_ms.append((time.perf_counter() - t0) * 1000)
+    for _ in range(n // 10):
+        t0 = time.perf_counter()
+        ray.nodes()
+        nodes_ms.append((time.perf_counter() - t0) * 1000)
+    return admit_ms, nodes_ms
+
+
 async def main() -> int:
     try:
         import ray
@@ -73,6 +93,11 @@ async def main() -> int:
             print(f"ray_start_to_exit_median: {statistics.median(remote) * 1000:.0f} ms")
             print(f"ray_overhead_per_run: {(statistics.median(remote) - statistics.median(local)) * 1000:.0f} ms")
             print(f"ray_runs_placed_per_s: {PLACE / placed_s:.2f} runs/s ({PLACE} one-GPU runs on 2 nodes)")
+            admit_ms, nodes_ms = admission(executor, ray)
+            print(f"ray_admit_on_loop_median: {statistics.median(admit_ms):.3f} ms (max {max(admit_ms):.3f} ms, "
+                  f"{len(admit_ms)} decisions, 6 queued runs)")
+            print(f"ray_nodes_call_median: {statistics.median(nodes_ms):.1f} ms (max {max(nodes_ms):.1f} ms: "
+                  f"what each decision would wait for without the view)")
         finally:
             ray.shutdown()
             cluster.shutdown()

@@ -97,6 +97,10 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     priority = int(raw.get("priority", 0))
     _check_log_cap(raw.get("log_cap"), where)
     _check_cluster(raw.get("cluster"), executor, where)
+    if executor == "ray" and "image" in raw:
+        raise UsageError(f"plan {where}: executor ray runs each agent in the bubblewrap sandbox on its node; "
+                         f"containers inside Ray nodes (`image`) are not supported. Drop `image` to run on the "
+                         f"cluster, or use `executor: docker` to run containers on this host")
     options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap",
                                    "cluster")
                if k in raw}

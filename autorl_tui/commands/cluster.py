@@ -20,20 +20,13 @@ def register(subparsers) -> None:
 
 def _holders(home) -> list[dict]:
     """Active Ray attempts of this home with where Ray placed them (ray.json in their log folder)."""
+    from autorl_tui.engine.executors.ray_view import holdings
     from autorl_tui.store.queries import StoreReader
 
     if not home.store_path.exists():
         return []
     with StoreReader.open(home.store_path) as reader:
-        rows = reader.live_attempts("ray")
-    out = []
-    for run_id, log_dir in rows:
-        try:
-            where = json.loads((Path(log_dir) / "ray.json").read_text())
-        except (OSError, ValueError, TypeError):
-            where = {}
-        out.append({"run_id": run_id, "node_id": where.get("node_id"), "gpu_ids": where.get("gpu_ids", [])})
-    return out
+        return holdings(reader.live_attempts("ray"))
 
 
 def run(args) -> int:
@@ -43,12 +36,8 @@ def run(args) -> int:
     from autorl_tui.home import Home
 
     address = args.address or os.environ.get("RAY_ADDRESS")
-    report = cluster_report(address)
     home = Home.open(args.home, create=False)
-    holders = _holders(home)
-    for node in report["nodes"]:
-        node["runs"] = [h for h in holders if h["node_id"] == node["node_id"]]
-    report["unplaced_runs"] = [h for h in holders if not any(h["node_id"] == n["node_id"] for n in report["nodes"])]
+    report = cluster_report(address, _holders(home))
     if args.json:
         print(json.dumps(report, indent=1))
         return 0 if report["connected"] else int(ExitCode.INFRA)
@@ -64,7 +53,7 @@ def run(args) -> int:
               f"{'alive' if n['alive'] else 'DEAD ':5}  GPUs {n['gpus']:g}  CPUs {n['cpus']:g}"
               + (f"  {extra}" if extra else ""))
         for h in n["runs"]:
-            print(f"      {h['run_id']}  GPUs {','.join(h['gpu_ids']) or '-'}")
+            print(f"      {h['run_id']} (attempt {h['attempt']})  GPUs {','.join(h['gpu_ids']) or '-'}")
     for h in report["unplaced_runs"]:
-        print(f"  (node gone or unknown) {h['run_id']}")
+        print(f"  (node gone or not placed yet) {h['run_id']} (attempt {h['attempt']})")
     return 0

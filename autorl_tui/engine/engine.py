@@ -63,6 +63,7 @@ class Engine:
 
         self.retry_policy = RetryPolicy()
         self.started_at: float | None = None
+        self._cluster_shown: dict | None = None
 
     # ------------------------------------------------------------------ life cycle
     async def start(self) -> None:
@@ -102,6 +103,11 @@ class Engine:
         from autorl_tui.engine import grader_service
 
         await asyncio.to_thread(grader_service.close_all)    # the warm graders end with their engine
+        if "ray" in self._executors:      # and its grading actors on the cluster's nodes
+            from autorl_tui.engine import ray_grading
+            from autorl_tui.engine.executors.ray import off_loop
+
+            await off_loop(ray_grading.close_all)
         if self.store is not None:
             self.store.close()
             self.store = None
@@ -182,9 +188,8 @@ class Engine:
                 from autorl_tui.engine.executors.sandbox_bwrap import FIX
 
                 raise UsageError(f"executor local cannot isolate agents on this host ({why}); {FIX}")
-        if req.executor == "ray":     # the cluster's nodes, not this engine's devices, must hold it
-            self.executor("ray").check_request(f"{req.task}/{req.agent}", req.gpus, req.options)
-        elif req.gpus and len(self.gpu_inventory) < req.gpus:
+        # executor ray: the cluster's nodes, not this engine's devices, must hold it (`enqueue_plan`)
+        if req.executor != "ray" and req.gpus and len(self.gpu_inventory) < req.gpus:
             raise UsageError(f"run asks for {req.gpus} GPU(s) but this engine has {len(self.gpu_inventory)} "
                              f"({', '.join(self.gpu_inventory) or 'none: CPU slots only'})")
         model_name = Path(req.model).name if ("/" in req.model) else req.model
@@ -198,6 +203,9 @@ class Engine:
 
     async def enqueue_plan(self, plan: Plan) -> list[str]:
         specs = [self._validate(r) for r in plan.runs]   # everything validated before anything is queued
+        for req in plan.runs:
+            if req.executor == "ray":     # off the loop: connecting to a cluster can take minutes
+                await self.executor("ray").validate(f"{req.task}/{req.agent}", req.gpus, req.options)
         now = time.time()
         plan_id = f"p{int(now * 1000):x}-{_slug(plan.name)}"
         self.store.add_plan(plan_id, plan.name, plan.source, now)
@@ -252,18 +260,21 @@ class Engine:
         """Ray runs: our order, the cluster's room (executors/ray_placement.py); no local device ids."""
         if not queued or self.queue_paused or self.draining:
             return []
-        from autorl_tui.engine.executors.ray import request_of
+        from autorl_tui.engine.executors.ray import cluster_address, request_of
 
         now = time.time()
         ready = [r for r in queued if (r.not_before or 0.0) <= now]
-        reqs = [request_of(r.run_id, r.gpus_requested, self.store.get("runs", r.run_id)["spec"].get("options", {}))
-                for r in ready]
-        # Runs whose agent has ended (finalizing) hold nothing on the cluster any more.
+        options = {r.run_id: self.store.get("runs", r.run_id)["spec"].get("options", {}) for r in ready}
+        reqs = [request_of(r.run_id, r.gpus_requested, options[r.run_id]) for r in ready]
+        ex = self.executor("ray")
+        for opts in options.values():      # runs queued by an earlier engine name their cluster too
+            ex.address = ex.address or cluster_address(opts.get("cluster"))
+        # A run whose agent has ended (finalizing) still counts: its held-out test grading takes as
+        # many GPUs from the cluster (ray_grading.py), and must not wait behind runs started meanwhile.
         active = [request_of(s.run_id, s.gpus_requested, s.spec.get("options", {}))
-                  for s in self.supervisors.values()
-                  if s.spec.get("executor") == "ray" and not s.agent_ended]
+                  for s in self.supervisors.values() if s.spec.get("executor") == "ray"]
         try:
-            return [(run_id, []) for run_id in self.executor("ray").admit(reqs, active)]
+            return [(run_id, []) for run_id in ex.admit(reqs, active)]
         except Exception as exc:      # the cluster is unreachable now: the runs wait, the reason is logged
             print(f"autorl-tui: cannot reach the Ray cluster: {exc}", file=sys.stderr)
             return []
@@ -296,6 +307,7 @@ class Engine:
                 sup = RunSupervisor(self, row, gpus)
                 self.supervisors[run_id] = sup
                 sup.start()
+            self._publish_cluster()
             if not self.supervisors and not self._queued():
                 self._idle.set()
             try:
@@ -304,9 +316,31 @@ class Engine:
                 pass
             self._wake.clear()
 
+    def cluster_state(self) -> dict | None:
+        """The Ray cluster as the console shows it (nodes, GPUs, which attempt holds which), from the
+        background view: never waits on Ray. None while this engine uses no cluster."""
+        ex = self._executors.get("ray")
+        if ex is None and not os.environ.get("RAY_ADDRESS"):
+            return None
+        from autorl_tui.engine.executors.ray import cluster_address
+        from autorl_tui.engine.executors.ray_view import cluster_state, holdings
+        from autorl_tui.store.queries import StoreReader
+
+        ex = ex or self.executor("ray")
+        held = holdings(StoreReader.over(self.store).live_attempts("ray"))
+        return cluster_state(ex.address or cluster_address(), ex.view.current(), ex.view.error, held)
+
+    def _publish_cluster(self) -> None:
+        state = self.cluster_state()
+        if state != self._cluster_shown:
+            self._cluster_shown = state
+            self.bus.publish(ev.ClusterChanged(None, cluster=state))
+
     def supervisor_finished(self, sup: RunSupervisor) -> None:
         if self.supervisors.get(sup.run_id) is sup:
             del self.supervisors[sup.run_id]
+        if "ray" in self._executors:       # what the run held on the cluster is free for admission now
+            self._executors["ray"].forget(sup.run_id)
         self._wake.set()
 
     async def wait_idle(self) -> None:

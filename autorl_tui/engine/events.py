@@ -74,9 +74,16 @@ class QueueChanged(EngineEvent):
     paused: bool = False
 
 
+@dataclass
+class ClusterChanged(EngineEvent):
+    """The Ray cluster's nodes or which attempt holds which of their GPUs changed
+    (executors/ray_view.cluster_state)."""
+    cluster: dict[str, Any] | None = None
+
+
 EVENT_TYPES = {cls.__name__: cls for cls in
                (RunStateChanged, RunUpdated, RunEventAppended, MetricPoint, SubmissionUpdated,
-                ResourceSample, QueueChanged)}
+                ResourceSample, QueueChanged, ClusterChanged)}
 
 
 def event_from_dict(data: dict) -> EngineEvent:

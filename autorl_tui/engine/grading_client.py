@@ -109,6 +109,7 @@ class GradingOutcome:
     error_kind: str | None = None
     wall_s: float = 0.0
     phases: dict = field(default_factory=dict)     # where the wall time went: phase_breakdown()
+    where: dict | None = None      # executor ray: the node (and GPUs) it was graded on (ray_grading.py)
 
 
 # The wall-clock stamps of one grading, in order, each naming the phase that ends at it. The

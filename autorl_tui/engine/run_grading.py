@@ -5,6 +5,7 @@ and on the held-out test split, cached per task, model, protocol and grader vers
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from pathlib import Path
@@ -47,6 +48,8 @@ class RunGrading:
         self.baseline_dev: float | None = journal.run.get("baseline_dev_score")
         self.baseline_grading_s: float | None = None   # the base model's dev grading time: sets the floor
         self._progress_t = 0.0      # monotonic time of the last grading progress line
+        # executor ray: where the run's agent was placed and whether it is alive (set by the supervisor)
+        self.agent_where: Callable[[], dict | None] = lambda: None
 
     def prepared(self, card: "TaskCard", split_paths: dict[str, str]) -> None:
         """The task and its materialized splits, once the run has them."""
@@ -109,22 +112,35 @@ class RunGrading:
                     gpus: list[str] | None = None, progress_what: str | None = None) -> GradingOutcome:
         """progress_what: the baseline's label; its progress lines are then harness events."""
         log = self.journal.log
-        async with self.host.grading_slots:
+        # A ray run's own gradings go to its cluster (baselines are cached per task and model for
+        # every run, and stay where the engine runs); they take none of this host's grading slots.
+        on_cluster = self.spec.get("executor") == "ray" and progress_what is None
+        async with contextlib.nullcontext() if on_cluster else self.host.grading_slots:
             timeout = self.timeout(for_submission)
             log("grading", f"grading {model_path.name} on {split}",
                 data={"split": split, "phase": "start", "timeout_s": round(timeout, 1)})
-            outcome = await run_grader(self.request(model_path, split), work_dir,
-                                       gpus=self.gpus if gpus is None else gpus,
-                                       threads=self.host.grader_threads, timeout_s=timeout,
-                                       on_progress=self._progress(
-                                           progress_what or f"grading {model_path.name} on {split}",
-                                           "harness" if progress_what else "grading", split))
+            on_progress = self._progress(progress_what or f"grading {model_path.name} on {split}",
+                                         "harness" if progress_what else "grading", split)
+            if on_cluster:
+                from autorl_tui.engine.ray_grading import grade_on_cluster
+
+                outcome = await grade_on_cluster(self.host.executor("ray"), self.request(model_path, split),
+                                                 work_dir, agent_where=self.agent_where(),
+                                                 gpus=int(self.journal.run.get("gpus_requested") or 0),
+                                                 threads=self.host.grader_threads, timeout_s=timeout,
+                                                 on_progress=on_progress)
+            else:
+                outcome = await run_grader(self.request(model_path, split), work_dir,
+                                           gpus=self.gpus if gpus is None else gpus,
+                                           threads=self.host.grader_threads, timeout_s=timeout, on_progress=on_progress)
+            where = {"where": outcome.where} if outcome.where else {}
             if outcome.ok:
                 log("grading", f"graded {model_path.name} on {split}: {outcome.score:.2f}",
-                    data={"split": split, "phase": "end", "score": outcome.score, "timings": outcome.timings})
+                    data={"split": split, "phase": "end", "score": outcome.score, "timings": outcome.timings, **where})
             else:
                 log("grading", f"grading {model_path.name} on {split} failed: {outcome.error}", level="error",
-                    data={"split": split, "phase": "end", "error": outcome.error, "kind": outcome.error_kind})
+                    data={"split": split, "phase": "end", "error": outcome.error, "kind": outcome.error_kind,
+                          **where})
             return outcome
 
     def store_samples(self, samples: list[dict], split: str, *, submission_id: int | None = None,

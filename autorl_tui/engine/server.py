@@ -268,14 +268,16 @@ class EngineServer:
                 "gpus": self.gpu_inventory(), "now": time.time(), "engine": self.cmd_ping(conn)}
 
     def gpu_inventory(self) -> dict:
-        """Devices this engine schedules on, and the active attempt holding each."""
+        """Devices this engine schedules on, and the active attempt holding each; the Ray cluster's."""
         devices = [str(d) for d in (self.catalog_sources.gpus if self.catalog_sources else [])]
         holders: dict[str, str] = {}
         for holder in self.engine.store.gpu_holders(ACTIVE_STATES):
             for dev in holder.gpus:
                 holders[dev] = holder.run_id
         concurrency = self.catalog_sources.concurrency if self.catalog_sources else None
-        return {"devices": devices, "holders": holders, "cpu_slots": concurrency}
+        cluster = getattr(self.engine, "cluster_state", None)      # executor ray: its nodes and holdings
+        return {"devices": devices, "holders": holders, "cpu_slots": concurrency,
+                "cluster": cluster() if cluster else None}
 
     def cmd_run_history(self, conn, run_id: str, events_limit: int = HISTORY_EVENTS_DEFAULT,
                         metrics_limit: int = 20000) -> dict:

@@ -47,6 +47,7 @@ class RunSupervisor:
         self.gpus_requested = int(run.get("gpus_requested") or 0)
         self.journal = RunJournal(engine.store, engine.bus, run)
         self.grading = RunGrading(self.journal, engine, self.spec, gpus)
+        self.grading.agent_where = self._agent_where
         self.card: TaskCard | None = None
         self.agent: AgentSpec | None = None
         self.workspace: Workspace | None = None
@@ -55,7 +56,6 @@ class RunSupervisor:
         self.server: RunApiServer | None = None
         self.desk: SubmissionDesk | None = None
         self.agent_exit: tuple[int | None, str] = (None, "exited")
-        self.agent_ended = False     # the agent's process has ended (a cluster run then holds no node)
         self._cancel_reason: str | None = None
         self._task: asyncio.Task | None = None
         self._adopt_attempt: "AttemptRow | None" = None
@@ -333,6 +333,11 @@ class RunSupervisor:
         self._update_attempt(state="running", **self.handle.ident())
         await self._watch_agent(offsets={})
 
+    def _agent_where(self) -> dict | None:
+        """executor ray: the node and GPUs Ray gave the agent (ray.json), and whether it still runs."""
+        where = getattr(self.handle, "where", None)
+        return {**where, "alive": self.handle.is_alive()} if where else None
+
     def _update_attempt(self, **fields) -> None:
         self.store.update_attempt(self.run_id, self.attempt, fields)
 
@@ -340,10 +345,7 @@ class RunSupervisor:
         """Until the agent ends; then the API closes once the gradings under way are recorded."""
         watch = AgentWatch(self.journal, self.engine, self.handle, workspace=self.workspace, agent=self.agent,
                            spec=self.spec, gpus=self.gpus, cancel_reason=lambda: self._cancel_reason)
-        try:
-            self.agent_exit = await watch.run(offsets)
-        finally:
-            self.agent_ended = True
+        self.agent_exit = await watch.run(offsets)
         # Submissions received before the deadline are graded even if grading finishes after it.
         await self._stop_server(wait_inflight=True)
 

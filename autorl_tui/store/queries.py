@@ -83,12 +83,12 @@ class StoreReader:
         rows = self._rows("SELECT exit_code FROM attempts WHERE run_id = ? ORDER BY number DESC LIMIT 1", (run_id,))
         return rows[0]["exit_code"] if rows else None
 
-    def live_attempts(self, executor: str) -> list[tuple[str, str]]:
-        """(run id, log folder) of the attempts of `executor` whose agent is live now."""
-        rows = self._rows("SELECT a.run_id, a.log_dir FROM attempts a JOIN runs r ON r.id = a.run_id "
+    def live_attempts(self, executor: str) -> list[tuple[str, int, str]]:
+        """(run id, attempt number, log folder) of the attempts of `executor` whose agent is live now."""
+        rows = self._rows("SELECT a.run_id, a.number, a.log_dir FROM attempts a JOIN runs r ON r.id = a.run_id "
                           "WHERE a.executor = ? AND a.state IN ('starting', 'running') "
                           "AND r.state IN ('running', 'paused', 'finalizing')", (executor,))
-        return [(r["run_id"], r["log_dir"]) for r in rows]
+        return [(r["run_id"], r["number"], r["log_dir"]) for r in rows]
 
     def cpu_usage(self, run_id: str) -> CpuUsage:
         row = self._rows("SELECT AVG(cpu_percent) AS mean, COUNT(*) AS n FROM resources WHERE run_id = ?",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autorl_tui.engine.client import Disconnected, Lagged
-from autorl_tui.engine.events import (MetricPoint, QueueChanged, ResourceSample, RunEventAppended,
+from autorl_tui.engine.events import (ClusterChanged, MetricPoint, QueueChanged, ResourceSample, RunEventAppended,
                                       RunStateChanged, RunUpdated, SubmissionUpdated)
 from autorl_tui.tui.formatting import FINISHED_STATES
 from autorl_tui.tui.widgets.log_view import LogLine
@@ -24,6 +24,7 @@ class Changes:
     submissions: dict[str, list[dict]] = field(default_factory=dict)
     resources: dict[str, ResourceSample] = field(default_factory=dict)
     queue: bool = False
+    cluster: bool = False                                    # the Ray cluster's nodes or holdings
     resync: bool = False
     dropped: int = 0                                         # events the engine dropped for us
     disconnected: str | None = None
@@ -81,6 +82,9 @@ class ConsoleModel:
             elif isinstance(ev, QueueChanged):
                 self.queue_paused = ev.paused
                 ch.queue = True
+            elif isinstance(ev, ClusterChanged):
+                self.gpus = {**self.gpus, "cluster": ev.cluster}
+                ch.cluster = True
             elif isinstance(ev, RunStateChanged):
                 ch.states.append(ev)
                 if run is None:

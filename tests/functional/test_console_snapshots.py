@@ -8,7 +8,7 @@ import pytest
 
 from autorl_tui.home import Home
 from tests.support.frozen_console import FrozenConsole
-from tests.support.static_engine import ServedEngine
+from tests.support.static_engine import ServedEngine, demo_cluster
 
 SIZE = (130, 36)
 
@@ -96,6 +96,23 @@ def test_gpus_screen(served, snap_compare):
         await pilot.press("g")
         await _on_screen(pilot, "GpusScreen")
     assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
+
+
+def test_gpus_screen_with_a_ray_cluster(tmp_path, snap_compare):
+    """The cluster beside the local slots; a worker that dies while the screen is shown turns DEAD
+    and the run's next attempt appears on the other worker (ClusterChanged, live)."""
+    with ServedEngine(Home.open(str(tmp_path / "h")), cluster=demo_cluster()) as served:
+        async def before(pilot):
+            await _loaded(pilot)
+            await pilot.press("g")
+            await _on_screen(pilot, "GpusScreen")
+            table = pilot.app.screen.query_one("#cluster-table")
+            await _until(pilot, lambda: table.row_count == 5, "the cluster's rows shown")
+            served.loop.call_soon_threadsafe(served.engine.set_cluster, demo_cluster(worker_b_alive=False))
+            await _until(pilot, lambda: "DEAD" in [str(c) for c in table.get_column("state")],
+                         "worker b shown dead")
+            await _settled(pilot)
+        assert snap_compare(FrozenConsole(served.home), terminal_size=SIZE, run_before=before)
 
 
 def test_help_screen(served, snap_compare):

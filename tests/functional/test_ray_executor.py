@@ -9,16 +9,20 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from autorl_tui.catalog.plans import parse_plan
+from autorl_tui.engine.client import EngineClient
+from autorl_tui.engine.daemon import EngineOptions, pid_alive, start_daemon, stop_daemon
 from autorl_tui.engine.engine import Engine
 from autorl_tui.engine.scheduling import RetryPolicy
 from autorl_tui.home import Home
@@ -104,6 +108,80 @@ def test_without_a_cluster_the_plan_is_refused_and_cluster_status_says_why(tmp_p
     assert proc.returncode == 2 and "`cluster` applies to executor ray only" in proc.stderr, proc.stderr
 
 
+class SilentHead:
+    """A TCP port that accepts connections and never answers: what a wrong port of a busy host,
+    or a hung head, looks like to Ray (ray.init then waits for minutes). Records what clients send."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("0.0.0.0", 0))        # Ray dials the host's own address, not loopback
+        self.listener.listen(64)
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.received = b""
+        self._conns = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self._conns.append(conn)
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn):
+        try:
+            while chunk := conn.recv(4096):
+                self.received += chunk
+        except OSError:
+            pass
+
+    def close(self):
+        for c in [self.listener, *self._conns]:
+            c.close()
+
+
+def test_the_engine_answers_clients_while_a_ray_connect_hangs(tmp_path):
+    """Validating a ray plan connects to the cluster; against a head that never answers that takes
+    minutes. Meanwhile the engine's loop serves other clients and the console."""
+    head = SilentHead()
+    home = Home.open(str(tmp_path / "h"))
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(REPO)
+    try:
+        info = start_daemon(home, EngineOptions(tasks_dirs=[TASKS]))
+    finally:
+        os.environ.pop("PYTHONPATH") if saved is None else os.environ.__setitem__("PYTHONPATH", saved)
+    plan = (f"name: hang\ntasks: [arith-small]\nagents: [baseline-copy]\nmodels: [tiny]\nbudget: 60s\n"
+            f"executor: ray\ncluster: {{address: '{head.address}'}}\n")
+
+    async def go():
+        async with await EngineClient.connect(home) as slow, await EngineClient.connect(home) as other:
+            pending = asyncio.create_task(slow.enqueue_plan(plan))
+            t0 = time.monotonic()
+            while b"PRI * HTTP/2.0" not in head.received:       # Ray's gRPC client is talking to the head
+                assert time.monotonic() - t0 < 120 and not pending.done(), "ray.init never reached the head"
+                await asyncio.sleep(0.1)
+            for _ in range(3):      # each within seconds, while the connect keeps hanging
+                t1 = time.monotonic()
+                assert (await asyncio.wait_for(other.ping(), 30))["pid"] == info["pid"]
+                snapshot = await asyncio.wait_for(other.snapshot(), 30)
+                assert snapshot["runs"] == []
+                assert time.monotonic() - t1 < 30
+            assert not pending.done(), "the connect was expected to be still hanging"
+            pending.cancel()
+
+    try:
+        asyncio.run(go())
+        # A connect still hanging in its thread does not keep the engine from stopping.
+        stop_daemon(home, timeout=60)
+    finally:
+        head.close()
+        if pid_alive(info["pid"]):
+            os.kill(info["pid"], signal.SIGKILL)
+
+
 def test_cluster_status_doctor_and_an_impossible_request(ray_cluster, ray_home, tmp_path):
     cluster, workers, ray_tmp = ray_cluster
     env = {"RAY_ADDRESS": cluster.address, "RAY_TMPDIR": str(ray_tmp)}
@@ -131,6 +209,7 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
         try:
             ids = await engine.enqueue_plan(_plan(cluster.address, "test-gpu-probe", 1, [0, 1, 2, 3]))
             ids += await engine.enqueue_plan(_plan(cluster.address, "test-gpu-probe", 2, [0, 1]))
+            await _console_and_cli_show_the_same_holdings(engine, ray_home, cluster.address, workers)
             rows = await asyncio.wait_for(engine.wait_runs(ids), 900)
             store = engine.store
             placed = []
@@ -149,7 +228,19 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
                 steps = [m["step"] for m in store.query("SELECT step FROM metrics WHERE run_id=? AND name='tick' "
                                                         "ORDER BY id", (row["id"],))]
                 assert steps == list(range(12))
-                placed.append((where["node_id"], set(where["gpu_ids"]), attempt["started_at"], attempt["ended_at"]))
+                # When the actor held its GPUs: from the actor's start on the node to the shim's end (the
+                # engine's attempt times are when it asked Ray and when it saw the end).
+                ended = json.loads((Path(attempt["log_dir"]) / "exit.json").read_text())["ended_at"]
+                placed.append((where["node_id"], set(where["gpu_ids"]), where["placed_at"], ended))
+                # Its gradings ran as Ray work: the dev submission on the agent's node and GPUs, the
+                # held-out test on a worker where Ray leased it as many GPUs (fake ones: graded on CPU).
+                graded = _graded_where(store, row["id"])
+                assert graded["dev"] == {"node_id": where["node_id"], "gpu_ids": where["gpu_ids"], "device": "cpu"}
+                assert graded["test"]["node_id"] in worker_ids and len(graded["test"]["gpu_ids"]) == row["gpus_requested"]
+            # Graded on the cluster, scored exactly as the engine's host grades the same snapshot.
+            [sub] = store.query("SELECT * FROM submissions WHERE run_id=?", (rows[0]["id"],))
+            for split, score in (("dev", sub["score"]), ("test", rows[0]["test_score"])):
+                assert await _local_score(ray_home, sub["snapshot_path"], split) == score
             return placed
         finally:
             await engine.stop()
@@ -168,6 +259,66 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
         assert held <= GPUS_PER_NODE
     assert any(s1 < e2 and s2 < e1 and n1 != n2 for s1, e1, n1, _ in busy for s2, e2, n2, _ in busy), \
         "no two runs ever ran at once on different nodes"
+
+
+def _graded_where(store, run_id) -> dict:
+    """split -> where the run's grading on it ran (the `where` of the grading's end event; the
+    baselines, graded where the engine runs, have none)."""
+    out = {}
+    for e in store.query("SELECT data FROM events WHERE run_id=? AND kind='grading'", (run_id,)):
+        data = json.loads(e["data"]) if isinstance(e["data"], str) else e["data"]
+        if data.get("phase") == "end" and "where" in data:
+            assert data.get("score") is not None and data["split"] not in out, data
+            out[data["split"]] = {k: data["where"][k] for k in ("node_id", "gpu_ids", "device")}
+    return out
+
+
+async def _local_score(home, snapshot: str, split: str) -> float:
+    from autorl_tui.catalog.tasks import find_task, materialize
+    from autorl_tui.engine.grading_client import run_grader
+
+    card = find_task("arith-small", [TASKS])
+    request = {"task": card.to_dict(), "split": split, "model_path": snapshot, "protocol": card.protocol.to_dict(),
+               "split_path": str(materialize(card, split, Home.open(str(home)).cache / "tasks")),
+               "scorer": card.scorer, "scorer_options": card.scorer_options, "backend": "transformers",
+               "device": "cpu", "threads": 1, "seed": card.protocol.seed, "limit": None}
+    outcome = await run_grader(request, Path(home).parent / "local-gradings" / split, timeout_s=600)
+    assert outcome.ok, outcome.error
+    return outcome.score
+
+
+async def _console_and_cli_show_the_same_holdings(engine, home, address, workers):
+    """While runs hold GPUs: the engine's cluster view (what the GPUs screen gets, in the snapshot
+    and as ClusterChanged events) lists the nodes with their GPUs and the attempts placed on them,
+    as `autorl-tui cluster status` does."""
+    def held(state):
+        return {n["node_id"]: [(h["run_id"], h["attempt"], h["gpu_ids"]) for h in n["runs"]] for n in state["nodes"]}
+
+    from autorl_tui.engine.events import ClusterChanged
+
+    sub, t0 = engine.bus.subscribe(), time.time()
+    try:
+        while True:      # the console hears of the placements as ClusterChanged events
+            assert time.time() - t0 < 300, "no ClusterChanged event ever showed an attempt placed on a node"
+            if any(isinstance(e, ClusterChanged) and e.cluster["connected"] and any(held(e.cluster).values())
+                   for e in sub.drain()):
+                break
+            await asyncio.sleep(0.2)
+    finally:
+        sub.close()
+    state = engine.cluster_state()
+    assert {n["node_id"]: n["gpus"] for n in state["nodes"] if n["alive"]} == \
+        {**{w.node_id: GPUS_PER_NODE for w in workers}, **{n["node_id"]: 0 for n in state["nodes"]
+                                                          if n["node_id"] not in {w.node_id for w in workers}}}
+    for _ in range(5):        # runs start and end meanwhile: compare when the engine's view held still
+        before = held(engine.cluster_state())
+        proc = await asyncio.to_thread(cli, "cluster", "status", "--json", home=home, env={"RAY_ADDRESS": address},
+                                       timeout=120)
+        after = held(engine.cluster_state())
+        if before == after:
+            assert held(json.loads(proc.stdout)) == before
+            return
+    raise AssertionError("the engine's view never held still across a `cluster status`")
 
 
 def _db(home):

@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from autorl_tui.engine.events import EventBus, QueueChanged, RunStateChanged
+from autorl_tui.engine.events import ClusterChanged, EventBus, QueueChanged, RunStateChanged
+from autorl_tui.engine.executors.ray_view import cluster_state
 from autorl_tui.engine.server import CatalogSources, EngineServer
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.home import Home
@@ -18,12 +19,21 @@ T0 = 1_800_000_000.0   # fixed epoch for deterministic rows
 
 
 class StaticEngine:
-    def __init__(self, home: Home):
+    def __init__(self, home: Home, cluster: dict | None = None):
         self.home = home
         self.store = Store(home.store_path)
         self.bus = EventBus()
         self.queue_paused = False
         self.enqueued: list = []
+        self.cluster = cluster
+
+    def cluster_state(self) -> dict | None:
+        return self.cluster
+
+    def set_cluster(self, cluster: dict | None) -> None:
+        """What the real engine does when its view of the Ray cluster changes."""
+        self.cluster = cluster
+        self.bus.publish(ClusterChanged(None, cluster=cluster))
 
     def runs(self, states=None) -> list[dict]:
         rows = [decode_row("runs", r) for r in self.store.query("SELECT * FROM runs ORDER BY id DESC")]
@@ -128,6 +138,24 @@ FIXED_CATALOG = {
 }
 
 
+def ray_node(node_id: str, address: str, hostname: str, gpus: int, alive: bool = True) -> dict:
+    """A row as `ray.nodes()` gives it."""
+    return {"NodeID": node_id, "Alive": alive, "NodeManagerAddress": address, "NodeManagerHostname": hostname,
+            "Resources": {"CPU": 8.0, "GPU": float(gpus), "memory": 2.0**34, f"node:{address}": 1.0}}
+
+
+def demo_cluster(worker_b_alive: bool = True) -> dict:
+    """A head and two 2-GPU workers; the running demo run's first attempt holds worker b's GPU 1,
+    and once worker b is gone its second attempt holds worker a's GPU 0."""
+    head, a, b = "a0" * 14, "b1" * 14, "c2" * 14
+    nodes = [ray_node(head, "10.0.0.1", "head", 0), ray_node(a, "10.0.0.2", "gpu-a", 2),
+             ray_node(b, "10.0.0.3", "gpu-b", 2, alive=worker_b_alive)]
+    rid = "r0002-arith-scripted-s0"
+    held = ([{"run_id": rid, "attempt": 1, "node_id": b, "gpu_ids": ["1"]}] if worker_b_alive else
+            [{"run_id": rid, "attempt": 2, "node_id": a, "gpu_ids": ["0"]}])
+    return cluster_state("10.0.0.1:6379", nodes, None, held)
+
+
 class FixedCatalogServer(EngineServer):
     """The catalog is whatever task cards and agent specs are installed; snapshots pin it."""
 
@@ -139,8 +167,9 @@ class ServedEngine:
     """A StaticEngine behind the real EngineServer, on its own thread and event loop (the
     snapshot fixture runs the app with `App.run`, which owns the test thread's loop)."""
 
-    def __init__(self, home: Home):
+    def __init__(self, home: Home, cluster: dict | None = None):
         self.home = home
+        self.cluster = cluster
         self.loop = asyncio.new_event_loop()
         self.engine: StaticEngine | None = None
         self.server: EngineServer | None = None
@@ -151,7 +180,7 @@ class ServedEngine:
         asyncio.set_event_loop(self.loop)
 
         async def setup():
-            self.engine = StaticEngine(self.home)
+            self.engine = StaticEngine(self.home, self.cluster)
             fill_demo_store(self.engine.store)
             self.server = FixedCatalogServer(self.engine, self.home.socket_path,
                                        catalog=CatalogSources(home_root=self.home.root, concurrency=2))

@@ -96,6 +96,8 @@ def test_card_size_factor_must_be_positive(tmp_path):
     ("tasks: [a]\nagents: [x]\nbudget: 1m\nlog_cap: 5\n", "log_cap must be a mapping"),
     ("tasks: [a]\nagents: [x]\nbudget: 1m\nlog_cap: {lines: 5}\n", "log_cap must be a mapping"),
     ("tasks: [a]\nagents: [x]\nbudget: 1m\nlog_cap: {events: 0}\n", "log_cap.events must be a positive"),
+    ("tasks: [a]\nagents: [x]\nbudget: 1m\nexecutor: ray\nimage: autorl-agent:latest\n",
+     "containers inside Ray nodes .* not supported.*executor: docker"),
 ])
 def test_bad_plans_are_explained(text, msg):
     with pytest.raises(UsageError, match=msg):

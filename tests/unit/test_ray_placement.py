@@ -32,3 +32,50 @@ def test_held_runs_on_a_node_that_left_free_nothing_and_custom_resources_must_ma
     assert not feasible(typed, TWO_WORKERS)
     assert admit([typed], dict(TWO_WORKERS, w3={"GPU": 1.0, "CPU": 2.0, "a100": 1.0}), [], []) == ["t"]
     assert not feasible(Request("huge", gpus=3), TWO_WORKERS)
+
+
+def test_admission_reads_the_background_view_and_never_waits_for_the_cluster():
+    """`RayExecutor.admit` runs on the engine's loop: while fetching the nodes hangs (a head that
+    does not answer) it decides at once (nothing starts until the nodes are known), and once the
+    fetch returns it admits from what was fetched; a failed fetch keeps the last known nodes."""
+    import threading
+    import time
+
+    from autorl_tui.engine.executors.ray import RayExecutor
+    from autorl_tui.engine.executors.ray_view import ClusterView
+
+    release, calls = threading.Event(), []
+    nodes = [{"NodeID": n, "Alive": True, "Resources": dict(t)} for n, t in TWO_WORKERS.items()]
+
+    def fetch():
+        calls.append(threading.current_thread().name)
+        if not release.wait(60):
+            raise TimeoutError("never released")
+        if len(calls) > 1:
+            raise ConnectionError("the head went away")
+        return nodes
+
+    executor = RayExecutor(home="/nonexistent")
+    executor.view = ClusterView(fetch)
+    queue = [Request("a", gpus=2), Request("b", gpus=2)]
+    t0 = time.monotonic()
+    assert executor.admit(queue, []) == [] and executor.admit(queue, []) == []
+    assert time.monotonic() - t0 < 1.0 and calls == ["ray-cluster-view"]      # one fetch, in its thread
+    release.set()
+    deadline = time.monotonic() + 30
+    while executor.view.nodes is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert executor.admit(queue, []) == ["a", "b"]
+    executor.view.kick(force=True)                    # the next refresh fails: the last known nodes stay
+    while executor.view.error is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert executor.view.error == "the head went away" and executor.admit(queue, []) == ["a", "b"]
+
+
+def test_admission_says_which_node_it_packed_each_run_on():
+    chosen = {}
+    queue = [Request("a", gpus=1), Request("b", gpus=1), Request("c", gpus=2)]
+    assert admit(queue, TWO_WORKERS, placed=[], pending=[], chosen=chosen) == ["a", "b", "c"]
+    assert chosen == {"a": "w1", "b": "w1", "c": "w2"}       # packed, so the 2-GPU run has a whole node

@@ -24,6 +24,7 @@ from pathlib import Path
 from autorl_tui.engine.executors.base import AgentHandle, Executor, ExecutorError, LaunchSpec
 from autorl_tui.engine.executors.local import _read_json, launch_of, wait_for_shim
 from autorl_tui.engine.executors.ray_placement import Request, admit, feasible
+from autorl_tui.engine.executors.ray_view import ClusterView, cluster_state
 from autorl_tui.exitcodes import UsageError
 
 NAMESPACE = "autorl-tui"
@@ -31,6 +32,7 @@ INSTALL = "install the extra: pip install 'autorl-tui[ray]'"
 PING_EVERY_S = 2.0
 UNREACHABLE_LIMIT = 15        # consecutive failed pings on an alive node before the run counts as lost
 NODE_VERDICT_S = 15           # after its actor died, how long to wait for Ray to say whether the node is gone
+CONNECT_TIMEOUT_S = 120.0     # a head that accepts connections but never answers
 
 _connect_lock = threading.Lock()
 
@@ -45,7 +47,8 @@ def cluster_address(placement: dict | None = None) -> str | None:
 
 
 def connect(address: str | None):
-    """`ray.init` once per process (Ray allows one cluster per driver)."""
+    """`ray.init` once per process (Ray allows one cluster per driver). Blocking (up to
+    CONNECT_TIMEOUT_S): the engine calls it only off its event loop (`off_loop`, `ClusterView`)."""
     try:
         import ray
     except ImportError:
@@ -58,7 +61,8 @@ def connect(address: str | None):
                                 "as `ray start --head` prints it) or `cluster: {address: HOST:PORT}` in the plan")
         _reachable(address)
         # Never from the main thread: there ray.init replaces the process's SIGTERM handler with
-        # sys.exit, which would take the engine's own shutdown handling away.
+        # sys.exit, which would take the engine's own shutdown handling away. A daemon thread: a
+        # head that never answers must not keep the engine's process from exiting.
         failure: list[BaseException] = []
 
         def init() -> None:
@@ -73,12 +77,40 @@ def connect(address: str | None):
             finally:
                 quiet.setLevel(level)
 
-        thread = threading.Thread(target=init, name="ray-connect")
+        thread = threading.Thread(target=init, name="ray-connect", daemon=True)
         thread.start()
-        thread.join()
+        thread.join(CONNECT_TIMEOUT_S)
+        if thread.is_alive():
+            raise ExecutorError(f"the Ray head at {address} accepts connections but did not answer within "
+                                f"{CONNECT_TIMEOUT_S:.0f} s; is it a Ray GCS port (`ray status --address {address}`)?")
         if failure:
             raise ExecutorError(f"cannot connect to the Ray cluster at {address}: {failure[0]}")
     return ray
+
+
+async def off_loop(fn, *args):
+    """`fn(*args)` in a daemon thread, awaited: Ray calls that can block for minutes (connecting,
+    waiting for a node) never hold the engine's event loop, and a hung one never holds its exit
+    (asyncio.to_thread's pool is joined when the process exits)."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(result, error) -> None:
+        if not future.done():
+            future.set_exception(error) if error is not None else future.set_result(result)
+
+    def work() -> None:
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:      # handed to the awaiting coroutine
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:              # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=work, name=f"ray-{getattr(fn, '__name__', 'call')}", daemon=True).start()
+    return await future
 
 
 def _reachable(address: str, timeout_s: float = 5.0) -> None:
@@ -164,28 +196,27 @@ class RayHandle(AgentHandle):
 
     async def _node_gone(self, ray) -> bool:
         node = self.where.get("node_id")
-        if node and node not in await asyncio.to_thread(alive_nodes, ray):
+        if node and node not in await off_loop(alive_nodes, ray):
             self.lost = f"node {self.where.get('hostname', '?')} ({node[:12]}) left the Ray cluster"
             return True
         return False
 
     async def wait(self) -> int:
+        """Until the agent ends. The run keeps its node in admission's books after that, while its
+        held-out test is graded (Engine.supervisor_finished forgets it)."""
         failures, next_ping = 0, 0.0
-        try:
-            while True:
-                info = _read_json(self.log_dir / "exit.json")
-                if info is not None:
-                    return int(info.get("exit_code", -1))
-                if self.lost or self.killed:
-                    return -int(signal.SIGKILL)
-                if time.monotonic() >= next_ping:
-                    next_ping = time.monotonic() + PING_EVERY_S
-                    failures = await self._check(failures)
-                    if self.lost and (self.log_dir / "exit.json").exists():
-                        self.lost = None      # it ended just before its actor exited
-                await asyncio.sleep(0.2)
-        finally:
-            self.executor.forget(self.run_id)
+        while True:
+            info = _read_json(self.log_dir / "exit.json")
+            if info is not None:
+                return int(info.get("exit_code", -1))
+            if self.lost or self.killed:
+                return -int(signal.SIGKILL)
+            if time.monotonic() >= next_ping:
+                next_ping = time.monotonic() + PING_EVERY_S
+                failures = await self._check(failures)
+                if self.lost and (self.log_dir / "exit.json").exists():
+                    self.lost = None      # it ended just before its actor exited
+            await asyncio.sleep(0.2)
 
     def _signal(self, sig: int) -> None:
         if self.actor is not None and self.is_alive():
@@ -225,6 +256,8 @@ class RayExecutor(Executor):
         self.address = address
         self._placed: dict[str, tuple[str, Request]] = {}     # run id -> (node id, request), our live actors
         self._seen_home: set[str] = set()                      # node ids that showed they see the home
+        self._packed: dict[str, str] = {}      # run id -> the node admission packed it on (asked of Ray, softly)
+        self.view = ClusterView(lambda: self._ray().nodes())
 
     # -------------------------------------------------------------- cluster facts
     def _ray(self, placement: dict | None = None):
@@ -283,12 +316,18 @@ class RayExecutor(Executor):
                              f"(NFS, Lustre; docs/cluster.md) and pass it with --home")
         self._seen_home.update(r["node_id"] for r in results)
 
+    async def validate(self, run_id: str, gpus: int, options: dict) -> None:
+        """`check_request` off the caller's event loop (connecting may take minutes)."""
+        await off_loop(self.check_request, run_id, gpus, options)
+
     def check_request(self, run_id: str, gpus: int, options: dict) -> None:
-        """Plan validation: the cluster is reachable, sees the home, and some node can hold the run."""
+        """Plan validation: the cluster is reachable, sees the home, and some node can hold the run.
+        Blocking: call it through `validate`."""
         try:
             ray = self._ray(options.get("cluster"))
         except ExecutorError as exc:
             raise UsageError(str(exc)) from None
+        self.address = self.address or cluster_address(options.get("cluster"))    # for admission's view
         nodes = alive_nodes(ray)
         req = request_of(run_id, gpus, options)
         if not feasible(req, node_totals(nodes)):
@@ -301,12 +340,16 @@ class RayExecutor(Executor):
 
     # -------------------------------------------------------------- scheduling
     def admit(self, queued: list[Request], active: list[Request]) -> list[str]:
-        """Which queued runs to start now (strict order), given our active runs (engine.py)."""
-        ray = self._ray()
-        nodes = alive_nodes(ray)
+        """Which queued runs to start now (strict order), given our active runs (engine.py). Reads
+        the background view of the nodes: never waits on Ray (none start until it is known)."""
+        nodes = self.view.alive()
+        if nodes is None:
+            if self.view.error:
+                raise ExecutorError(self.view.error)
+            return []
         placed = [self._placed[r.run_id] for r in active if r.run_id in self._placed]
         pending = [r for r in active if r.run_id not in self._placed]
-        return admit(queued, node_totals(nodes), placed, pending)
+        return admit(queued, node_totals(nodes), placed, pending, chosen=self._packed)
 
     def forget(self, run_id: str) -> None:
         self._placed.pop(run_id, None)
@@ -318,7 +361,9 @@ class RayExecutor(Executor):
         return ray.remote(RunNode)
 
     async def start(self, spec: LaunchSpec) -> AgentHandle:
-        ray = await asyncio.to_thread(self._ray, spec.placement)
+        ray = await off_loop(self._ray, spec.placement)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
         req = request_of(spec.run_id, int(spec.placement.get("gpus") or 0),
                          {"limits": {"cpus": spec.cpus, "memory_bytes": spec.memory_bytes},
                           "cluster": spec.placement})
@@ -328,10 +373,15 @@ class RayExecutor(Executor):
             (spec.log_dir / stale).unlink(missing_ok=True)
         needs = req.needs()
         custom = {k: v for k, v in needs.items() if k not in ("GPU", "CPU", "memory")}
+        # Where admission packed it (soft: elsewhere if Ray sees that node full), else Ray's choice.
+        # Ray's default policy spreads runs, which can leave no node with room for a larger run
+        # that admission, packing, counted on.
+        node = self._packed.pop(spec.run_id, None)
+        strategy = NodeAffinitySchedulingStrategy(node, soft=True) if node else "DEFAULT"
         actor = self._actor_class(ray).options(
             name=name, namespace=NAMESPACE, lifetime="detached", max_restarts=0, max_task_retries=0,
             num_gpus=needs.get("GPU", 0), num_cpus=needs.get("CPU", 0), memory=needs.get("memory") or None,
-            resources=custom or None).remote()
+            resources=custom or None, scheduling_strategy=strategy).remote()
         self._placed.pop(spec.run_id, None)
         try:
             ref = actor.start.remote(launch_of(spec), str(self.marker()))
@@ -353,11 +403,11 @@ class RayExecutor(Executor):
         return handle
 
     async def adopt(self, attempt: dict, spec: LaunchSpec) -> AgentHandle | None:
-        ray = await asyncio.to_thread(self._ray, spec.placement)
+        ray = await off_loop(self._ray, spec.placement)
         name = actor_name(self.home, spec.run_id, int(attempt["number"]))
         log_dir = Path(attempt["log_dir"])
         try:
-            actor = await asyncio.to_thread(ray.get_actor, name, NAMESPACE)
+            actor = await off_loop(ray.get_actor, name, NAMESPACE)
         except ValueError:
             actor = None
         handle = RayHandle(self, spec.run_id, actor, log_dir)
@@ -371,17 +421,10 @@ class RayExecutor(Executor):
         return handle
 
 
-def cluster_report(address: str | None) -> dict:
-    """What `cluster status` and `doctor` show: the nodes and their resources, or why there are none."""
+def cluster_report(address: str | None, held: list[dict] | None = None) -> dict:
+    """What `cluster status` and `doctor` show (`ray_view.cluster_state`), connecting here and now."""
     try:
-        ray = connect(address)
+        nodes, error = connect(address).nodes(), None
     except ExecutorError as exc:
-        return {"connected": False, "address": address, "detail": str(exc), "nodes": []}
-    nodes = []
-    for n in ray.nodes():
-        res = {k: float(v) for k, v in n.get("Resources", {}).items() if not k.startswith("node:")}
-        nodes.append({"node_id": n["NodeID"], "alive": bool(n.get("Alive")), "address": n.get("NodeManagerAddress"),
-                      "hostname": n.get("NodeManagerHostname"), "gpus": res.get("GPU", 0.0), "cpus": res.get("CPU", 0.0),
-                      "resources": {k: v for k, v in res.items()
-                                    if k not in ("GPU", "CPU", "memory", "object_store_memory")}})
-    return {"connected": True, "address": address, "detail": "ok", "nodes": nodes}
+        nodes, error = None, str(exc)
+    return cluster_state(address, nodes, error, held or [])

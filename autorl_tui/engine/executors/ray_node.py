@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
@@ -36,7 +37,8 @@ class RunNode:
 
         ctx = ray.get_runtime_context()
         return {"node_id": ctx.get_node_id(), "hostname": socket.gethostname(),
-                "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "actor_pid": os.getpid()}
+                "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "actor_pid": os.getpid(),
+                "placed_at": time.time()}      # the actor holds its resources from here on
 
     def start(self, launch: dict, home_marker: str) -> dict:
         """Start the shim for `launch` (local.launch_of's dict); returns where it runs."""

@@ -49,28 +49,33 @@ def feasible(request: Request, totals: dict[str, dict[str, float]]) -> bool:
 
 
 def admit(queue: list[Request], totals: dict[str, dict[str, float]], placed: list[tuple[str, Request]],
-          pending: list[Request]) -> list[str]:
+          pending: list[Request], chosen: dict[str, str] | None = None) -> list[str]:
     """Run ids to start now, in queue order. `totals`: alive node id -> its resources; `placed`:
-    (node id, request) of our runs Ray has placed; `pending`: our started runs not placed yet."""
+    (node id, request) of our runs Ray has placed; `pending`: our started runs not placed yet.
+    `chosen`, when given, receives the node each admitted run was packed on (the executor asks Ray
+    for it, so that Ray packs as admission did)."""
     nodes = {n: Node(n, dict(t)) for n, t in totals.items()}
     for node_id, req in placed:
         if node_id in nodes:
             nodes[node_id].take(req.needs())
     order = sorted(nodes.values(), key=lambda n: n.node_id)
 
-    def place(req: Request) -> bool:
+    def place(req: Request) -> str | None:
         for node in order:
             if node.fits(req.needs()):
                 node.take(req.needs())
-                return True
-        return False
+                return node.node_id
+        return None
 
     for req in pending:
-        if not place(req):
+        if place(req) is None:
             return []      # Ray packed differently than we would: wait until the pending ones are placed
     out = []
     for req in queue:
-        if not place(req):
+        node_id = place(req)
+        if node_id is None:
             break
         out.append(req.run_id)
+        if chosen is not None:
+            chosen[req.run_id] = node_id
     return out

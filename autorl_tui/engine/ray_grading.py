@@ -1,0 +1,162 @@
+"""Gradings of `executor: ray` runs as Ray work on the cluster (docs/cluster.md, "Grading").
+
+A dev submission is graded on the node that runs the agent, on the run's GPUs (as a local run's
+gradings share the run's devices); the held-out test, graded after the agent's actor has released
+them, first takes the run's GPU count from Ray with a small lease actor (preferring the run's
+node) and is graded where that landed, on its GPUs. Either way the grading is a call to the node's
+grading actor (one per node and home, owned by the engine: it ends with it), which runs the
+engine's own grader there, `grading_client.run_grader`: the same bubblewrap sandbox as a leased
+uid, the same limits, the node's warm grader between gradings. The snapshot and the split are read
+from the shared home; the result goes back to the engine, which alone writes the store. The node
+it ran on is returned in `GradingOutcome.where`."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import socket
+import threading
+import time
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from autorl_tui.engine.executors.ray import NAMESPACE, off_loop
+from autorl_tui.engine.grading_client import GradingOutcome, ProgressCallback, _timed_out, _wait, run_grader
+
+LEASE_TIMEOUT_S = 300.0       # Ray must find the test grading's GPUs within this
+RESULT_GRACE_S = 60.0         # beyond the grading's own limit (enforced on the node) before the engine gives up
+
+_actors: dict[str, object] = {}       # grading actor name -> handle, the ones this engine made
+_actors_lock = threading.Lock()
+
+
+class NodeGrader:
+    """The grading actor of one node (wrapped by `ray.remote`). Async: several gradings at once,
+    each in its own sandbox; its process keeps the node's warm grader between them."""
+
+    def where(self) -> dict:
+        import ray
+
+        return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname()}
+
+    async def grade(self, request: dict, work_dir: str, gpu_ids: list[str], threads: int,
+                    timeout_s: float | None) -> dict:
+        from autorl_tui.engine.gpus import inventory
+
+        # Real devices: grade on them. A node whose GPUs are only declared to Ray (a test cluster)
+        # has none that torch can use.
+        device = "cuda" if gpu_ids and inventory(None).ids else "cpu"
+        outcome = await run_grader({**request, "device": device}, Path(work_dir), gpus=gpu_ids, threads=threads,
+                                   timeout_s=timeout_s)
+        return {**asdict(outcome), "where": {**self.where(), "gpu_ids": list(gpu_ids), "device": device}}
+
+
+class GpuLease:
+    """Holds GPUs in Ray's books while a grading uses them (wrapped by `ray.remote(num_gpus=N)`)."""
+
+    def where(self) -> dict:
+        import ray
+
+        return {"node_id": ray.get_runtime_context().get_node_id(),
+                "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
+
+
+def _grader_name(home: Path, node_id: str) -> str:
+    digest = hashlib.sha256(str(Path(home).resolve()).encode()).hexdigest()[:12]
+    return f"autorl-grader-{digest}-{node_id[:16]}"
+
+
+def _grader(ray, home: Path, node_id: str):
+    """The node's grading actor, made on first use (pinned to the node, no resources of its own:
+    it grades on GPUs the run or a lease holds)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    name = _grader_name(home, node_id)
+    with _actors_lock:
+        if name not in _actors:
+            _actors[name] = ray.remote(NodeGrader).options(
+                name=name, namespace=NAMESPACE, get_if_exists=True, num_cpus=0, max_restarts=0,
+                max_concurrency=64, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote()
+        return _actors[name]
+
+
+def close_all() -> None:
+    """The engine stops: its grading actors (and their warm graders) go."""
+    import sys
+
+    ray = sys.modules.get("ray")
+    with _actors_lock:
+        actors = list(_actors.values())
+        _actors.clear()
+    if ray is None or not ray.is_initialized():
+        return
+    for actor in actors:
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:       # already gone with its node
+            pass
+
+
+async def _lease(ray, gpus: int, prefer_node: str | None):
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    strategy = NodeAffinitySchedulingStrategy(prefer_node, soft=True) if prefer_node else "DEFAULT"
+    lease = ray.remote(GpuLease).options(num_gpus=gpus, num_cpus=0, max_restarts=0,
+                                         scheduling_strategy=strategy).remote()
+    try:
+        return lease, await asyncio.wait_for(asyncio.wrap_future(lease.where.remote().future()), LEASE_TIMEOUT_S)
+    except BaseException:
+        await off_loop(ray.kill, lease)
+        raise
+
+
+async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_where: dict | None, gpus: int,
+                           threads: int, timeout_s: float | None,
+                           on_progress: ProgressCallback | None = None) -> GradingOutcome:
+    """One grading of a ray run on a node of the cluster (see the module's docstring).
+    agent_where: where the run's agent was placed (ray.json) and whether it is still `alive`."""
+    ray = await off_loop(executor._ray)
+    work_dir = Path(os.path.abspath(work_dir))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    lease, t0 = None, time.time()
+    try:
+        if agent_where and agent_where.get("alive") and agent_where.get("node_id"):
+            node_id, gpu_ids = agent_where["node_id"], [str(g) for g in agent_where.get("gpu_ids", [])]
+        else:
+            try:
+                lease, got = await _lease(ray, gpus, (agent_where or {}).get("node_id"))
+            except asyncio.TimeoutError:
+                return GradingOutcome(ok=False, error_kind="internal",
+                                      error=f"the Ray cluster had no node with {gpus} free GPU(s) for the grading "
+                                            f"within {LEASE_TIMEOUT_S:.0f} s")
+            node_id, gpu_ids = got["node_id"], got["gpu_ids"]
+        for tries_left in (1, 0):
+            actor = await off_loop(_grader, ray, executor.home, node_id)
+            ref = actor.grade.remote(request, str(work_dir), gpu_ids, threads, timeout_s)
+            waiter = asyncio.ensure_future(asyncio.wrap_future(ref.future()))
+            limit = None if timeout_s is None else timeout_s + RESULT_GRACE_S
+            try:
+                await _wait(waiter, work_dir, limit, on_progress)       # the progress file is on the shared home
+            except asyncio.TimeoutError:
+                await off_loop(ray.cancel, ref)
+                return _timed_out(timeout_s, t0)
+            except asyncio.CancelledError:
+                await off_loop(ray.cancel, ref)
+                raise
+            try:
+                answer = waiter.result()
+            except ray.exceptions.RayError as exc:
+                with _actors_lock:
+                    _actors.pop(_grader_name(executor.home, node_id), None)
+                if tries_left and isinstance(exc, ray.exceptions.RayActorError):
+                    continue      # the actor was gone (made by an engine that died): once more with a new one
+                cause = str(getattr(exc, "cause", None) or exc).strip().splitlines()
+                return GradingOutcome(ok=False, error_kind="internal",
+                                      error=f"the grading on Ray node {node_id[:12]} failed: "
+                                            f"{cause[-1] if cause else exc}")
+            known = {f.name for f in fields(GradingOutcome)}
+            return GradingOutcome(**{k: v for k, v in answer.items() if k in known})
+    finally:
+        if lease is not None:
+            await off_loop(ray.kill, lease)

@@ -5,8 +5,8 @@ The worker handles untrusted input (the submitted model: weights, tokenizer, cha
 where the host can sandbox (`sandbox_bwrap.probe()`), it runs in a bubblewrap sandbox as a leased
 unprivileged uid (never an agent's), seeing only the system, the Python runtime, the package, the
 model, the split and the task folder (read-only) and its work dir (read-write), with rlimits:
-processes, file size, open files, no core dumps. Memory is not limited by RLIMIT_AS (torch
-reserves huge address ranges); see docs/security.md.
+processes, file size, open files, no core dumps, and memory (RLIMIT_DATA, grading/memory_limit.py:
+`AUTORL_GRADER_MEMORY`, default half the host's memory), sandboxed or not.
 
 Scorers that execute generated code (`unit_tests`) get, next to the worker, the code server
 (grading/sandbox_remote.py): a separate process in a sandbox of its own (no network; the system,
@@ -17,6 +17,7 @@ the code server never sees the model, the split or the worker's files."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import resource
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from autorl_tui.engine.safe_files import read_regular
+from autorl_tui.grading import memory_limit
 from autorl_tui.grading.progress import PROGRESS_FILE
 
 GRADER_MODULE = "autorl_tui.grading.worker"
@@ -81,8 +83,11 @@ def sandbox_probe() -> tuple[bool, str]:
     return probe()
 
 
-def _limits() -> None:
+def _limits(memory: int | None, sandboxed: bool) -> None:
     """In the child before exec (bwrap, then the worker, inherit them)."""
+    memory_limit.apply(memory)
+    if not sandboxed:
+        return
     resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
     resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -270,6 +275,10 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
     every grading's work dir should then lie in a folder of gradings (the server's view)."""
     work_dir = Path(os.path.abspath(work_dir))
     work_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        memory = memory_limit.limit_bytes()
+    except memory_limit.BadMemorySetting as exc:
+        return GradingOutcome(ok=False, error=str(exc), error_kind="internal")
     sandboxed = sandbox_probe()[0]
     if sandboxed:
         # The sandboxed worker can write only its work dir: its scratch space is there, whatever the caller named.
@@ -305,7 +314,7 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
             env.pop("TMPDIR", None)
             if _warm_eligible(request, sandboxed):
                 outcome = await _run_warm(request, work_dir, lease.uid, env, gpus, threads, timeout_s, python,
-                                          on_progress, staged)
+                                          on_progress, staged, memory)
                 if outcome is not None:
                     return outcome
                 t0 = time.time()
@@ -323,7 +332,7 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
         with os.fdopen(log_fd, "wb") as log:
             proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
                                                         env=env, start_new_session=True, pass_fds=pass_fds,
-                                                        preexec_fn=_limits if sandboxed else None)
+                                                        preexec_fn=functools.partial(_limits, memory, sandboxed))
             if code_server is not None:      # the worker holds its end now; ours would keep the server from seeing EOF
                 os.close(code_server.worker_fd)
                 code_server.worker_fd = -1
@@ -337,7 +346,7 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
                 await _kill_group(proc)
                 raise
             await _kill_group(proc)        # anything the worker left behind in its group
-        return _read_outcome(work_dir, res_path, proc.returncode, time.time() - t0, staged)
+        return _read_outcome(work_dir, res_path, proc.returncode, time.time() - t0, staged, memory)
     finally:
         if code_server is not None:
             await _stop_code_server(code_server)
@@ -349,7 +358,7 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
 
 async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: list[str] | None, threads: int,
                     timeout_s: float | None, python: str | None, on_progress: ProgressCallback | None,
-                    staged: dict[str, str]) -> GradingOutcome | None:
+                    staged: dict[str, str], memory: int | None = None) -> GradingOutcome | None:
     """One grading in a warm server's child; None when no server could start (the caller then
     takes the cold path)."""
     from autorl_tui.engine import grader_service as gs
@@ -375,7 +384,8 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
         staged.clear()
         return None
     job = {"uid": uid, "work_dir": str(work_dir), "request": str(req_path), "result": str(res_path), "env": env,
-           "rlimits": {"nproc": NPROC_LIMIT, "fsize": FSIZE_LIMIT, "core": 0, "nofile": NOFILE_LIMIT}}
+           "rlimits": {"nproc": NPROC_LIMIT, "fsize": FSIZE_LIMIT, "core": 0, "nofile": NOFILE_LIMIT,
+                       **({"data": memory} if memory else {})}}
     status = None
     try:
         waiter = server.submit(job)
@@ -399,7 +409,7 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
     finally:
         if status is not None:
             gs.POOL.give_back(server)
-    return _read_outcome(work_dir, res_path, status, time.time() - t0, staged)
+    return _read_outcome(work_dir, res_path, status, time.time() - t0, staged, memory)
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -459,12 +469,17 @@ def _unstage(work_dir: Path) -> None:
         pass
 
 
-def _read_outcome(work_dir: Path, res_path: Path, returncode, wall: float, staged: dict[str, str]) -> GradingOutcome:
+def _read_outcome(work_dir: Path, res_path: Path, returncode, wall: float, staged: dict[str, str],
+                  memory: int | None = None) -> GradingOutcome:
     try:
         # The sandboxed worker owns work_dir: read its result as a plain file, never through a link.
         result = json.loads(read_regular(work_dir, res_path.name, RESULT_MAX_BYTES))
     except (OSError, ValueError):
         tail = _log_tail(work_dir)
+        if memory_limit.looks_like_oom(text=tail):     # a native allocator gave up and took the worker down
+            last = tail.strip().splitlines()[-1] if tail.strip() else ""
+            return GradingOutcome(ok=False, error=memory_limit.message(memory, last[:200]), error_kind="memory",
+                                  wall_s=wall)
         return GradingOutcome(ok=False, error=f"grader worker exited with code {returncode} without a result: "
                                                f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}",
                               error_kind="internal", wall_s=wall)

@@ -23,6 +23,9 @@ pytestmark = pytest.mark.slow
 LOOP = ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
         "{{ messages[0]['content'] }}")
 RECURSE = "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"
+# Doubles a string 40 times (8 TiB): the grader allocates until something stops it.
+MEMORY_BOMB = ("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+               "{% endfor %}{{ messages[0]['content'] }}{{ ns.s[:1] }}")
 
 
 def with_template(tiny_model_dir, dst, template: str):
@@ -238,12 +241,38 @@ def wait_until(condition, timeout_s: float) -> bool:
 
 
 @pytest.mark.skipif(not sandbox_probe()[0], reason="needs root and bubblewrap (the sandboxed grader)")
-def test_generated_code_that_sleeps_past_its_limit_is_stopped_and_fails(tmp_path):
-    req = humaneval_request(tmp_path, tmp_path / "model", timeout_s=3, cpu_s=3)
-    build_fixed_answer_model(tmp_path / "model", "    return True\nimport time\ntime.sleep(100000)\n")
+@pytest.mark.parametrize("attack,kind,says", [
+    ("import time\ntime.sleep(100000)\n", "timeout", "wall-time limit of 3 s"),
+    ("chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n", "runtime_error", "memory limit of 256 MB"),
+])
+def test_generated_code_that_sleeps_or_allocates_past_its_limit_is_stopped_and_fails(tmp_path, attack, kind, says):
+    req = humaneval_request(tmp_path, tmp_path / "model", timeout_s=3, cpu_s=3, memory_mb=256)
+    build_fixed_answer_model(tmp_path / "model", "    return True\n" + attack)
     t0 = time.monotonic()
     outcome = asyncio.run(run_grader(req, tmp_path / "work", timeout_s=600))
     assert outcome.ok and outcome.score == 0.0, outcome
     sample, = outcome.samples
-    assert sample["failure_kind"] == "timeout" and "3 s" in sample["error"], sample
+    assert sample["failure_kind"] == kind and says in sample["error"], sample
     assert time.monotonic() - t0 < 300
+
+
+@pytest.mark.parametrize("warm", ["1", "0"])
+def test_a_grading_that_allocates_without_bound_fails_at_the_memory_limit(tmp_path, monkeypatch, warm):
+    from autorl_tui.engine.grader_service import DISABLE_ENV
+    from autorl_tui.grading.memory_limit import ENV
+
+    monkeypatch.setenv(DISABLE_ENV, warm)
+    monkeypatch.setenv(ENV, "1G")
+    base = build_fixed_answer_model(tmp_path / "base", "11")
+    model = with_template(base, tmp_path / "model", MEMORY_BOMB)
+    limits = {"per_prompt_s": 120, "total_s": 300}     # the memory limit, not the time limit, stops it
+    gradings = tmp_path / "gradings"
+    outcome = asyncio.run(run_grader(request(tmp_path, model, template_limits=limits), gradings / "bomb", timeout_s=600))
+    assert not outcome.ok and outcome.error_kind == "memory", outcome
+    assert "memory limit of 1.0 GiB" in outcome.error and f"{ENV}=" in outcome.error   # the limit, and how to raise it
+    plain = with_template(base, tmp_path / "plain", "{{ messages[-1]['content'] }}")
+    good = asyncio.run(run_grader(request(tmp_path, plain), gradings / "good", timeout_s=600))
+    assert good.ok and good.score is not None, good         # the same limit fits a real grading
+    monkeypatch.setenv(ENV, "lots")
+    bad = asyncio.run(run_grader(request(tmp_path, plain), gradings / "bad", timeout_s=600))
+    assert not bad.ok and "AUTORL_GRADER_MEMORY='lots' is not a size" in bad.error, bad

@@ -16,7 +16,9 @@ from pathlib import Path
 UNK, EOS, PAD, ANSWER = 0, 1, 2, 3
 
 
-def build_fixed_answer_model(folder: Path, answer: str, *, max_positions: int = 4096) -> Path:
+def build_fixed_answer_model(folder: Path, answer: str, *, max_positions: int = 4096,
+                             chat_template: str | None = None) -> Path:
+    """chat_template: for tasks with chat prompts (the answer is the same whatever it renders)."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -27,6 +29,8 @@ def build_fixed_answer_model(folder: Path, answer: str, *, max_positions: int = 
     raw = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="<unk>", eos_token="<eos>", pad_token="<pad>")
+    if chat_template is not None:
+        tok.chat_template = chat_template
     size = len(vocab)
     cfg = LlamaConfig(vocab_size=size, hidden_size=size, intermediate_size=size, num_hidden_layers=1,
                       num_attention_heads=1, num_key_value_heads=1, max_position_embeddings=max_positions,

@@ -9,7 +9,7 @@ many bytes were dropped, followed by the stream's last bytes (a quarter of the c
 written stays where it was.
 
 The local shim (executors/local_shim.py) copies the agent's stdout and stderr pipes through a
-`CappedLog` each."""
+`CappedLog` each; the Docker log pumps (executors/docker_logs.py) apply the same cap, resumably."""
 
 from __future__ import annotations
 
@@ -31,12 +31,32 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+def split_cap(cap: int | None) -> tuple[int, int]:
+    """(head, tail) bytes of a cap: the tail is a quarter of it, at most MAX_TAIL_BYTES."""
+    cap = int(cap or DEFAULT_FILE_BYTES)
+    tail = min(MAX_TAIL_BYTES, cap // 4)
+    return cap - tail, tail
+
+
+def cap_marker(name: str, cap: int, tail_cap: int, after_newline: bool) -> bytes:
+    return (b"" if after_newline else b"\n") + (
+        f"[autorl-tui: {name} reached its cap of {_size(cap)} (plan key log_cap.file_bytes): output from here "
+        f"on is dropped, except its last {_size(tail_cap)}, kept at the end]\n").encode()
+
+
+def end_of_capped(name: str, tail: bytes, received: int) -> bytes:
+    """The closing marker and the kept tail (from a line start when the tail was cut)."""
+    if len(tail) < received:
+        cut = tail.find(b"\n")
+        tail = tail[cut + 1:] if cut >= 0 else tail
+    return f"[autorl-tui: {received - len(tail):,} bytes of {name} dropped here; the last {len(tail):,} bytes follow]\n".encode() + tail
+
+
 class CappedLog:
     def __init__(self, path: Path, cap: int | None = None):
         self.path = Path(path)
         self.cap = int(cap or DEFAULT_FILE_BYTES)
-        self.tail_cap = min(MAX_TAIL_BYTES, self.cap // 4)
-        self.head_cap = self.cap - self.tail_cap
+        self.head_cap, self.tail_cap = split_cap(self.cap)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
         self.written = os.fstat(self.fd).st_size
         self.last_byte = b"\n"
@@ -61,9 +81,7 @@ class CappedLog:
                 return
             data = data[room:]
             self.capped = True
-            self._write((b"" if self.last_byte == b"\n" else b"\n") + (
-                f"[autorl-tui: {self.path.name} reached its cap of {_size(self.cap)} (plan key log_cap.file_bytes): "
-                f"output from here on is dropped, except its last {_size(self.tail_cap)}, kept at the end]\n").encode())
+            self._write(cap_marker(self.path.name, self.cap, self.tail_cap, self.last_byte == b"\n"))
         self.received += len(data)
         self.tail += data
         if len(self.tail) > 2 * self.tail_cap:
@@ -72,12 +90,7 @@ class CappedLog:
     def close(self) -> None:
         if self.capped:
             tail = bytes(self.tail[-self.tail_cap:]) if self.tail_cap else b""
-            if len(tail) < self.received:          # cut mid-line: start the kept part at a line
-                cut = tail.find(b"\n")
-                tail = tail[cut + 1:] if cut >= 0 else tail
-            dropped = self.received - len(tail)
-            self._write(f"[autorl-tui: {dropped:,} bytes of {self.path.name} dropped here; "
-                        f"the last {len(tail):,} bytes follow]\n".encode() + tail)
+            self._write(end_of_capped(self.path.name, tail, self.received))
             self.tail = bytearray()
         os.close(self.fd)
 

@@ -125,11 +125,17 @@ async def _start_code_server(request: dict, work_dir: Path, python: str | None, 
     """The code server for a grading that executes generated code: root in a sandbox of its own
     (no network, no task folders), holding only CODE_SERVER_CAPS, with one leased uid per slot."""
     from autorl_tui.engine.executors import sandbox_bwrap as sb
-    from autorl_tui.grading.sandbox_remote import FD_ENV  # noqa: F401 - the worker's side of the contract
 
     workers = (request.get("scorer_options") or {}).get("workers", 2)
     count = max(1, min(MAX_CODE_UIDS, int(workers) if isinstance(workers, (int, float)) else 2))
-    leases = [sb.UidLease.acquire() for _ in range(count)]
+    leases: list = []
+    try:
+        for _ in range(count):
+            leases.append(sb.UidLease.acquire())
+    except OSError:
+        for lease in leases:
+            lease.release()
+        raise
     package = Path(__file__).resolve().parents[1]
     box = sb.Sandbox(uid=0, chdir=Path("/"), ro=[package], hide=[package / "tasks"], keep_caps=CODE_SERVER_CAPS,
                      network=False)
@@ -323,7 +329,11 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
             if request.get("scorer") in RUNS_GENERATED_CODE:
                 from autorl_tui.grading.sandbox_remote import FD_ENV
 
-                code_server = await _start_code_server(request, work_dir, python, env)
+                try:
+                    code_server = await _start_code_server(request, work_dir, python, env)
+                except OSError as exc:
+                    return GradingOutcome(ok=False, error_kind="internal",
+                                          error=f"could not start the sandbox for generated code: {exc}")
                 env[FD_ENV] = str(code_server.worker_fd)
                 pass_fds = (code_server.worker_fd,)
         _write_request(req_path, request)

@@ -131,13 +131,14 @@ def _check_cluster(cluster, executor: str, where: str) -> None:
 
 
 def _check_log_cap(cap, where: str) -> None:
-    """`log_cap: {events: N, bytes: B}`: how many stdout/stderr/action events (and bytes of them) a
-    run stores at most (engine/instrument/log_ingest.py has the defaults)."""
+    """`log_cap: {events: N, bytes: B, file_bytes: F}`: how many stdout/stderr/action events (and
+    bytes of them) a run stores at most (engine/instrument/log_ingest.py has the defaults), and how
+    large each raw log file may grow on disk (engine/executors/capped_log.py)."""
     if cap is None:
         return
-    if not isinstance(cap, dict) or set(cap) - {"events", "bytes"}:
-        raise UsageError(f"plan {where}: log_cap must be a mapping with 'events' and/or 'bytes', "
-                         f"e.g. log_cap: {{events: 100000, bytes: 67108864}}; got {cap!r}")
+    if not isinstance(cap, dict) or set(cap) - {"events", "bytes", "file_bytes"}:
+        raise UsageError(f"plan {where}: log_cap must be a mapping with 'events', 'bytes' and/or 'file_bytes', "
+                         f"e.g. log_cap: {{events: 100000, bytes: 67108864, file_bytes: 268435456}}; got {cap!r}")
     for key, value in cap.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise UsageError(f"plan {where}: log_cap.{key} must be a positive whole number, got {value!r}")

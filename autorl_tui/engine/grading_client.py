@@ -5,18 +5,24 @@ The worker handles untrusted input (the submitted model: weights, tokenizer, cha
 where the host can sandbox (`sandbox_bwrap.probe()`), it runs in a bubblewrap sandbox as a leased
 unprivileged uid (never an agent's), seeing only the system, the Python runtime, the package, the
 model, the split and the task folder (read-only) and its work dir (read-write), with rlimits:
-processes, file size, open files, no core dumps. Memory is not limited by RLIMIT_AS (torch
-reserves huge address ranges); see docs/security.md. Scorers that execute generated code
-(`unit_tests`) keep running as root outside it: their code sandbox (grading/sandbox.py) needs root
-to give each program a uid and namespaces of its own."""
+processes, file size, open files, no core dumps, and memory (RLIMIT_DATA, grading/memory_limit.py:
+`AUTORL_GRADER_MEMORY`, default half the host's memory), sandboxed or not.
+
+Scorers that execute generated code (`unit_tests`) get, next to the worker, the code server
+(grading/sandbox_remote.py): a separate process in a sandbox of its own (no network; the system,
+the runtime and the package, task folders covered) that runs each program as another leased uid
+in namespaces of its own. The worker reaches it through a socket (fd in $AUTORL_CODE_SANDBOX_FD);
+the code server never sees the model, the split or the worker's files."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import resource
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -24,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from autorl_tui.engine.safe_files import read_regular
+from autorl_tui.grading import memory_limit
 from autorl_tui.grading.progress import PROGRESS_FILE
 
 GRADER_MODULE = "autorl_tui.grading.worker"
@@ -32,6 +39,13 @@ RESULT_MAX_BYTES = 1 << 30
 NPROC_LIMIT = 4096            # threads count too (torch, tokenizers); per uid, and the uid is the worker's alone
 FSIZE_LIMIT = 16 << 30
 NOFILE_LIMIT = 8192
+CODE_SERVER_MODULE = "autorl_tui.grading.sandbox_remote"
+# What grading/sandbox.py needs to give each program namespaces (SYS_ADMIN: unshare, tmpfs mounts)
+# and a uid of its own (SETUID/SETGID/CHOWN; DAC_OVERRIDE: its runner, root, reads the program in
+# the uid's 0700 folder), and to kill what a program leaves behind (KILL). Its view holds nothing
+# secret: the system, the runtime and the package, read-only, and its own temp folders.
+CODE_SERVER_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_KILL")
+MAX_CODE_UIDS = 16
 
 
 def _log_tail(work_dir: Path) -> str:
@@ -69,8 +83,11 @@ def sandbox_probe() -> tuple[bool, str]:
     return probe()
 
 
-def _limits() -> None:
+def _limits(memory: int | None, sandboxed: bool) -> None:
     """In the child before exec (bwrap, then the worker, inherit them)."""
+    memory_limit.apply(memory)
+    if not sandboxed:
+        return
     resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
     resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -95,6 +112,63 @@ def _grader_sandbox(request: dict, work_dir: Path, uid: int, gpus: bool):
             os.chown(f, uid, uid, follow_symlinks=False)
         rw.append(Path(cache).parent)
     return Sandbox(uid=uid, chdir=work_dir, ro=ro, rw=rw, gpus=gpus)
+
+
+@dataclass
+class _CodeServer:
+    proc: asyncio.subprocess.Process
+    worker_fd: int
+    leases: list
+
+
+async def _start_code_server(request: dict, work_dir: Path, python: str | None, env: dict) -> _CodeServer:
+    """The code server for a grading that executes generated code: root in a sandbox of its own
+    (no network, no task folders), holding only CODE_SERVER_CAPS, with one leased uid per slot."""
+    from autorl_tui.engine.executors import sandbox_bwrap as sb
+
+    workers = (request.get("scorer_options") or {}).get("workers", 2)
+    count = max(1, min(MAX_CODE_UIDS, int(workers) if isinstance(workers, (int, float)) else 2))
+    leases: list = []
+    try:
+        for _ in range(count):
+            leases.append(sb.UidLease.acquire())
+    except OSError:
+        for lease in leases:
+            lease.release()
+        raise
+    package = Path(__file__).resolve().parents[1]
+    box = sb.Sandbox(uid=0, chdir=Path("/"), ro=[package], hide=[package / "tasks"], keep_caps=CODE_SERVER_CAPS,
+                     network=False)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    argv = box.argv([python or sys.executable, "-m", CODE_SERVER_MODULE, str(theirs.fileno()),
+                     *(str(lease.uid) for lease in leases)])
+    server_env = {k: env[k] for k in ("PATH", "LANG", "PYTHONPATH") if k in env}
+    log_path = work_dir / "code-server.log"
+    log_path.unlink(missing_ok=True)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=log_fd,
+                                                    stderr=log_fd, env=server_env, start_new_session=True,
+                                                    pass_fds=(theirs.fileno(),))
+    except BaseException:
+        ours.close()
+        for lease in leases:
+            lease.release()
+        raise
+    finally:
+        os.close(log_fd)
+        theirs.close()
+    return _CodeServer(proc=proc, worker_fd=ours.detach(), leases=leases)
+
+
+async def _stop_code_server(server: _CodeServer) -> None:
+    try:
+        os.close(server.worker_fd)
+    except OSError:
+        pass
+    await _kill_group(server.proc)
+    for lease in server.leases:
+        lease.release()
 
 
 @dataclass
@@ -272,7 +346,8 @@ def _warm_eligible(request: dict, sandboxed: bool) -> bool:
     its work dir, model and split (the judge's shared cache folder still takes the cold path)."""
     from autorl_tui.engine import grader_service
 
-    return sandboxed and grader_service.enabled() and not (request.get("scorer_options") or {}).get("cache_path")
+    return (sandboxed and grader_service.enabled() and not (request.get("scorer_options") or {}).get("cache_path")
+            and request.get("scorer") not in RUNS_GENERATED_CODE)
 
 
 async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = None, threads: int = 1,
@@ -296,7 +371,11 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
                       stamps: dict) -> GradingOutcome:
     work_dir = Path(os.path.abspath(work_dir))
     work_dir.mkdir(parents=True, exist_ok=True)
-    sandboxed = request.get("scorer") not in RUNS_GENERATED_CODE and sandbox_probe()[0]
+    try:
+        memory = memory_limit.limit_bytes()
+    except memory_limit.BadMemorySetting as exc:
+        return GradingOutcome(ok=False, error=str(exc), error_kind="internal")
+    sandboxed = sandbox_probe()[0]
     if sandboxed:
         # The sandboxed worker can write only its work dir: its scratch space is there, whatever the caller named.
         request = {**request, "scratch_dir": str(work_dir / "scratch")}
@@ -306,6 +385,8 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
     env = _grader_env(request, gpus, threads)
     argv = [python or sys.executable, "-m", GRADER_MODULE, str(req_path), str(res_path)]
     lease = None
+    code_server: _CodeServer | None = None
+    pass_fds: tuple[int, ...] = ()
     staged: dict[str, str] = {}
     t0 = time.time()
     try:
@@ -322,19 +403,32 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
             env.pop("TMPDIR", None)
             if _warm_eligible(request, sandboxed):
                 outcome = await _run_warm(request, work_dir, lease.uid, env, gpus, threads, timeout_s, python,
-                                          on_progress, staged, stamps)
+                                          on_progress, staged, stamps, memory)
                 if outcome is not None:
                     return outcome
                 t0 = time.time()
             sb.chown_tree(work_dir, lease.uid)
             argv = _grader_sandbox(request, work_dir, lease.uid, bool(gpus)).argv(argv)
+            if request.get("scorer") in RUNS_GENERATED_CODE:
+                from autorl_tui.grading.sandbox_remote import FD_ENV
+
+                try:
+                    code_server = await _start_code_server(request, work_dir, python, env)
+                except OSError as exc:
+                    return GradingOutcome(ok=False, error_kind="internal",
+                                          error=f"could not start the sandbox for generated code: {exc}")
+                env[FD_ENV] = str(code_server.worker_fd)
+                pass_fds = (code_server.worker_fd,)
         _write_request(req_path, request)
         (work_dir / "worker.log").unlink(missing_ok=True)
         log_fd = os.open(work_dir / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(log_fd, "wb") as log:
             proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
-                                                        env=env, start_new_session=True,
-                                                        preexec_fn=_limits if sandboxed else None)
+                                                        env=env, start_new_session=True, pass_fds=pass_fds,
+                                                        preexec_fn=functools.partial(_limits, memory, sandboxed))
+            if code_server is not None:      # the worker holds its end now; ours would keep the server from seeing EOF
+                os.close(code_server.worker_fd)
+                code_server.worker_fd = -1
             waiter = asyncio.ensure_future(proc.wait())
             try:
                 await _wait(waiter, work_dir, timeout_s, on_progress)
@@ -346,8 +440,10 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
                 raise
             await _kill_group(proc)        # anything the worker left behind in its group
         stamps["woken"] = time.time()
-        return _read_outcome(work_dir, res_path, proc.returncode, time.time() - t0, staged, stamps)
+        return _read_outcome(work_dir, res_path, proc.returncode, time.time() - t0, staged, stamps, memory)
     finally:
+        if code_server is not None:
+            await _stop_code_server(code_server)
         if lease is not None:
             lease.release()
         if staged:
@@ -356,7 +452,7 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
 
 async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: list[str] | None, threads: int,
                     timeout_s: float | None, python: str | None, on_progress: ProgressCallback | None,
-                    staged: dict[str, str], stamps: dict) -> GradingOutcome | None:
+                    staged: dict[str, str], stamps: dict, memory: int | None = None) -> GradingOutcome | None:
     """One grading in a warm server's child; None when no server could start (the caller then
     takes the cold path)."""
     from autorl_tui.engine import grader_service as gs
@@ -381,7 +477,8 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
         staged.clear()
         return None
     job = {"uid": uid, "work_dir": str(work_dir), "request": str(req_path), "result": str(res_path), "env": env,
-           "rlimits": {"nproc": NPROC_LIMIT, "fsize": FSIZE_LIMIT, "core": 0, "nofile": NOFILE_LIMIT}}
+           "rlimits": {"nproc": NPROC_LIMIT, "fsize": FSIZE_LIMIT, "core": 0, "nofile": NOFILE_LIMIT,
+                       **({"data": memory} if memory else {})}}
     status = None
     try:
         stamps["submitted"] = time.time()
@@ -409,7 +506,7 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
     finally:
         if status is not None:
             gs.POOL.give_back(server)
-    return _read_outcome(work_dir, res_path, status, time.time() - t0, staged, stamps)
+    return _read_outcome(work_dir, res_path, status, time.time() - t0, staged, stamps, memory)
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -470,7 +567,7 @@ def _unstage(work_dir: Path) -> None:
 
 
 def _read_outcome(work_dir: Path, res_path: Path, returncode, wall: float, staged: dict[str, str],
-                  stamps: dict) -> GradingOutcome:
+                  stamps: dict, memory: int | None = None) -> GradingOutcome:
     try:
         # The sandboxed worker owns work_dir: read its result as a plain file, never through a link.
         result = json.loads(read_regular(work_dir, res_path.name, RESULT_MAX_BYTES))
@@ -481,6 +578,10 @@ def _read_outcome(work_dir: Path, res_path: Path, returncode, wall: float, stage
         stamps["outcome_read"] = time.time()
     except (OSError, ValueError):
         tail = _log_tail(work_dir)
+        if memory_limit.looks_like_oom(text=tail):     # a native allocator gave up and took the worker down
+            last = tail.strip().splitlines()[-1] if tail.strip() else ""
+            return GradingOutcome(ok=False, error=memory_limit.message(memory, last[:200]), error_kind="memory",
+                                  wall_s=wall)
         return GradingOutcome(ok=False, error=f"grader worker exited with code {returncode} without a result: "
                                                f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}",
                               error_kind="internal", wall_s=wall)

@@ -279,7 +279,8 @@ class RunSupervisor:
                           private_paths=self.engine.private_paths(), isolate=self.isolated,
                           writable=AGENT_WRITABLE,
                           placement=dict(self.spec.get("options", {}).get("cluster") or {},
-                                         gpus=self.gpus_requested))
+                                         gpus=self.gpus_requested),
+                          log_file_bytes=(self.spec.get("options", {}).get("log_cap") or {}).get("file_bytes"))
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         """The submission desk and its per-run API. Containers without a network reach the API

@@ -88,6 +88,8 @@ def _render(tokenizer, prompt: Any, prompt_format: str, system_prompt: str | Non
     try:
         with budget.call():
             text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except MemoryError:
+        raise            # the grader's memory limit (grading/memory_limit.py), not a broken template
     except TimeLimitExceeded:
         raise ChatTemplateError(
             f"the tokenizer's chat template ran past its time limit ({budget.per_call_s}s per prompt, "

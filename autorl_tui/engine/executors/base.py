@@ -37,6 +37,7 @@ class LaunchSpec:
     # Cluster executors: what to ask the cluster for ({"gpus": N, "resources": {...}, "address": ...});
     # the device ids come from the cluster's assignment, so `gpus` above stays empty.
     placement: dict = field(default_factory=dict)
+    log_file_bytes: int | None = None    # cap of stdout.log/stderr.log on disk (executors/capped_log.py)
 
     @property
     def stdout_path(self) -> Path:

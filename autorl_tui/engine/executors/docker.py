@@ -159,8 +159,8 @@ class DockerHandle(AgentHandle):
         self._exit_code: int | None = None
         self._kill_reason: str | None = None
         positions = Positions(spec.log_dir, container.id)
-        self.pumps = [LogPump(client, container.id, "stdout", spec.stdout_path, positions),
-                      LogPump(client, container.id, "stderr", spec.stderr_path, positions)]
+        self.pumps = [LogPump(client, container.id, "stdout", spec.stdout_path, positions, spec.log_file_bytes),
+                      LogPump(client, container.id, "stderr", spec.stderr_path, positions, spec.log_file_bytes)]
         for p in self.pumps:
             p.start()
 

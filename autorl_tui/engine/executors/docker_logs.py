@@ -6,6 +6,10 @@ entries carried exactly that timestamp, and the file's size then. A pump started
 engine restarted and re-adopted the container) truncates the file back to the recorded size
 (anything after it was written but not recorded) and asks Docker for entries from that timestamp
 on, skipping those already copied: nothing is duplicated, nothing is lost.
+
+The file is capped as a local agent's is (executors/capped_log.py): past the head, entries are
+counted (`over`, recorded) and only the last ones kept in memory; when the stream ends the closing
+marker and that tail are written once (`closed`, recorded).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from autorl_tui.engine.executors.capped_log import cap_marker, end_of_capped, split_cap
 
 POSITIONS_FILE = "docker-logs.json"
 _SAVE_EVERY_S = 0.25
@@ -64,7 +70,8 @@ class Positions:
 
 
 class LogPump(threading.Thread):
-    def __init__(self, client, container_id: str, stream: str, path: Path, positions: Positions):
+    def __init__(self, client, container_id: str, stream: str, path: Path, positions: Positions,
+                 cap: int | None = None):
         super().__init__(name=f"docker-logs-{stream}-{container_id[:12]}", daemon=True)
         self.client, self.container_id, self.stream = client, container_id, stream
         self.path, self.positions = Path(path), positions
@@ -73,6 +80,9 @@ class LogPump(threading.Thread):
         self.truncated = 0        # bytes written but not recorded by a dead pump, cut and refetched
         self.copied = 0           # entries copied so far (the owner watches it for progress)
         self._stop_requested = threading.Event()
+        self.cap = cap
+        self.head_cap, self.tail_cap = split_cap(cap)
+        self.tail = bytearray()   # the last bytes past the head, since this pump started
 
     def join_while_copying(self, stall_s: float = 30.0) -> None:
         """Wait until the pump has copied everything (the container has exited, so its log ends),
@@ -140,13 +150,38 @@ class LogPump(threading.Thread):
                     pos["skip"] += 1
                 else:
                     pos["ns"], pos["skip"], seen_at_last = ns, 1, 1
-                f.write(payload)
-                f.flush()
-                pos["bytes"] += len(payload)
+                self._write(f, pos, payload)
                 self.copied += 1
                 if time.monotonic() - last_save >= _SAVE_EVERY_S:
                     self.positions.save(self.stream, pos)
                     last_save = time.monotonic()
                 if self._stop_requested.is_set():
                     break
+            else:        # the stream ended: the container is gone or exited
+                if "over" in pos and not pos.get("closed"):
+                    end = end_of_capped(self.path.name, bytes(self.tail[-self.tail_cap:]), pos["over"])
+                    f.write(end)
+                    f.flush()
+                    pos["bytes"] += len(end)
+                    pos["closed"] = True
             self.positions.save(self.stream, pos)
+
+    def _write(self, f, pos: dict, payload: bytes) -> None:
+        if "over" not in pos:
+            room = max(0, self.head_cap - pos["bytes"])
+            if len(payload) <= room:
+                f.write(payload)
+                f.flush()
+                pos["bytes"] += len(payload)
+                return
+            head = payload[:room] + cap_marker(self.path.name, self.head_cap + self.tail_cap, self.tail_cap,
+                                               (payload[:room] or b"\n")[-1:] == b"\n")
+            f.write(head)
+            f.flush()
+            pos["bytes"] += len(head)
+            pos["over"] = 0
+            payload = payload[room:]
+        pos["over"] += len(payload)
+        self.tail += payload
+        if len(self.tail) > 2 * self.tail_cap:
+            del self.tail[:len(self.tail) - self.tail_cap]

@@ -137,7 +137,8 @@ class LocalExecutor(Executor):
 def launch_of(spec: LaunchSpec) -> dict:
     """What the shim reads (`launch.json`): the command, its environment, the deadline, the sandbox."""
     return {"command": spec.command, "workspace": str(spec.workspace), "env": spec.env,
-            "log_dir": str(spec.log_dir), "deadline": spec.deadline, "sandbox": _sandbox(spec)}
+            "log_dir": str(spec.log_dir), "deadline": spec.deadline, "sandbox": _sandbox(spec),
+            "log_file_bytes": spec.log_file_bytes}
 
 
 def write_launch(log_dir: Path, launch: dict) -> Path:

@@ -12,6 +12,9 @@ gives the workspace's writable folders to it and runs the agent in bubblewrap
 kills the namespace. Exit codes of an agent killed by a signal then read as a shell reports them
 (128 + signal); an agent killed by the shim reads as negative (the shim's own kill of bwrap).
 
+The agent's stdout and stderr are pipes the shim copies into `stdout.log`/`stderr.log`, each capped
+on disk (`capped_log.py`: head, a marker, the last bytes; `log_file_bytes` of the launch).
+
 Signals: SIGTERM = kill now (reason in `kill_reason` file if present), SIGUSR1 = pause the tree
 (SIGSTOP), SIGUSR2 = resume (SIGCONT). The deadline is re-read from `deadline` in the log dir, so
 the engine can extend it.
@@ -29,8 +32,11 @@ import sys
 import time
 from pathlib import Path
 
+from autorl_tui.engine.executors.capped_log import CappedLog, agent_pipe, copy_pipe
+
 PR_SET_CHILD_SUBREAPER = 36
 POLL_S = 0.2
+COPY_WAIT_S = 30.0
 
 
 def set_subreaper() -> bool:
@@ -135,8 +141,8 @@ def main(spec_path: str) -> int:
     signal.signal(signal.SIGUSR2, lambda s, f: signal_tree(me, signal.SIGCONT))
 
     command = spec["command"]
-    stdout = open(log_dir / "stdout.log", "ab", buffering=0)
-    stderr = open(log_dir / "stderr.log", "ab", buffering=0)
+    logs = [CappedLog(log_dir / name, spec.get("log_file_bytes")) for name in ("stdout.log", "stderr.log")]
+    pipes = [agent_pipe() for _ in logs]
     started = time.time()
     sandbox = spec.get("sandbox")
     lease = None
@@ -169,12 +175,16 @@ def main(spec_path: str) -> int:
     os.umask(0o022)
     try:
         proc = subprocess.Popen(command, shell=isinstance(command, str), cwd=spec["workspace"], env=spec["env"],
-                                stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
-                                close_fds=True)
+                                stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1],
+                                start_new_session=True, close_fds=True)
     except OSError as exc:
         write_json_atomic(log_dir / "exit.json", {"exit_code": 127, "reason": "start_failed",
                                                   "error": str(exc), "ended_at": time.time()})
         return 0
+    copiers = []
+    for (read_fd, write_fd), log in zip(pipes, logs):
+        os.close(write_fd)           # the agent holds the write ends: EOF once its whole tree is gone
+        copiers.append(copy_pipe(read_fd, log))
     write_json_atomic(log_dir / "shim.json", {"shim_pid": me, "agent_pid": proc.pid, "started_at": started,
                                               "subreaper": subreaper, "uid": uid, "sandbox": sandbox is not None})
     reason = "exited"
@@ -197,6 +207,10 @@ def main(spec_path: str) -> int:
     code = REAPED[proc.pid] if proc.pid in REAPED else proc.wait()
     kill_tree(me)   # anything the agent left behind (daemons, setsid children) dies with it
     reap_zombies()
+    for copier in copiers:          # everything the agent wrote is in its log before exit.json says it ended
+        copier.join(COPY_WAIT_S)
+    for log in logs:
+        log.close()
     write_json_atomic(log_dir / "exit.json", {"exit_code": code, "reason": reason, "ended_at": time.time(),
                                               "started_at": started})
     return 0

@@ -140,10 +140,13 @@ class Sandbox:
     # in the sandbox holding just these capabilities (it gives each grading its own leased uid),
     # instead of as `uid` through setpriv.
     keep_caps: tuple[str, ...] = ()
+    network: bool = True      # False: an empty network namespace (the code server of grading/sandbox_remote.py)
 
     def argv(self, command: list[str]) -> list[str]:
         argv = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
                 "--unshare-uts", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
+        if not self.network:
+            argv.insert(1, "--unshare-net")
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             host = Path("/") / name
             if host.is_symlink():

@@ -4,8 +4,9 @@ Items (HumanEval layout): `prompt` (the function's start), `entry_point`, `test`
 `check(candidate)`). The solution is `prompt + completion` (a completion that fences its code or
 repeats the function is reduced to its code first, see `solution_source`); it runs in the
 sandbox, and the test runs here, in the harness, calling it over a channel that carries only
-plain data (grading/code_protocol.py). So a completion cannot forge a pass (exit early, print a
-marker, patch the checker), return an object that equals anything, or read the expected values:
+plain data (grading/code_protocol.py); under the engine that sandbox is the engine's code server,
+a process apart from this (sandboxed, unprivileged) worker (grading/sandbox_remote.py). So a
+completion cannot forge a pass (exit early, print a marker, patch the checker), return an object that equals anything, or read the expected values:
 they never enter its process. The task's data files are hidden from the sandbox as well
 (`hide_packages`, the task folder and the split file).
 
@@ -31,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from autorl_tui.grading.code_protocol import CheckResult, run_check
-from autorl_tui.grading.sandbox import Sandbox, SandboxLimits
+from autorl_tui.grading.sandbox import SandboxLimits
+from autorl_tui.grading.sandbox_remote import code_sandbox
 from autorl_tui.grading.types import Completion, EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
@@ -159,7 +161,7 @@ class UnitTestsScorer:
         solutions = [solution_source(items[i], comp.text) if comp.text.strip() else None for i, _, comp in jobs]
         workers = int(opts.get("workers", 2))
         call_timeout = float(opts.get("call_timeout_s", limits.wall_s))
-        sandbox = Sandbox(limits, workers=workers, base_dir=ctx.scratch_dir, hide=hidden_paths(opts, ctx))
+        sandbox = code_sandbox(limits, workers=workers, base_dir=ctx.scratch_dir, hide=hidden_paths(opts, ctx))
         try:
             def check(k: int) -> CheckResult | None:
                 if solutions[k] is None:

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import re
 
-SYSTEM_PROMPT = (
-    "You are shopping on a web store for a customer. Follow the instruction: find the product, "
-    "choose the options it asks for, and buy it. Each turn, reply with exactly one action: "
-    "search[your query] on the search page, or click[element] with an element shown in brackets "
-    "on the page, for example click[b0abc12345], click[next >], click[large], click[buy now]."
-)
+# Kept short on purpose: it is in every turn's prompt, and a small model pays for its tokens at
+# every training and grading step (the first version was 155 tokens of tiny-webshop's 490).
+SYSTEM_PROMPT = ("Shop for the customer: search, open the product that fits the instruction, click the options "
+                 "it names, then click[buy now]. Reply with one action: search[query] or click[element].")
 INVALID_FEEDBACK = "Invalid action: nothing happens."
 _ACTION = re.compile(r"(search|click)\s*\[([^\]\n]*)\]", re.I)
 

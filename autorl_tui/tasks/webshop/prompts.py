@@ -16,12 +16,22 @@ INVALID_FEEDBACK = "Invalid action: nothing happens."
 _ACTION = re.compile(r"(search|click)\s*\[([^\]\n]*)\]", re.I)
 
 
+_LISTED_ID = re.compile(r"^\[(B0[A-Z0-9]{8})\]", re.M)
+
+
+def condensed(page: str) -> str:
+    """The page as the prompt shows it: a results listing's product ids lower-case, as its click
+    actions write them, so the id to copy is the same tokens in the listing, the actions and the
+    reply (the shop compares clicks lower-cased either way)."""
+    return _LISTED_ID.sub(lambda m: f"[{m.group(1).lower()}]", page)
+
+
 def user_message(page: str, history: list[str], admissible: list[str], history_len: int = 8) -> str:
     parts = []
     shown = history[-history_len:] if history_len > 0 else []
     if shown:
         parts.append("Previous actions: " + " ; ".join(shown))
-    parts.append(page.strip())
+    parts.append(condensed(page).strip())
     parts.append("Available actions: " + ", ".join(admissible))
     parts.append("Your next action:")
     return "\n\n".join(parts)

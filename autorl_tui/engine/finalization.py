@@ -41,7 +41,9 @@ async def finalize(journal: "RunJournal", grading: "RunGrading", home: "Home",
         journal.store.delete_samples(best["id"], "test")
         grading.store_samples(outcome.samples, "test", submission_id=best["id"])
         test_score = outcome.score
-        journal.set_submission(best["id"], test_score=test_score)
+        # the test grading's details sit beside the dev ones (a task's own figures included)
+        journal.set_submission(best["id"], test_score=test_score,
+                               metrics={**(best.get("metrics") or {}), "test": outcome.metrics})
     baseline = journal.run.get("baseline_score")
     improvement = None if baseline is None else test_score - baseline
     end_reason = {"deadline": "deadline reached", "exited": f"agent finished (exit code {code})"}.get(reason, reason)

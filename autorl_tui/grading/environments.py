@@ -47,3 +47,7 @@ class InteractiveEnvironment(Protocol):
 
     def to_text(self, messages: list[dict]) -> str:
         """A chat prompt as plain text (for `protocol.prompt_format: plain`)."""
+
+    # Optional: `summary_metrics(records) -> {name: number}`, the task's own figures over a
+    # grading's records (WebShop: mean reward, share with reward >= 0.5). `env_success` records them
+    # in the score's details (`metrics["env_summary"]`), which reports show beside the score.

@@ -18,6 +18,7 @@ import jinja2
 
 from autorl_tui.exitcodes import InfraError
 from autorl_tui.reports import svg
+from autorl_tui.scores import env_summary_text
 from autorl_tui.units import fmt_bytes
 
 
@@ -38,7 +39,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=_num, dur=_dur, pct=_pct, ts=_ts, bytes=_bytes, signed=_signed)
+    env.filters.update(num=_num, dur=_dur, pct=_pct, ts=_ts, bytes=_bytes, signed=_signed, env_summary=env_summary_text)
     env.globals["phase_colors"] = svg.PHASE_COLORS
     return env
 

@@ -2,10 +2,11 @@
 `tiny-webshop` model: the engine builds the model, materializes a small WebShop card, grades the
 untrained baseline on dev and the held-out test, and the agent fine-tunes on the expert's steps
 with TRL (v1: loss on every token; v2: on the actions), submits both; the better one is played on
-the held-out instructions. The card is cut to a few instructions and the training to what fits a
-loaded CI machine: this checks the pipeline end to end, not the size of the gain. Whether the
-reference recipe lifts tiny-webshop's held-out success has not been measured yet (docs/webshop.md):
-on a machine at load 20 this run got through 25 SFT steps."""
+the held-out instructions. The card is cut to a few instructions and the training to a 900 s
+budget (the whole test: 14-16 minutes). Checked: the pipeline end to end, WebShop's figures
+(mean reward, reward >= 0.5) in every grading's details and the report, equal to the stored
+episodes' rewards; and whether the held-out success improved over the base model, which it does
+not yet (an expected failure with the figures; docs/webshop.md)."""
 
 import json
 import shutil
@@ -19,7 +20,7 @@ from tests.support.harness import REPO, cli, make_reachable_home, write_plan
 # A whole reference-agent run with minutes of training budget: `make test-long` (not in `make test`,
 # which must stay well under 20 minutes on a 2-core CI machine).
 pytestmark = [pytest.mark.slow, pytest.mark.long]
-SHORT = "ws_sft_steps=150,ws_sft_batch=8,ws_focus_steps=60,ws_submit_reserve_s=90,threads=2"
+SHORT = "ws_sft_steps=1500,ws_sft_batch=8,ws_focus_steps=100,ws_focus_share=0.15,ws_submit_reserve_s=90,threads=2"
 
 
 @pytest.fixture
@@ -64,3 +65,31 @@ def test_reference_agent_trains_tiny_webshop_under_the_engine(home, tmp_path):
     assert [s["out"].rsplit("/", 1)[-1] for s in sfts] == ["v1", "v2"], sfts
     samples = db.execute("SELECT data FROM samples WHERE submission_id=?", (subs[0]["id"],)).fetchall()
     assert samples and all(json.loads(s[0])["trajectory"] for s in samples)
+    # WebShop's own figures are in every grading's details, equal to its stored episodes' rewards
+    selected = next(s for s in subs if s["id"] == run["best_submission_id"])
+    for sub in subs:
+        details = json.loads(sub["metrics"])
+        check_env_summary(db, details, sub["id"], "dev")
+    check_env_summary(db, json.loads(selected["metrics"])["test"], selected["id"], "test")
+    report = cli("report", run["id"], "--html", str(tmp_path / "r.html"), home=home, timeout=300)
+    assert report.returncode == 0, report.stderr
+    assert "test: mean_reward" in (tmp_path / "r.html").read_text()
+    figures = {"baseline_dev": run["baseline_dev_score"], "baseline_test": run["baseline_score"],
+               "dev": {s["seq"]: s["score"] for s in subs}, "test": run["test_score"],
+               "test_details": json.loads(selected["metrics"])["test"]["env_summary"],
+               "steps": [s["steps"] for s in sfts]}
+    print("webshop reference run:", json.dumps(figures))
+    # The point of the run: the trained model wins held-out instructions the base model does not.
+    # Not reached yet (docs/webshop.md: within this budget the model buys partial matches, held-out
+    # mean reward 14.7, but wins none); reported as an expected failure with the figures, and the
+    # check becomes a plain assertion once a recipe reaches a gain here.
+    if not run["improvement"] > 0:
+        pytest.xfail(f"no held-out gain over the base model yet: {json.dumps(figures)}")
+
+
+def check_env_summary(db, details: dict, submission_id: int, split: str) -> None:
+    rewards = [json.loads(r[0])["reward"] for r in db.execute(
+        "SELECT data FROM samples WHERE submission_id=? AND split=?", (submission_id, split))]
+    assert rewards, (submission_id, split)
+    assert details["env_summary"]["mean_reward"] == pytest.approx(100 * sum(rewards) / len(rewards))
+    assert details["env_summary"]["reward_ge_0.5"] == pytest.approx(100 * sum(r >= 0.5 for r in rewards) / len(rewards))

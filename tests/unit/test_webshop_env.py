@@ -1,6 +1,7 @@
 """The WebShop store: pages, action validity, pagination, search, the expert, the card's splits."""
 
 import json
+import zlib
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,65 @@ def test_env_success_scores_the_dev_split_and_stores_trajectories(splits, tmp_pa
     assert result.metrics["episodes"] == 40 and result.score >= 95
     assert all(s.data["trajectory"] for s in result.samples)
     assert all(s.data["trajectory"][-1]["action"] == "click[buy now]" for s in result.samples if s.correct)
+
+
+class TargetedPolicy:
+    """Opens the instruction's own target product when the results show it (else does what the expert
+    does), then on every other instruction (by a hash of its text) buys it at once without choosing
+    the options, and otherwise chooses them as the expert does: full and partial rewards that can
+    be worked out by hand."""
+
+    def __init__(self, items):
+        self.target = {it["instruction"]: it["asin"].lower() for it in items}
+
+    @staticmethod
+    def impatient(instruction: str) -> bool:
+        return zlib.crc32(instruction.encode()) % 2 == 1
+
+    def generate(self, prompts, n=1, **kwargs):
+        replies = expert_generate(prompts)
+        for i, prompt in enumerate(prompts):
+            user = prompt[-1]["content"]
+            instruction = next(line for line in user.splitlines() if line.startswith("Instruction: "))
+            instruction = instruction.removeprefix("Instruction: ")
+            if f"click[{self.target[instruction]}]" in user.split("Available actions: ")[-1]:
+                replies[i] = f"click[{self.target[instruction]}]"
+            elif self.impatient(instruction) and "click[buy now]" in user:
+                replies[i] = "click[buy now]"
+        return [[reply] for reply in replies]
+
+
+def test_env_success_records_mean_reward_and_reward_share_in_the_score_details(splits, tmp_path):
+    """WebShop's summary figures come out of a grading's details, equal to the stored episode
+    records' rewards, which are checked against the reward worked out by hand for each purchase."""
+    from autorl_tui.grading.scorers import get_scorer
+    from autorl_tui.grading.types import ScorerContext
+
+    card, paths = splits
+    items = [json.loads(line) for line in (paths["dev"] / "items.jsonl").read_text().splitlines()]
+    products = {p["asin"]: p for p in map(json.loads, (paths["dev"] / "catalog.jsonl").read_text().splitlines())}
+    ctx = ScorerContext(task_dir=CARD.parent, split="dev", split_path=paths["dev"], scratch_dir=tmp_path,
+                        options=dict(card.scorer_options), log=lambda msg: None)
+    result = get_scorer("env_success").evaluate(TargetedPolicy(items), items, card.protocol, ctx)
+    by_id = {it["id"]: it for it in items}
+    checked = 0
+    for s in result.samples:
+        goal, actions = by_id[s.sample_id], [step["action"] for step in s.data["trajectory"]]
+        bought = next((a[6:-1].upper() for a in reversed(actions) if a and a.startswith("click[b0")), None)
+        if bought != goal["asin"] or actions[-1] != "click[buy now]":
+            continue        # the target was not listed and the expert bought another product
+        title = products[bought]["title"].lower()
+        n_attr, n_opt = len(goal["attributes"]), len(goal["goal_options"])
+        if TargetedPolicy.impatient(goal["instruction"]):
+            in_title = sum(v.lower() in title for v in goal["goal_options"].values())
+            expected = (n_attr + in_title + 1) / (n_attr + n_opt + 1)   # attributes and price match; no option chosen
+        else:
+            expected = 1.0
+        assert s.data["reward"] == pytest.approx(expected), (s.sample_id, actions)
+        checked += 1
+    rewards = [s.data["reward"] for s in result.samples]
+    assert checked >= 25 and any(0 < r < 1 for r in rewards) and any(r == 1.0 for r in rewards)
+    details = result.metrics["env_summary"]
+    assert details["mean_reward"] == pytest.approx(100 * sum(rewards) / len(rewards))
+    assert details["reward_ge_0.5"] == pytest.approx(100 * sum(r >= 0.5 for r in rewards) / len(rewards))
+    assert result.score < details["reward_ge_0.5"] and result.score < details["mean_reward"] < 100

@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from autorl_tui import registry
+from autorl_tui.scores import ENV_SUMMARY
 from autorl_tui.grading.environments import InteractiveEnvironment
 from autorl_tui.grading.types import EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
 
@@ -85,8 +86,19 @@ class EnvSuccessScorer:
         metrics = summarize(results)
         metrics["episodes_per_s"] = len(results) / elapsed if elapsed > 0 else None
         metrics["max_steps"] = max_steps
+        summary = env_summary(env, results)
+        if summary:
+            metrics[ENV_SUMMARY] = summary
         return EvalResult(score=metrics["success_rate"], metrics=metrics, samples=samples,
                           timings={"episodes_s": elapsed})
+
+
+def env_summary(env, results) -> dict:
+    """The environment's own summary figures over the records (its optional `summary_metrics`)."""
+    hook = getattr(env, "summary_metrics", None)
+    if hook is None:
+        return {}
+    return {str(k): float(v) for k, v in dict(hook(results)).items()}
 
 
 def to_sample(r, game: dict) -> SampleResult:
@@ -109,7 +121,7 @@ def to_sample(r, game: dict) -> SampleResult:
                                                              for s in r.trajectory),
         extracted=None, expected="\n".join(game.get("expert_actions") or []) or None, correct=r.won,
         score=1.0 if r.won else 0.0, tokens=r.tokens, failure_kind=failure, error=r.error,
-        data={"task_type": r.task_type, "won": r.won, "steps": r.steps, "invalid_steps": r.invalid_steps,
+        data={"task_type": r.task_type, "won": r.won, "reward": r.reward, "steps": r.steps, "invalid_steps": r.invalid_steps,
               "unmatched_steps": r.unmatched_steps, "thought_steps": r.thought_steps,
               "outcome": "won" if r.won else ("error" if r.error else "max_steps"),
               "gamefile": r.gamefile, "trajectory": trajectory})

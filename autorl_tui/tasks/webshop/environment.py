@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autorl_tui.tasks.webshop.api import list_episodes, open_episode, run_episodes, with_paths
+from autorl_tui.tasks.webshop.api import list_episodes, open_episode, run_episodes, summarize_rewards, with_paths
 from autorl_tui.tasks.webshop.prompts import messages_to_text
 from autorl_tui.tasks.webshop.shop import ShopEpisode
 
@@ -32,6 +32,10 @@ class WebshopEnvironment:
     def run_episodes(self, generate, episodes, *, max_steps, batch_size, options, log, on_progress=None):
         return run_episodes(generate, episodes, max_steps=max_steps, batch_size=batch_size,
                             history_len=int(options.get("history_len", 8)), log=log, on_progress=on_progress)
+
+    def summary_metrics(self, records) -> dict:
+        """Mean reward (0-100) and AutoRL-Bench's share with reward >= 0.5, beside the success rate."""
+        return summarize_rewards(records)
 
     def to_text(self, messages: list[dict]) -> str:
         return messages_to_text(messages)

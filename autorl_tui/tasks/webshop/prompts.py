@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import re
 
-SYSTEM_PROMPT = (
-    "You are shopping on a web store for a customer. Follow the instruction: find the product, "
-    "choose the options it asks for, and buy it. Each turn, reply with exactly one action: "
-    "search[your query] on the search page, or click[element] with an element shown in brackets "
-    "on the page, for example click[b0abc12345], click[next >], click[large], click[buy now]."
-)
+# Kept short on purpose: it is in every turn's prompt, and a small model pays for its tokens at
+# every training and grading step (the first version was 155 tokens of tiny-webshop's 490).
+SYSTEM_PROMPT = ("Shop for the customer: search, open the product that fits the instruction, click the options "
+                 "it names, then click[buy now]. Reply with one action: search[query] or click[element].")
 INVALID_FEEDBACK = "Invalid action: nothing happens."
 _ACTION = re.compile(r"(search|click)\s*\[([^\]\n]*)\]", re.I)
+
+
+_LISTED_ID = re.compile(r"^\[(B0[A-Z0-9]{8})\]", re.M)
+
+
+def condensed(page: str) -> str:
+    """The page as the prompt shows it: a results listing's product ids lower-case, as its click
+    actions write them, so the id to copy is the same tokens in the listing, the actions and the
+    reply (the shop compares clicks lower-cased either way)."""
+    return _LISTED_ID.sub(lambda m: f"[{m.group(1).lower()}]", page)
 
 
 def user_message(page: str, history: list[str], admissible: list[str], history_len: int = 8) -> str:
@@ -23,7 +31,7 @@ def user_message(page: str, history: list[str], admissible: list[str], history_l
     shown = history[-history_len:] if history_len > 0 else []
     if shown:
         parts.append("Previous actions: " + " ; ".join(shown))
-    parts.append(page.strip())
+    parts.append(condensed(page).strip())
     parts.append("Available actions: " + ", ".join(admissible))
     parts.append("Your next action:")
     return "\n\n".join(parts)

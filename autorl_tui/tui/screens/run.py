@@ -16,6 +16,7 @@ from textual.widgets import (DataTable, Footer, Input, SelectionList, Static, Ta
 
 from autorl_tui.durations import format_duration, parse_duration
 from autorl_tui.exitcodes import UsageError
+from autorl_tui.scores import env_summary_text
 from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, elapsed_s, fmt_delta,
@@ -372,7 +373,8 @@ class RunScreen(Screen):
         merged = {**self.submissions.get(key, {}), **sub}
         self.submissions[key] = merged
         origin = self._origin() or 0
-        note = sub.get("error") or (f"same as #{merged['duplicate_of']}" if merged.get("duplicate_of") else "")
+        note = (sub.get("error") or (f"same as #{merged['duplicate_of']}" if merged.get("duplicate_of") else "")
+                or env_summary_text(merged.get("metrics")))
         imp = merged.get("improvement")
         cells = (str(merged.get("seq", "")), merged.get("status", ""), fmt_score(merged.get("score")),
                  Text(fmt_delta(imp), style="green" if imp and imp > 0 else "red" if imp and imp < 0 else ""),

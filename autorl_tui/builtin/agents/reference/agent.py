@@ -22,8 +22,10 @@ games as the grader would (`alf_max_steps`), the expert labels every state it re
 (alfworld_dagger.py), and SFT continues on the expert's data plus those labels -> the next
 `output/vN`; every model is submitted and the best is kept.
 On WebShop (the data folder holds `webshop_api/`) it trains on the shipped expert steps (the
-expert reads only the page, so its steps can be imitated): SFT with the loss on every token ->
-`output/v1`, then a focus stage on the actions alone -> `output/v2` (`ws_focus_steps`; 0 skips it).
+expert reads only the page, so its steps can be imitated) with a lean PyTorch loop
+(webshop_sft.py: length-bucketed batches, no gradient checkpointing): the loss on every token
+(`ws_prompt_weight` on the prompt's) -> `output/v1`, then a focus stage on the actions alone ->
+`output/v2` (`ws_focus_steps`; 0 skips it).
 
 On DeepSearchQA (the data folder holds `deepsearchqa_api/`) it fine-tunes on the shipped expert
 trajectories (one example per tool step, the grader's exact prompt; alfworld_sft.py with no
@@ -62,8 +64,8 @@ DEFAULTS = {
     "alf_focus_steps": 1000, "alf_focus_lr": 1e-3, "alf_focus_decisions": 4, "alf_focus_share": 0.35,
     "alf_dagger_rounds": 0, "alf_dagger_share": 0.35, "alf_dagger_steps": 300, "alf_dagger_lr": 1e-3,
     "alf_max_steps": 30,
-    "ws_sft_steps": 1500, "ws_sft_lr": 2e-3, "ws_sft_batch": 16, "ws_focus_steps": 600, "ws_focus_lr": 1e-3,
-    "ws_focus_share": 0.35, "ws_submit_reserve_s": 180.0,
+    "ws_sft_steps": 1500, "ws_sft_lr": 3e-3, "ws_sft_batch": 8, "ws_prompt_weight": 1.0, "ws_decisions": 2,
+    "ws_focus_steps": 600, "ws_focus_lr": 1e-3, "ws_focus_share": 0.35, "ws_submit_reserve_s": 180.0,
     "dsqa_sft_steps": 600, "dsqa_sft_lr": 2e-3, "dsqa_sft_batch": 16, "dsqa_focus_steps": 300, "dsqa_focus_lr": 1e-3,
     "dsqa_focus_share": 0.3, "dsqa_submit_reserve_s": 120.0,
 }
@@ -376,7 +378,7 @@ def is_webshop(ws: Workspace) -> bool:
 
 
 def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
-    """SFT on the expert's steps (loss on every token) -> v1, then on the actions alone -> v2."""
+    """SFT on the expert's steps (webshop_sft.py; loss on every token) -> v1, then on the actions alone -> v2."""
     reserve = opts["ws_submit_reserve_s"]
     left = deadline - time.time() - reserve
     if left < 30:
@@ -385,20 +387,21 @@ def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads:
     files = [str(ws.data / "sft_prompt_completion.jsonl")]
     focus_steps = int(opts["ws_focus_steps"])
 
-    def sft(model: Path, name: str, steps: int, lr: float, stop_at: float, full_loss: int, seed_: int):
-        return run_stage(ws, "alfworld_sft.py", ["--model", str(model), "--out", str(ws.output / name),
-                                                 "--data", *files, "--steps", str(steps), "--lr", str(lr),
-                                                 "--batch", str(int(opts["ws_sft_batch"])), "--rename", "0",
-                                                 "--seed", str(seed_), "--full_loss", str(full_loss),
-                                                 "--decisions", "1", "--stop_at", str(stop_at)],
+    def sft(model: Path, name: str, steps: int, lr: float, stop_at: float, prompt_weight: float, seed_: int):
+        return run_stage(ws, "webshop_sft.py", ["--model", str(model), "--out", str(ws.output / name),
+                                                "--data", *files, "--steps", str(steps), "--lr", str(lr),
+                                                "--batch", str(int(opts["ws_sft_batch"])),
+                                                "--prompt_weight", str(prompt_weight),
+                                                "--decisions", str(int(opts["ws_decisions"])),
+                                                "--seed", str(seed_), "--stop_at", str(stop_at)],
                          kill_at=stop_at + reserve / 2, threads=threads)
 
     v1_stop = time.time() + (1 - (opts["ws_focus_share"] if focus_steps > 0 else 0.0)) * left
-    if sft(ws.model, "v1", int(opts["ws_sft_steps"]), opts["ws_sft_lr"], v1_stop, 1, seed) is None:
+    if sft(ws.model, "v1", int(opts["ws_sft_steps"]), opts["ws_sft_lr"], v1_stop, opts["ws_prompt_weight"], seed) is None:
         return None
     scores = {"v1": submit(ws, "v1", deadline)}
     if focus_steps > 0 and deadline - reserve - time.time() > 20:
-        if sft(ws.output / "v1", "v2", focus_steps, opts["ws_focus_lr"], deadline - reserve, 0, seed + 1):
+        if sft(ws.output / "v1", "v2", focus_steps, opts["ws_focus_lr"], deadline - reserve, 0.0, seed + 1):
             scores["v2"] = submit(ws, "v2", deadline)
     return scores
 

@@ -1,0 +1,138 @@
+"""Lean SFT for WebShop on a CPU: one example per expert step (the grader's exact prompt -> the
+expert's action), a plain PyTorch loop over a transformers model.
+
+Why not TRL's SFTTrainer here: on 2 shared cores every token counts. This loop batches examples of
+similar length (little padding), skips gradient checkpointing (the model is small enough to keep
+its activations) and weighs the loss: every token of the prompt at `--prompt_weight` (predicting
+the page is what teaches a model trained from scratch to copy from it: the instruction's words
+into the query, the listed product id into the click, the option names into the option clicks),
+the action's tokens at 1. Decision steps (the product and option clicks, which the shop's pages
+hardly repeat) are repeated `--decisions` times.
+
+Prints one JSON line {"stage": "sft", ...} at the end; logs loss points to $METRICS_FILE."""
+import argparse
+import json
+import math
+import os
+import random
+import time
+
+from common import setup_threads
+
+
+def load_rows(paths, decisions):
+    rows = []
+    for path in paths:
+        with open(path) as fh:
+            rows += [json.loads(line) for line in fh if line.strip()]
+    out = []
+    for r in rows:
+        action = r["completion"][0]["content"]
+        copies = decisions if action.startswith("click[") and action != "click[buy now]" else 1
+        out += [(r["prompt"], action)] * copies
+    return out
+
+
+def encode(tok, rows, max_len):
+    """(input ids, per-token weights: 0 = no loss, `p` = prompt, 1 = action) for each row."""
+    eos = tok.eos_token
+    encoded = []
+    for prompt, action in rows:
+        p_ids = tok(tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True),
+                    add_special_tokens=False)["input_ids"]
+        a_ids = tok(action + eos, add_special_tokens=False)["input_ids"]
+        ids = (p_ids + a_ids)[-max_len:]
+        is_action = ([0] * len(p_ids) + [1] * len(a_ids))[-max_len:]
+        encoded.append((ids, is_action))
+    return encoded
+
+
+def batches(encoded, batch, rng):
+    """Batches of similar length, in random order; reshuffled every epoch."""
+    while True:
+        order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i][0]), rng.random()))
+        chunks = [order[i:i + batch] for i in range(0, len(order), batch)]
+        rng.shuffle(chunks)
+        yield from chunks
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--data", nargs="+", required=True, help="prompt/completion jsonl files")
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--prompt_weight", type=float, default=0.2, help="loss weight of the prompt's tokens (0: action only)")
+    ap.add_argument("--decisions", type=int, default=2, help="copies of each product/option click")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stop_at", type=float, default=0.0, help="epoch seconds: stop training and save")
+    a = ap.parse_args()
+    setup_threads()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t0 = time.time()
+    torch.manual_seed(a.seed)
+    rng = random.Random(a.seed)
+    tok = AutoTokenizer.from_pretrained(a.model)
+    model = AutoModelForCausalLM.from_pretrained(a.model)
+    max_len = int(getattr(model.config, "max_position_embeddings", 1024) or 1024)
+    encoded = encode(tok, load_rows(a.data, a.decisions), max_len)
+    pad = tok.pad_token_id
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.0, betas=(0.9, 0.98))
+    warmup = max(1, a.steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / a.steps))))
+    metrics_path = os.environ.get("METRICS_FILE", "logs/metrics.jsonl")
+    os.makedirs(os.path.dirname(os.path.abspath(metrics_path)), exist_ok=True)
+    model.train()
+    step, stopped_early, t1 = 0, False, time.time()
+    window = []
+    for idx in batches(encoded, a.batch, rng):
+        if step >= a.steps:
+            break
+        if a.stop_at and time.time() >= a.stop_at:
+            stopped_early = True
+            break
+        width = max(len(encoded[i][0]) for i in idx)
+        ids = torch.full((len(idx), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(idx), width), dtype=torch.long)
+        weight = torch.zeros((len(idx), width))
+        for row, i in enumerate(idx):
+            seq, is_action = encoded[i]
+            ids[row, :len(seq)] = torch.tensor(seq)
+            mask[row, :len(seq)] = 1
+            weight[row, :len(seq)] = torch.tensor([1.0 if x else a.prompt_weight for x in is_action])
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
+        target, w = ids[:, 1:], weight[:, 1:]
+        nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
+                                                reduction="none").view_as(w)
+        loss = (nll * w).sum() / w.sum()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        action_w = (w == 1.0).float()
+        window.append(((nll * action_w).sum() / action_w.sum().clamp(min=1)).item())
+        if step % 10 == 0 or step == a.steps:
+            point = {"loss": loss.item(), "action_loss": sum(window) / len(window), "learning_rate": sched.get_last_lr()[0]}
+            window = []
+            with open(metrics_path, "a") as fh:
+                fh.write(json.dumps({"ts": time.time(), "step": step, "phase": "sft", "metrics": point}) + "\n")
+            print(f"step {step}: loss={point['loss']:.4f} action_loss={point['action_loss']:.4f}", flush=True)
+    train_s = time.time() - t1
+    tmp = a.out.rstrip("/") + ".partial"
+    model.save_pretrained(tmp, safe_serialization=True)
+    tok.save_pretrained(tmp)
+    os.replace(tmp, a.out)
+    print(json.dumps({"stage": "sft", "examples": len(encoded), "steps": step, "stopped_early": stopped_early,
+                      "train_s": round(train_s, 1), "s_per_step": round(train_s / max(step, 1), 3),
+                      "total_s": round(time.time() - t0, 1), "out": a.out}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -43,7 +43,7 @@ def renamer(titles):
     by_shape: dict = {}
     for t in titles:
         by_shape.setdefault(shape(t), []).append(t)
-    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, titles), key=len, reverse=True)) + r")\b", re.I)
+    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, titles), key=len, reverse=True)) + r")\b", re.IGNORECASE)
     canon = {t.lower(): t for t in titles}
     n_ids = max(10000, len(titles))
 

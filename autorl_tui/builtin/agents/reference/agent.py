@@ -28,8 +28,9 @@ expert reads only the page, so its steps can be imitated) with a lean PyTorch lo
 `output/v2` (`ws_focus_steps`; 0 skips it).
 
 On DeepSearchQA (the data folder holds `deepsearchqa_api/`) it fine-tunes on the shipped expert
-trajectories (one example per tool step, the grader's exact prompt; alfworld_sft.py with no
-renaming) with the loss on every token -> `output/v1`, then continues with the loss on the
+trajectories (one example per tool step, the grader's exact prompt) plus `dsqa_rename` copies of
+each with the names and document ids renamed (dsqa_rename.py: the action must be read off the
+prompt), with the loss on every token -> `output/v1`, then continues with the loss on the
 action only -> `output/v2` (`dsqa_focus_steps`; 0 skips it); both are submitted.
 Every stage gets a wall-clock stop time well before the deadline and is killed if it overruns.
 
@@ -67,7 +68,7 @@ DEFAULTS = {
     "ws_sft_steps": 1500, "ws_sft_lr": 3e-3, "ws_sft_batch": 8, "ws_prompt_weight": 1.0, "ws_decisions": 2,
     "ws_focus_steps": 600, "ws_focus_lr": 1e-3, "ws_focus_share": 0.35, "ws_submit_reserve_s": 180.0,
     "dsqa_sft_steps": 600, "dsqa_sft_lr": 2e-3, "dsqa_sft_batch": 16, "dsqa_focus_steps": 300, "dsqa_focus_lr": 1e-3,
-    "dsqa_focus_share": 0.3, "dsqa_submit_reserve_s": 120.0,
+    "dsqa_focus_share": 0.3, "dsqa_submit_reserve_s": 120.0, "dsqa_rename": 4,
 }
 
 
@@ -273,6 +274,13 @@ def deepsearchqa_main(ws: Workspace, opts: dict, deadline: float, seed: int, thr
     if left < 30:
         log(f"not enough budget to train anything ({left:.0f}s after the submission reserve); stopping")
         return None
+    # renamed copies: the names and ids of an action must be copied from the prompt, not memorized
+    if int(opts["dsqa_rename"]) > 0 and (ws.data / "corpus.jsonl").exists():
+        renamed = ws.logs / "dsqa_renamed.jsonl"
+        if run_stage(ws, "dsqa_rename.py", ["--data", files[0], "--corpus", str(ws.data / "corpus.jsonl"),
+                                            "--out", str(renamed), "--copies", str(int(opts["dsqa_rename"])),
+                                            "--seed", str(seed)], kill_at=time.time() + 60, threads=threads):
+            files.append(str(renamed))
     stages = [("v1", ws.model, int(opts["dsqa_sft_steps"]), opts["dsqa_sft_lr"], 1)]
     if int(opts["dsqa_focus_steps"]) > 0:
         stages.append(("v2", ws.output / "v1", int(opts["dsqa_focus_steps"]), opts["dsqa_focus_lr"], 0))

@@ -457,7 +457,7 @@ def main(argv: list[str]) -> int:
     best_name, best_score = "v1", scores["v1"]
 
     # 2. GRPO rounds from the best model while they still help and time allows.
-    last_round_s = None
+    last_round_s, last_steps = None, 1
     version = 1
     for round_no in range(int(opts["grpo_rounds"])):
         steps = int(opts["grpo_steps"] if round_no == 0 else opts["more_grpo_steps"])

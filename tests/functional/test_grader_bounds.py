@@ -211,7 +211,9 @@ def test_generated_code_attacks_fail_and_the_score_stays_true(tmp_path, solution
     assert r["cap_eff"] == "0000000000000000" and r["no_new_privs"] == "1"
     reads = {k: v for k, v in r.items() if k.startswith("read ")}
     assert len(reads) == 6 and all(v.startswith("error") for v in reads.values()), reads
-    assert r["list repo"] == "done: ['autorl_tui']", r["list repo"]      # the repository is not there
+    # the repository is not there: at most the package the sandbox needs (absent altogether when the
+    # checkout lies under a folder the sandbox replaces, such as /tmp)
+    assert r["list repo"] in ("done: ['autorl_tui']", "error: FileNotFoundError"), r["list repo"]
     assert r["forge result"].startswith("error") and r["forge progress"].startswith("error")
     assert r["connect"].startswith("error")
     with pytest.raises(BlockingIOError):

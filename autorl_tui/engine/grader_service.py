@@ -311,6 +311,8 @@ def close_all() -> None:
 
 def server_key(request: dict, work_dir: Path, gpus: list[str] | None, threads: int, python: str | None) -> ServerKey:
     task_dir = (request.get("task") or {}).get("dir")
-    extra = tuple(Path(p) for p in [os.environ.get("ALFWORLD_DATA")] if p)
+    # Only folders that exist now: the sandbox binds no missing path, so a server started before the
+    # data was made (a prestart while the run prepares) must not serve a grading that needs it.
+    extra = tuple(Path(p) for p in [os.environ.get("ALFWORLD_DATA")] if p and os.path.isdir(p))
     return ServerKey(grading_root=Path(os.path.abspath(work_dir)).parent, task_dir=Path(task_dir) if task_dir else None,
                      gpus=tuple(gpus or ()), threads=int(threads), python=python or sys.executable, extra_ro=extra)

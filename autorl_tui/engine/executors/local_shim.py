@@ -211,10 +211,6 @@ def main(spec_path: str) -> int:
         copier.join(COPY_WAIT_S)
     for log in logs:
         log.close()
-    # Processes of the agent's namespace that were still dying above are re-parented to us (the
-    # subreaper) meanwhile: reap them too, or they outlive the uid's lease as zombies of init.
-    kill_tree(me)
-    reap_zombies()
     write_json_atomic(log_dir / "exit.json", {"exit_code": code, "reason": reason, "ended_at": time.time(),
                                               "started_at": started})
     return 0

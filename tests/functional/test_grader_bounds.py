@@ -1,11 +1,13 @@
 """The grader bounded (issue 24, item 5): the real worker, as the engine starts it, on the real
 tiny model whose tokenizer carries a hostile chat template."""
 
+import ast
 import asyncio
 import json
 import os
 import shutil
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -105,7 +107,7 @@ def test_a_hung_grader_is_killed_at_its_timeout_with_its_group_and_the_next_grad
 # ------------------------------------------------------------------ generated code (unit_tests)
 
 ATTACKS = r'''
-import ctypes, json, os, signal, socket, time
+import ctypes, json, os, signal, socket, sys, time
 R = {}
 
 
@@ -147,6 +149,7 @@ R["no_new_privs"] = [l.split()[1] for l in status.splitlines() if l.startswith("
 for name, path in PATHS.items():
     attempt("read " + name, lambda path=path: read(path))
 attempt("list repo", lambda: sorted(os.listdir(REPO)))
+attempt("write interpreter", lambda: forge(sys.prefix + "/planted.py", "x = 1"))
 attempt("forge result", lambda: forge(WORK + "/result.json", '{"ok": true, "score": 100.0}'))
 attempt("forge progress", lambda: forge(WORK + "/progress.json", '{"done": 1, "total": 1}'))
 attempt("connect", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3))
@@ -211,9 +214,16 @@ def test_generated_code_attacks_fail_and_the_score_stays_true(tmp_path, solution
     assert r["cap_eff"] == "0000000000000000" and r["no_new_privs"] == "1"
     reads = {k: v for k, v in r.items() if k.startswith("read ")}
     assert len(reads) == 6 and all(v.startswith("error") for v in reads.values()), reads
-    # the repository is not there: at most the package the sandbox needs (absent altogether when the
-    # checkout lies under a folder the sandbox replaces, such as /tmp)
-    assert r["list repo"] in ("done: ['autorl_tui']", "error: FileNotFoundError"), r["list repo"]
+    # the repository is not there: at most the package the sandbox needs and the interpreter's virtual
+    # environment when it lies inside the checkout (CI's .venv), both read-only; absent altogether when
+    # the checkout lies under a folder the sandbox replaces, such as /tmp
+    needed = {"autorl_tui"}
+    if Path(sys.prefix).resolve().is_relative_to(REPO.resolve()):
+        needed.add(Path(sys.prefix).resolve().relative_to(REPO.resolve()).parts[0])
+    listing = r["list repo"]
+    assert listing == "error: FileNotFoundError" or (
+        listing.startswith("done: ") and set(ast.literal_eval(listing[len("done: "):])) <= needed), listing
+    assert r["write interpreter"].startswith("error"), r["write interpreter"]
     assert r["forge result"].startswith("error") and r["forge progress"].startswith("error")
     assert r["connect"].startswith("error")
     with pytest.raises(BlockingIOError):

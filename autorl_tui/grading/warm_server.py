@@ -18,7 +18,12 @@ forked by a small reaper process the server forked before its imports, so that i
 
 Nothing of torch runs a parallel region here before a fork (thread pools do not survive one):
 imports, and the loading path exercised once on a tiny model of the harness's own (random
-weights written through numpy), so its lazy imports and caches are in every child.
+weights written through numpy), so its lazy imports and caches are in every child. The spare
+child, while it waits for its job, warms itself up on that model, as root and before reading
+anything of a submission: it loads it again (the pages of the loading path that a child must copy
+from the server on first touch are then copied off the grading's path: a grading's model load
+costs ~1/3 less CPU) and generates a few tokens with it (the thread pool at the grading's thread
+count, generation's first-call set-up). Each of the two steps starts only while no job waits.
 
 Protocol, one JSON object per line: stdin gets {"job", "uid", "work_dir", "request", "result",
 "env", "rlimits"}; stdout answers {"ready": true, "import_s"} once, then {"job", "status",
@@ -32,6 +37,7 @@ import ctypes
 import gc
 import json
 import os
+import select
 import shutil
 import sys
 import tempfile
@@ -123,39 +129,47 @@ def _child(job: dict, private_fds: list[int]) -> int:
     return worker.main([job["request"], job["result"]], stamps={"child_ready": time.time()})
 
 
+WARMUP_LAYERS = 8       # the loader compiles a regex per parameter name: layers 0-7 are then cached
+WARMUP_PROMPT = "what is 1 + 2 ?"
+
+
 def write_warmup_model(folder: str) -> None:
-    """A 1-layer Llama of random weights with a word-level tokenizer and a chat template: the
-    harness's own, for the server to load once before its first fork (weights written through
-    numpy's safetensors writer, so no torch op runs to make them)."""
+    """A small Llama of random weights with a word-level tokenizer and the chat template of the
+    harness's own models (catalog/model_builds.py, compiled once here), for the server to load
+    once before its first fork (weights written through numpy's safetensors writer, so no torch op
+    runs to make them) and for each spare child to warm up on."""
     import numpy as np
     import safetensors.numpy
     import transformers
     from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from autorl_tui.catalog.model_builds import CHAT_TEMPLATE
 
     words = ["<unk>", "<pad>", "<eos>", "user", "assistant", "####", *"0123456789+-=?", "what", "is"]
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", pad_token="<pad>",
                                                 unk_token="<unk>", model_max_length=64)
-    fast.chat_template = "{% for m in messages %}{{ m['role'] }} {{ m['content'] }} <eos> {% endfor %}assistant"
+    fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(folder)
     hidden, inter, vocab = 16, 32, len(words)
     config = transformers.LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=inter,
-                                      num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                      num_hidden_layers=WARMUP_LAYERS, num_attention_heads=2, num_key_value_heads=1,
                                       max_position_embeddings=64, tie_word_embeddings=True,
                                       eos_token_id=2, pad_token_id=1, bos_token_id=None)
     config.save_pretrained(folder)
     rng = np.random.default_rng(0)
-    shapes = {"model.embed_tokens.weight": (vocab, hidden), "model.norm.weight": (hidden,),
-              "model.layers.0.input_layernorm.weight": (hidden,),
-              "model.layers.0.post_attention_layernorm.weight": (hidden,),
-              "model.layers.0.self_attn.q_proj.weight": (hidden, hidden),
-              "model.layers.0.self_attn.k_proj.weight": (hidden // 2, hidden),
-              "model.layers.0.self_attn.v_proj.weight": (hidden // 2, hidden),
-              "model.layers.0.self_attn.o_proj.weight": (hidden, hidden),
-              "model.layers.0.mlp.gate_proj.weight": (inter, hidden),
-              "model.layers.0.mlp.up_proj.weight": (inter, hidden),
-              "model.layers.0.mlp.down_proj.weight": (hidden, inter)}
+    shapes = {"model.embed_tokens.weight": (vocab, hidden), "model.norm.weight": (hidden,)}
+    for i in range(WARMUP_LAYERS):
+        shapes.update({f"model.layers.{i}.input_layernorm.weight": (hidden,),
+                       f"model.layers.{i}.post_attention_layernorm.weight": (hidden,),
+                       f"model.layers.{i}.self_attn.q_proj.weight": (hidden, hidden),
+                       f"model.layers.{i}.self_attn.k_proj.weight": (hidden // 2, hidden),
+                       f"model.layers.{i}.self_attn.v_proj.weight": (hidden // 2, hidden),
+                       f"model.layers.{i}.self_attn.o_proj.weight": (hidden, hidden),
+                       f"model.layers.{i}.mlp.gate_proj.weight": (inter, hidden),
+                       f"model.layers.{i}.mlp.up_proj.weight": (inter, hidden),
+                       f"model.layers.{i}.mlp.down_proj.weight": (hidden, inter)})
     safetensors.numpy.save_file({k: (rng.standard_normal(v) * 0.1).astype(np.float32) for k, v in shapes.items()},
                                 os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
 
@@ -172,8 +186,30 @@ def load_warmup_model(folder: str) -> None:
 
     seed_everything(0)            # the first call sets up torch's generators (no parallel region either)
     policy = TransformersPolicy(folder, batch_size=2)
-    policy.tokenizer([_render(policy.tokenizer, "what is 1 + 2 ?", "chat", "system")], return_tensors="pt",
+    policy.tokenizer([_render(policy.tokenizer, WARMUP_PROMPT, "chat", "system")], return_tensors="pt",
                      padding=True, add_special_tokens=False)
+
+
+def warm_up_child(folder: str, job_r: int) -> None:
+    """In a spare child, before its job: load the warm-up model and generate with it, at the
+    server's thread count (the engine's OMP_NUM_THREADS for this server, as the grading's). Each
+    step starts only while no job (nor the server's end) waits on job_r, so a grading that comes
+    meanwhile waits for one step at most. Runs nothing of a submission; the worker seeds every
+    generator and sets its thread count again before its own model."""
+    import torch
+
+    from autorl_tui.grading.inference import TransformersPolicy
+
+    def idle() -> bool:
+        return not select.select([job_r], [], [], 0)[0]
+
+    if not idle():
+        return
+    torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS") or 1)))
+    torch.ones(1 << 17).add_(1)     # large enough for a parallel region: the OpenMP pool starts here
+    policy = TransformersPolicy(folder, batch_size=2)
+    if idle():
+        policy.generate([WARMUP_PROMPT, WARMUP_PROMPT + " 4"], max_tokens=4)
 
 
 @dataclass
@@ -185,9 +221,10 @@ class _Child:
     done_r: int
 
 
-def _spawn(private_fds: list[int]) -> _Child:
-    """Fork a child that waits for its job, running nothing before (and holding no thread pool:
-    the server never ran a parallel region). Closing its job pipe without writing ends it."""
+def _spawn(private_fds: list[int], warmup: str | None = None) -> _Child:
+    """Fork a child that waits for its job, warming up on the server's model in `warmup` (a
+    folder) meanwhile (`warm_up_child`; its thread pool is its own: the server never ran a
+    parallel region). Closing its job pipe without writing ends it."""
     job_r, job_w = os.pipe()
     done_r, done_w = os.pipe()
     sys.stdout.flush()
@@ -201,6 +238,11 @@ def _spawn(private_fds: list[int]) -> _Child:
     try:
         for fd in (job_w, done_r, *private_fds):
             os.close(fd)
+        if warmup:
+            try:
+                warm_up_child(warmup, job_r)
+            except Exception as exc:  # noqa: BLE001 - an optimisation: the grading then pays the first calls
+                os.write(2, f"warm grader child: no warm-up: {type(exc).__name__}: {exc}\n".encode())
         chunks = []
         while chunk := os.read(job_r, 1 << 16):
             chunks.append(chunk)
@@ -335,20 +377,22 @@ def serve() -> int:
     _prctl(PR_SET_DUMPABLE, 0)
     reaper = _Reaper([proto_in, proto_out])
     preload()
-    folder = tempfile.mkdtemp(prefix=".autorl-warmup-")      # root's 0700: no grading reads it
+    # Root's 0700 in the sandbox's own /tmp: no grading's uid reads or writes it; kept for the
+    # spare children's warm-ups, gone with the sandbox.
+    warmup: str | None = tempfile.mkdtemp(prefix=".autorl-warmup-", dir="/tmp")
     try:
-        write_warmup_model(folder)
-        load_warmup_model(folder)
+        write_warmup_model(warmup)
+        load_warmup_model(warmup)
     except Exception as exc:  # noqa: BLE001 - an optimisation: children then pay the first load themselves
         print(f"warm grader: no warm-up model: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(warmup, ignore_errors=True)
+        warmup = None
     # What the imports built is never freed: keep it out of the collector's sight, so a child's
     # collections neither walk it nor touch (copy) its pages.
     gc.collect()
     gc.freeze()
     private = [proto_in, proto_out, *reaper.fds]     # closed in every child
-    spare = _spawn(private)
+    spare = _spawn(private, warmup)
     leavers: list[int] = []
     reader = os.fdopen(proto_in, "r")
     writer = os.fdopen(proto_out, "w")
@@ -368,7 +412,7 @@ def serve() -> int:
         if not _hand_over(child, job):             # the spare died (killed): a fresh child
             os.close(child.done_r)
             os.waitpid(child.pid, 0)
-            child = _spawn(private)
+            child = _spawn(private)                # no warm-up: the job is here
             _hand_over(child, job)               # if this fresh child is gone too, its status says so
         status, leaving = _wait_done(child)
         done = time.time()
@@ -377,12 +421,14 @@ def serve() -> int:
         reaper.reap(int(job["uid"]))
         answer({"job": job.get("job"), "status": status,
                 "stamps": {"accepted": accepted, "child_done": done, "reaped": time.time()}})
-        spare = _spawn(private)               # the next grading's child, forked while the engine reads
+        spare = _spawn(private, warmup)       # the next grading's child, forked while the engine reads
         if leaving:
             leavers.append(child.pid)
         leavers = _reap_leavers(leavers, within_s=2.0)
     os.close(spare.job_w)
     os.close(spare.done_r)
+    if warmup:
+        shutil.rmtree(warmup, ignore_errors=True)
     return 0
 
 

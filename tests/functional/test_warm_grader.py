@@ -101,8 +101,38 @@ def test_the_server_is_reused_and_each_grading_runs_as_its_own_unprivileged_uid(
     assert not (gradings / "b" / "input").exists()
 
 
-async def _grade_watching(req, work, server):
-    task = asyncio.ensure_future(run_grader(req, work, timeout_s=600))
+def test_the_spare_child_warms_up_then_runs_every_thread_as_the_grading_uid(tmp_path, tiny_model_dir):
+    """While it waits for its job, the spare child warms up on the server's own model at the
+    grading's thread count (its thread pool started: a fork has one thread); once it has the job,
+    every one of those threads runs as the grading's uid with no capability left."""
+    gradings = tmp_path / "gradings"
+    req = request(tmp_path, tiny_model_dir, threads=2)
+    first = asyncio.run(run_grader(req, gradings / "a", threads=2, timeout_s=600))   # the server's threads
+    assert first.ok, first
+    [server] = grader_service.POOL.idle()
+
+    def warmed_spare():
+        try:
+            procs = [p for p in _server_children(server) if p.name() != "bwrap" and p.uids().real == 0]
+            if len(procs) != 3:      # the server, its reaper, the spare
+                return None
+            spare = max(procs, key=lambda p: p.create_time())
+            return spare if spare.num_threads() >= 2 else None
+        except psutil.Error:
+            return None
+
+    spare = wait_for(warmed_spare)
+    outcome, (uids, caps) = asyncio.run(_grade_watching(req, gradings / "b", server, threads=2))
+    assert outcome.ok and outcome.score == first.score, outcome
+    assert not spare.is_running() or spare.status() == psutil.STATUS_ZOMBIE or spare.uids().real != 0
+    assert len(caps) >= 2                              # the warmed-up pool's threads were watched too
+    [uid] = set(uids)
+    assert sandbox_bwrap.UID_BASE <= uid < sandbox_bwrap.UID_BASE + sandbox_bwrap.UID_COUNT
+    assert set(caps) == {0}
+
+
+async def _grade_watching(req, work, server, threads=1):
+    task = asyncio.ensure_future(run_grader(req, work, threads=threads, timeout_s=600))
     seen = None
     while not task.done() and seen is None:
         for child in grading_children(server, work):

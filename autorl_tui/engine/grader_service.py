@@ -113,12 +113,12 @@ class GraderServer:
             if waiter:
                 loop, fut = waiter
                 msg["stamps"] = {**(msg.get("stamps") or {}), "answer_read": time.time()}
-                loop.call_soon_threadsafe(_settle, fut, msg, None)
+                _settle_from_thread(loop, fut, msg, None)
         self.dead = True
         with self.lock:
             waiters, self.jobs = list(self.jobs.values()), {}
         for loop, fut in waiters:
-            loop.call_soon_threadsafe(_settle, fut, None, ServerGone(f"the warm grader exited: {_tail(self.log_path)}"))
+            _settle_from_thread(loop, fut, None, ServerGone(f"the warm grader exited: {_tail(self.log_path)}"))
 
     def submit(self, job: dict) -> asyncio.Future:
         """Send one grading; the future gets the server's answer, {"status": the child's exit
@@ -173,6 +173,13 @@ def group_running(pgid: int) -> bool:
         except (ProcessLookupError, psutil.Error):
             continue
     return False
+
+
+def _settle_from_thread(loop: asyncio.AbstractEventLoop, fut: asyncio.Future, answer, exc) -> None:
+    try:
+        loop.call_soon_threadsafe(_settle, fut, answer, exc)
+    except RuntimeError:
+        pass        # its loop is closed (a grading given up, e.g. timed out): nobody waits for it
 
 
 def _settle(fut: asyncio.Future, answer, exc) -> None:

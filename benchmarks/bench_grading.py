@@ -3,10 +3,12 @@ the arith dev split (200 problems), as the engine grades it (engine/grading_clie
 sandboxed when the host can, through the warm grader unless AUTORL_WARM_GRADER=0).
 
 - raw_inference_same_split: `policy.generate` over the split in this process, model loaded and
-  warmed up, same batch size, max tokens, threads and sampling as the protocol (median; each run
-  right after a grading, so that on a shared machine both see the same load);
+  warmed up, same batch size, max tokens, threads and sampling as the protocol (median);
 - grading_wall_per_submission: one warm grading, request to outcome (median of BENCH_RUNS after
-  a first grading that starts the server), and grading_wall_over_inference, the ratio;
+  a first grading that starts the server), and grading_wall_over_inference, the ratio: the median
+  of the runs' ratios, each run a grading and a raw inference side by side (the order alternates,
+  and each waits SETTLE_S first, so that neither gets the tail of the other: the server forking
+  and warming its next spare child; on a shared machine both of a pair see the same load);
 - grading_phases_ms: where a warm grading's wall time goes, per phase (median over the runs; the
   stamps of engine/grading_client.PHASES), and grading_fixed_cost, its wall time less inference;
 - grading_wall_cold_per_submission: a fresh worker process (the former path), once;
@@ -38,7 +40,8 @@ os.environ.update({"OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREA
 from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path  # noqa: E402
 from autorl_tui.tasks.arith.tiny_model import build_tiny_model, source_key  # noqa: E402
 
-RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "1.0"))
 SNAPSHOT_MB = int(os.environ.get("BENCH_SNAPSHOT_MB", "256"))
 
 
@@ -157,18 +160,26 @@ def main():
         os.environ[grader_service.DISABLE_ENV] = "1"
         first, _ = grade(request(card, "dev", dev, model), base / "gradings" / "first")
         raw_once = raw_inference(card, items, model)
-        walls, outcomes, raws = [], [], []
-        for i in range(RUNS):      # interleaved: on a shared machine both see the same load
-            wall, outcome = grade(request(card, "dev", dev, model), base / "gradings" / f"w{i}")
-            walls.append(wall)
-            outcomes.append(outcome)
-            raws.append(raw_once())
+        walls, outcomes, raws, loads = [], [], [], []
+        for i in range(RUNS):      # side by side, in alternating order
+            loads.append(os.getloadavg()[0])
+            for side in ("grade", "raw") if i % 2 == 0 else ("raw", "grade"):
+                time.sleep(SETTLE_S)
+                if side == "raw":
+                    raws.append(raw_once())
+                else:
+                    wall, outcome = grade(request(card, "dev", dev, model), base / "gradings" / f"w{i}")
+                    walls.append(wall)
+                    outcomes.append(outcome)
         raw = statistics.median(raws)
         wall = statistics.median(walls)
+        ratios = [w / r for w, r in zip(walls, raws)]
         t = outcomes[walls.index(sorted(walls)[len(walls) // 2])].timings
         say(f"raw_inference_same_split: {raw:.2f} s")
         say(f"grading_wall_per_submission: {wall:.2f} s")
-        say(f"grading_wall_over_inference: {wall / raw:.2f} (target <= 1.2; load average {os.getloadavg()[0]:.1f})")
+        say(f"grading_wall_over_inference: {statistics.median(ratios):.2f} (target <= 1.2; median of the runs' "
+            f"ratios {' '.join(f'{r:.2f}' for r in ratios)}; ratio of the medians {wall / raw:.2f}; load average "
+            f"{' '.join(f'{x:.1f}' for x in loads)})")
         say(f"grading_in_child_load: {t['load_s']:.2f} s")
         say(f"grading_in_child_inference: {t['inference_s']:.2f} s")
         phases = {name: statistics.median(o.phases.get(name, 0.0) for o in outcomes) for name in outcomes[0].phases}

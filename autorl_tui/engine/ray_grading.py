@@ -22,7 +22,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from autorl_tui.engine.executors.ray import NAMESPACE, off_loop
-from autorl_tui.engine.grading_client import GradingOutcome, ProgressCallback, _timed_out, _wait, run_grader
+from autorl_tui.engine.grading_client import (GradingOutcome, ProgressCallback, run_grader, timed_out_outcome,
+                                            wait_with_progress)
 
 LEASE_TIMEOUT_S = 300.0       # Ray must find the test grading's GPUs within this
 RESULT_GRACE_S = 60.0         # beyond the grading's own limit (enforced on the node) before the engine gives up
@@ -137,10 +138,10 @@ async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_whe
             waiter = asyncio.ensure_future(asyncio.wrap_future(ref.future()))
             limit = None if timeout_s is None else timeout_s + RESULT_GRACE_S
             try:
-                await _wait(waiter, work_dir, limit, on_progress)       # the progress file is on the shared home
+                await wait_with_progress(waiter, work_dir, limit, on_progress)       # the progress file is on the shared home
             except asyncio.TimeoutError:
                 await off_loop(ray.cancel, ref)
-                return _timed_out(timeout_s, t0)
+                return timed_out_outcome(timeout_s, t0)
             except asyncio.CancelledError:
                 await off_loop(ray.cancel, ref)
                 raise

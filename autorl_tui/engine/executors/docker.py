@@ -290,12 +290,17 @@ class FinishedHandle(AgentHandle):
 
 
 def _write_control(spec: LaunchSpec) -> None:
-    control = Path(spec.log_dir) / "control"
+    write_deadline(Path(spec.log_dir), spec.deadline)
+
+
+def write_deadline(log_dir: Path, deadline: float) -> None:
+    """The deadline the container's entry program re-reads (its control folder, bound read-only)."""
+    control = Path(log_dir) / "control"
     control.mkdir(parents=True, exist_ok=True)
     os.chmod(control, 0o755)
     f = control / "deadline"
     tmp = control / "deadline.tmp"
-    tmp.write_text(repr(float(spec.deadline)))
+    tmp.write_text(repr(float(deadline)))
     os.chmod(tmp, 0o644)
     os.replace(tmp, f)
 
@@ -374,7 +379,8 @@ class DockerExecutor(Executor):
                 if sock.exists():
                     os.chmod(sock, 0o666)
 
-    def _create(self, spec: LaunchSpec):
+    def create(self, spec: LaunchSpec):
+        """Create and start the attempt's container (blocking); raises ExecutorError."""
         import docker.errors
 
         home = self._home_of(spec)
@@ -422,7 +428,7 @@ class DockerExecutor(Executor):
         return container
 
     async def start(self, spec: LaunchSpec) -> DockerHandle:
-        container = await asyncio.to_thread(self._create, spec)
+        container = await asyncio.to_thread(self.create, spec)
         return DockerHandle(self.client, container, spec, remove_on_exit=self.remove_on_exit)
 
     def _find(self, attempt: dict, spec: LaunchSpec):

@@ -1,6 +1,7 @@
 """Ray executor: each run attempt is a detached, named Ray actor that holds the run's resources on
 the node Ray picks and starts the agent there with the local executor's semantics (shim, sandbox,
-deadline; `ray_node.py`). docs/cluster.md.
+deadline; `ray_node.py`), or in a container of the node's Docker Engine when the plan asks for
+containers (the docker executor's code, `docker_shim.py`). docs/cluster.md.
 
 Requirements it checks: the home is on a filesystem every node mounts at the same path (each
 node must see a marker file in it), and the engine reaches the cluster (`RAY_ADDRESS` or the
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 from autorl_tui.engine.executors.base import AgentHandle, Executor, ExecutorError, LaunchSpec
+from autorl_tui.engine.executors.docker_shim import container_launch
 from autorl_tui.engine.executors.local import _read_json, launch_of, wait_for_shim
 from autorl_tui.engine.executors.ray_placement import Request, admit, feasible
 from autorl_tui.engine.executors.ray_view import ClusterView, cluster_state
@@ -33,6 +35,8 @@ PING_EVERY_S = 2.0
 UNREACHABLE_LIMIT = 15        # consecutive failed pings on an alive node before the run counts as lost
 NODE_VERDICT_S = 15           # after its actor died, how long to wait for Ray to say whether the node is gone
 CONNECT_TIMEOUT_S = 120.0     # a head that accepts connections but never answers
+KILL_GRACE_S = 5.0            # for the shim to end the agent before the actor itself is killed
+KILL_GRACE_CONTAINER_S = 30.0  # a container's: Docker kills it, the log pumps drain, exit.json is written
 
 _connect_lock = threading.Lock()
 
@@ -137,6 +141,12 @@ def node_totals(nodes: dict[str, dict]) -> dict[str, dict[str, float]]:
             for nid, n in nodes.items()}
 
 
+def wants_containers(placement: dict) -> bool:
+    """The plan asked for containers (`image:`, or `cluster: {containers: true}`): the docker
+    executor on the run's node (docker_shim.py) instead of the local executor's sandbox."""
+    return bool((placement or {}).get("containers"))
+
+
 def request_of(run_id: str, gpus: int, options: dict) -> Request:
     limits = options.get("limits") or {}
     cluster = options.get("cluster") or {}
@@ -157,8 +167,15 @@ class RayHandle(AgentHandle):
         self.lost: str | None = None
         self.killed = False          # we had to kill the actor itself (the shim did not answer)
 
+    @property
+    def containerized(self) -> bool:
+        return (self.log_dir / "control").is_dir()       # the docker executor's control folder (docker_shim.py)
+
     def ident(self) -> dict:
-        return {}      # the actor is found again by its name (home + run + attempt); placement is in ray.json
+        # The actor is found again by its name (home + run + attempt); placement is in ray.json. A
+        # container's id is recorded so that a restarting engine does not reap it as an orphan.
+        cid = (_read_json(self.log_dir / "shim.json") or {}).get("container_id")
+        return {"container_id": cid} if cid else {}
 
     def exit_info(self) -> dict | None:
         info = _read_json(self.log_dir / "exit.json")
@@ -225,7 +242,8 @@ class RayHandle(AgentHandle):
     async def kill(self, reason: str) -> None:
         (self.log_dir / "kill_reason").write_text(reason)
         self._signal(signal.SIGTERM)
-        for _ in range(100):
+        grace = time.monotonic() + (KILL_GRACE_CONTAINER_S if self.containerized else KILL_GRACE_S)
+        while time.monotonic() < grace:
             if not self.is_alive():
                 return
             await asyncio.sleep(0.05)
@@ -369,7 +387,7 @@ class RayExecutor(Executor):
                           "cluster": spec.placement})
         name = actor_name(self.home, spec.run_id, spec.attempt)
         spec.log_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("exit.json", "shim.json", "kill_reason", "ray.json"):
+        for stale in ("exit.json", "shim.json", "kill_reason", "ray.json", "docker-logs.json"):
             (spec.log_dir / stale).unlink(missing_ok=True)
         needs = req.needs()
         custom = {k: v for k, v in needs.items() if k not in ("GPU", "CPU", "memory")}
@@ -384,7 +402,8 @@ class RayExecutor(Executor):
             resources=custom or None, scheduling_strategy=strategy).remote()
         self._placed.pop(spec.run_id, None)
         try:
-            ref = actor.start.remote(launch_of(spec), str(self.marker()))
+            launch = container_launch(spec, self.home) if wants_containers(spec.placement) else launch_of(spec)
+            ref = actor.start.remote(launch, str(self.marker()))
             where = await asyncio.wait_for(asyncio.wrap_future(ref.future()), self.PLACEMENT_TIMEOUT_S)
         except asyncio.TimeoutError:
             await asyncio.to_thread(ray.kill, actor, no_restart=True)

@@ -1,0 +1,170 @@
+"""`executor: ray` with containers (`cluster: {containers: true}`, or an `image:`): Ray places the
+run's actor, which runs the agent in a container of its node's Docker Engine through the docker
+executor's code (executors/docker_shim.py). Against a real local Ray cluster (head + 2 workers with
+fake GPUs) and the real Docker Engine, with the offline runtime image (no registry). The runs ask
+for no GPU: Docker cannot hand out the workers' fake GPUs (pinning Ray's ids as the container's
+devices is checked in tests/unit/test_ray_containers.py)."""
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from autorl_tui.catalog.plans import parse_plan
+from autorl_tui.engine.engine import Engine
+from autorl_tui.engine.executors.docker import LABEL_HOME, LABEL_RUN
+from autorl_tui.home import Home
+from tests.support.harness import TASKS, TEST_AGENTS
+from tests.support.ray_cluster import ray_cluster, ray_home  # noqa: F401 (fixtures)
+
+pytestmark = [pytest.mark.slow, pytest.mark.docker]
+
+
+@pytest.fixture(scope="module")
+def docker_client():
+    try:
+        import docker
+
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except Exception as exc:
+        pytest.skip(f"DOCKER ENGINE NOT REACHABLE ({exc}): the containers-on-Ray tests did not run")
+    return client
+
+
+def _plan(address, agent, seeds=(0,), budget="240s"):
+    return parse_plan(f"name: ray-docker\ntasks: [arith-small]\nagents: [{agent}]\nmodels: [tiny]\n"
+                      f"seeds: {list(seeds)}\nbudget: {budget}\nexecutor: ray\ngpus_per_run: 0\n"
+                      f"cluster: {{address: '{address}', containers: true}}\n")
+
+
+def _containers(client, home, run_id=None):
+    labels = [f"{LABEL_HOME}={Path(home).resolve()}"] + ([f"{LABEL_RUN}={run_id}"] if run_id else [])
+    return client.containers.list(all=True, filters={"label": labels})
+
+
+def _stdout(store, run_id, prefix):
+    return [e["message"] for e in store.query("SELECT message FROM events WHERE run_id=? AND kind='stdout' "
+                                              "ORDER BY id", (run_id,)) if e["message"].startswith(prefix)]
+
+
+async def _until(pred, timeout, what):
+    t0 = time.monotonic()
+    while not await asyncio.to_thread(pred):
+        assert time.monotonic() - t0 < timeout, f"timed out waiting for {what}"
+        await asyncio.sleep(0.3)
+
+
+def test_a_containerized_run_placed_by_ray_finishes_graded_with_its_logs(ray_cluster, ray_home, docker_client):
+    cluster, workers, _ = ray_cluster
+    nodes = {cluster.head_node.node_id} | {w.node_id for w in workers}
+
+    async def go():
+        engine = Engine(Home.open(str(ray_home)), tasks_dirs=[TASKS], agents_dirs=[TEST_AGENTS])
+        await engine.start()
+        try:
+            [run_id] = await engine.enqueue_plan(_plan(cluster.address, "test-gpu-probe"))
+            seen: list = []
+            # While it runs, its agent is in a container of this home, labelled with the run.
+            await _until(lambda: seen.extend(c.id for c in _containers(docker_client, ray_home, run_id)
+                                             if c.status == "running") or seen, 300, "the run's container")
+            [row] = await asyncio.wait_for(engine.wait_runs([run_id]), 600)
+            _check_done(engine.store, row, seen, nodes, ray_home, docker_client)
+        finally:
+            await engine.stop()
+
+    asyncio.run(go())
+
+
+def _check_done(store, row, seen, nodes, ray_home, docker_client):
+    assert row["state"] == "done", (row["state"], row["end_reason"])
+    assert row["baseline_score"] is not None and row["test_score"] is not None
+    subs = store.query("SELECT status, score FROM submissions WHERE run_id=?", (row["id"],))
+    assert [s["status"] for s in subs] == ["scored"] and subs[0]["score"] is not None
+    [attempt] = store.query("SELECT * FROM attempts WHERE run_id=?", (row["id"],))
+    log_dir = Path(attempt["log_dir"])
+    where = json.loads((log_dir / "ray.json").read_text())
+    assert where["node_id"] in nodes
+    # The container Ray's actor started is the one recorded on the attempt (so a restarting engine
+    # does not reap it); it exited cleanly and was removed.
+    assert attempt["state"] == "exited" and attempt["container_id"] == seen[0]
+    assert json.loads((log_dir / "exit.json").read_text())["container_status"] == 0
+    assert not _containers(docker_client, ray_home, row["id"])
+    # Complete logs and metrics, copied from the container into the shared home and tailed.
+    assert _stdout(store, row["id"], "devices ") == ["devices "]         # no GPU asked, none visible
+    assert _stdout(store, row["id"], "tick ") == [f"tick {i}" for i in range(12)]
+    assert len(_stdout(store, row["id"], "submitted: ")) == 1
+    steps = [m["step"] for m in store.query("SELECT step FROM metrics WHERE run_id=? AND name='tick' ORDER BY id",
+                                            (row["id"],))]
+    assert steps == list(range(12))
+    # The agent reached the grading API through the node's forwarder: its dev submission was graded
+    # as Ray work on the agent's node.
+    ends = [json.loads(e["data"]) if isinstance(e["data"], str) else e["data"]
+            for e in store.query("SELECT data FROM events WHERE run_id=? AND kind='grading'", (row["id"],))]
+    dev = [e for e in ends if e.get("phase") == "end" and e.get("split") == "dev" and "where" in e]
+    assert [e["where"]["node_id"] for e in dev] == [where["node_id"]]
+
+
+def test_a_containerized_ray_run_is_re_adopted_then_cancelled_and_its_container_goes(ray_cluster, ray_home,
+                                                                                       docker_client):
+    """An engine that stops leaves the actor and its container running; the next engine re-adopts
+    them (the container is not reaped as an orphan, the logs continue without a gap or duplicate),
+    and cancelling the run stops the container: none is left, nor the actor."""
+    cluster, _, _ = ray_cluster
+
+    async def first():
+        engine = Engine(Home.open(str(ray_home)), tasks_dirs=[TASKS], agents_dirs=[TEST_AGENTS])
+        await engine.start()
+        try:
+            [run_id] = await engine.enqueue_plan(_plan(cluster.address, "test-crash-probe", budget="300s"))
+            await _until(lambda: len(_stdout(engine.store, run_id, "tick ")) >= 3, 300, "ticks")
+            return run_id
+        finally:
+            await engine.stop()       # the agent goes on in its container
+
+    run_id = asyncio.run(first())
+    [container] = _containers(docker_client, ray_home, run_id)
+    assert container.status == "running"
+
+    async def second():
+        engine = Engine(Home.open(str(ray_home)), tasks_dirs=[TASKS], agents_dirs=[TEST_AGENTS])
+        await engine.start()
+        try:
+            store = engine.store
+            await _until(lambda: len(_stdout(store, run_id, "tick ")) >= 8, 300, "ticks after the re-adoption")
+            assert _containers(docker_client, ray_home, run_id)[0].id == container.id
+            await engine.cancel(run_id, "test over")
+            [row] = await asyncio.wait_for(engine.wait_runs([run_id]), 300)
+            _check_cancelled(store, row, run_id)
+        finally:
+            await engine.stop()
+
+    asyncio.run(second())
+    t0 = time.monotonic()
+    while _containers(docker_client, ray_home, run_id):
+        assert time.monotonic() - t0 < 60, "the cancelled run's container was left behind"
+        time.sleep(0.3)
+    import ray
+
+    from autorl_tui.engine.executors.ray import NAMESPACE, actor_name
+
+    t0 = time.monotonic()
+    while True:       # its actor exits once the container is gone
+        try:
+            ray.get_actor(actor_name(ray_home, run_id, 1), namespace=NAMESPACE)
+        except ValueError:
+            break
+        assert time.monotonic() - t0 < 60, "the cancelled run's actor was left behind"
+        time.sleep(0.3)
+
+
+def _check_cancelled(store, row, run_id):
+    assert row["state"] == "cancelled", (row["state"], row["end_reason"])
+    messages = [e["message"] for e in store.query("SELECT message FROM events WHERE run_id=? ORDER BY id", (run_id,))]
+    assert any("re-adopted" in m for m in messages)
+    assert not any("reaped orphan container" in e["message"] for e in store.query("SELECT message FROM events"))
+    ticks = _stdout(store, run_id, "tick ")
+    assert ticks == [f"tick {i}" for i in range(len(ticks))] and len(ticks) >= 8      # no gap, no duplicate
+    assert len(ticks) < 40          # it was stopped before its end

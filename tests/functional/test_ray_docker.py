@@ -103,8 +103,12 @@ def _check_done(store, row, seen, nodes, ray_home, docker_client):
     # as Ray work on the agent's node.
     ends = [json.loads(e["data"]) if isinstance(e["data"], str) else e["data"]
             for e in store.query("SELECT data FROM events WHERE run_id=? AND kind='grading'", (row["id"],))]
-    dev = [e for e in ends if e.get("phase") == "end" and e.get("split") == "dev" and "where" in e]
+    dev = [e for e in ends if e.get("phase") == "end" and e.get("split") == "dev" and "where" in e
+           and not e.get("baseline")]
     assert [e["where"]["node_id"] for e in dev] == [where["node_id"]]
+    # The base model's gradings ran on the cluster too.
+    bases = {e["split"]: e["where"]["node_id"] for e in ends if e.get("phase") == "end" and e.get("baseline")}
+    assert set(bases) == {"dev", "test"} and set(bases.values()) <= nodes
 
 
 def test_a_containerized_ray_run_is_re_adopted_then_cancelled_and_its_container_goes(ray_cluster, ray_home,

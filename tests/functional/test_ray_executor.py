@@ -201,6 +201,10 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
                 graded = _graded_where(store, row["id"])
                 assert graded["dev"] == {"node_id": where["node_id"], "gpu_ids": where["gpu_ids"], "device": "cpu"}
                 assert graded["test"]["node_id"] in worker_ids and len(graded["test"]["gpu_ids"]) == row["gpus_requested"]
+            # The baselines too were graded on the cluster, once for the plan (cached per task and model).
+            bases = [_graded_where(store, r["id"], baselines=True) for r in rows]
+            [base] = [b for b in bases if b]
+            assert set(base) == {"dev", "test"} and {b["node_id"] for b in base.values()} <= worker_ids
             # Graded on the cluster, scored exactly as the engine's host grades the same snapshot.
             [sub] = store.query("SELECT * FROM submissions WHERE run_id=?", (rows[0]["id"],))
             for split, score in (("dev", sub["score"]), ("test", rows[0]["test_score"])):
@@ -225,13 +229,13 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
         "no two runs ever ran at once on different nodes"
 
 
-def _graded_where(store, run_id) -> dict:
-    """split -> where the run's grading on it ran (the `where` of the grading's end event; the
-    baselines, graded where the engine runs, have none)."""
+def _graded_where(store, run_id, baselines: bool = False) -> dict:
+    """split -> where the run's grading on it ran (the `where` of the grading's end event), of its
+    submissions' gradings or (`baselines`) of the base model's."""
     out = {}
     for e in store.query("SELECT data FROM events WHERE run_id=? AND kind='grading'", (run_id,)):
         data = json.loads(e["data"]) if isinstance(e["data"], str) else e["data"]
-        if data.get("phase") == "end" and "where" in data:
+        if data.get("phase") == "end" and "where" in data and bool(data.get("baseline")) == baselines:
             assert data.get("score") is not None and data["split"] not in out, data
             out[data["split"]] = {k: data["where"][k] for k in ("node_id", "gpu_ids", "device")}
     return out

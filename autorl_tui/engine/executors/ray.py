@@ -369,6 +369,10 @@ class RayExecutor(Executor):
         pending = [r for r in active if r.run_id not in self._placed]
         return admit(queued, node_totals(nodes), placed, pending, chosen=self._packed)
 
+    def packed_node(self, run_id: str | None) -> str | None:
+        """The node admission packed this started, not yet placed run on (None when unknown)."""
+        return self._packed.get(run_id) if run_id else None
+
     def forget(self, run_id: str) -> None:
         self._placed.pop(run_id, None)
 

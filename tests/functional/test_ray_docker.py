@@ -7,6 +7,11 @@ devices is checked in tests/unit/test_ray_containers.py)."""
 
 import asyncio
 import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -16,7 +21,7 @@ from autorl_tui.catalog.plans import parse_plan
 from autorl_tui.engine.engine import Engine
 from autorl_tui.engine.executors.docker import LABEL_HOME, LABEL_RUN
 from autorl_tui.home import Home
-from tests.support.harness import TASKS, TEST_AGENTS
+from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, write_plan
 from tests.support.ray_cluster import ray_cluster, ray_home  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
@@ -172,3 +177,64 @@ def _check_cancelled(store, row, run_id):
     ticks = _stdout(store, run_id, "tick ")
     assert ticks == [f"tick {i}" for i in range(len(ticks))] and len(ticks) >= 8      # no gap, no duplicate
     assert len(ticks) < 40          # it was stopped before its end
+
+
+def _db(home):
+    conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True, timeout=10)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _count(home, sql) -> int:
+    try:
+        return _db(home).execute(sql).fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_engine_killed_mid_run_re_adopts_the_containerized_actor(ray_cluster, ray_home, tmp_path, docker_client):
+    """The local crash test's assertions with the agent in a container of a Ray node: kill -9 of
+    the engine, `resume`, nothing lost or duplicated, the container kept (not reaped) and removed
+    once it ended."""
+    cluster, _, ray_tmp = ray_cluster
+    plan = write_plan(tmp_path / "plan.yaml", agents=["test-crash-probe"], budget="300s", executor="ray",
+                      gpus_per_run=0, cluster={"containers": True})
+    env = dict(os.environ, PYTHONPATH=str(REPO), RAY_ADDRESS=cluster.address, RAY_TMPDIR=str(ray_tmp))
+    cmd = [sys.executable, "-m", "autorl_tui", "--home", str(ray_home), "--agents-dir", str(TEST_AGENTS),
+           "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan)]
+    engine = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        t0 = time.monotonic()
+        while not (_count(ray_home, "SELECT COUNT(*) FROM submissions WHERE status='scored'") == 1
+                   and _count(ray_home, "SELECT COUNT(*) FROM events WHERE message LIKE 'tick %'") >= 3):
+            assert time.monotonic() - t0 < 400 and engine.poll() is None, "submission 1 scored and ticks"
+            time.sleep(0.3)
+    finally:
+        engine.send_signal(signal.SIGKILL)
+        engine.wait()
+    before = _db(ray_home)
+    events_before = [tuple(r) for r in before.execute("SELECT id, kind, message FROM events ORDER BY id")]
+    run_id = before.execute("SELECT id FROM runs").fetchone()[0]
+    before.close()
+    [container] = _containers(docker_client, ray_home, run_id)
+    assert container.status == "running"
+    proc = cli("--agents-dir", str(TEST_AGENTS), "--tasks-dir", str(TASKS), "--plain", "resume", home=ray_home,
+               timeout=500, env={"RAY_ADDRESS": cluster.address, "RAY_TMPDIR": str(ray_tmp)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    db = _db(ray_home)
+    run = dict(db.execute("SELECT * FROM runs").fetchone())
+    assert run["state"] == "done" and run["test_score"] is not None, run
+    events_after = [tuple(r) for r in db.execute("SELECT id, kind, message FROM events ORDER BY id")]
+    assert events_after[:len(events_before)] == events_before
+    ticks = [m for _, k, m in events_after if k == "stdout" and m.startswith("tick ")]
+    assert ticks == [f"tick {i}" for i in range(40)]
+    assert [r[0] for r in db.execute("SELECT step FROM metrics WHERE name='tick' ORDER BY id")] == list(range(40))
+    assert [r[0] for r in db.execute("SELECT status FROM submissions ORDER BY seq")] == ["scored", "scored"]
+    assert any("re-adopted" in m for _, _, m in events_after)
+    assert not any("reaped orphan container" in m for _, _, m in events_after)
+    [attempt] = [dict(r) for r in db.execute("SELECT * FROM attempts")]
+    assert attempt["state"] == "exited" and attempt["container_id"] == container.id
+    t0 = time.monotonic()
+    while _containers(docker_client, ray_home, run_id):
+        assert time.monotonic() - t0 < 60, "the ended run's container was left behind"
+        time.sleep(0.3)

@@ -238,3 +238,15 @@ def test_engine_killed_mid_run_re_adopts_the_containerized_actor(ray_cluster, ra
     while _containers(docker_client, ray_home, run_id):
         assert time.monotonic() - t0 < 60, "the ended run's container was left behind"
         time.sleep(0.3)
+
+
+def test_a_plan_whose_image_the_nodes_lack_is_refused_at_enqueue(ray_cluster, ray_home, tmp_path, docker_client):
+    cluster, _, ray_tmp = ray_cluster
+    plan = write_plan(tmp_path / "plan.yaml", executor="ray", gpus_per_run=0, image="autorl-test/no-such-image:never")
+    proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=ray_home, timeout=300,
+               env={"RAY_ADDRESS": cluster.address, "RAY_TMPDIR": str(ray_tmp)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the plan asks for containers on the Ray nodes, but not every node can start them" in proc.stderr
+    assert proc.stderr.count("image 'autorl-test/no-such-image:never' is not in its Docker Engine") == 3   # each node
+    assert "Traceback" not in proc.stderr
+    assert _count(ray_home, "SELECT COUNT(*) FROM runs") == 0

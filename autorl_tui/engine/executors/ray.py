@@ -274,6 +274,7 @@ class RayExecutor(Executor):
         self.address = address
         self._placed: dict[str, tuple[str, Request]] = {}     # run id -> (node id, request), our live actors
         self._seen_home: set[str] = set()                      # node ids that showed they see the home
+        self._docker_ready: set[tuple[str, str | None]] = set()   # (node id, image) that can start containers
         self._packed: dict[str, str] = {}      # run id -> the node admission packed it on (asked of Ray, softly)
         self.view = ClusterView(lambda: self._ray().nodes())
 
@@ -309,23 +310,28 @@ class RayExecutor(Executor):
             path.write_text(f"autorl-tui home {self.home.resolve()}\n")
         return path
 
-    def check_home(self, ray, nodes: dict[str, dict]) -> None:
-        """Each alive node not checked yet runs a tiny pinned task that looks for the marker."""
+    @staticmethod
+    def _on_each_node(ray, node_ids: list[str], fn, *args, what: str) -> list[dict]:
+        """`fn(*args)` as a tiny task pinned to each node; their answers (UsageError when Ray fails)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        task = ray.remote(num_cpus=0, max_retries=0)(fn)
+        refs = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nid, soft=False)).remote(*args)
+                for nid in node_ids]
+        try:
+            return ray.get(refs, timeout=120)
+        except Exception as exc:
+            raise UsageError(f"could not check {what}: {exc}") from None
+
+    def check_home(self, ray, nodes: dict[str, dict]) -> None:
+        """Each alive node not checked yet runs a tiny pinned task that looks for the marker."""
         from autorl_tui.engine.executors.ray_node import can_see
 
         todo = [nid for nid in nodes if nid not in self._seen_home]
         if not todo:
             return
         marker = str(self.marker())
-        task = ray.remote(num_cpus=0, max_retries=0)(can_see)
-        refs = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nid, soft=False)).remote(marker)
-                for nid in todo]
-        try:
-            results = ray.get(refs, timeout=120)
-        except Exception as exc:
-            raise UsageError(f"could not check that the Ray nodes see the home {self.home}: {exc}") from None
+        results = self._on_each_node(ray, todo, can_see, marker, what=f"that the Ray nodes see the home {self.home}")
         blind = [r for r in results if not r["ok"]]
         if blind:
             names = ", ".join(f"{r['hostname']} ({r['node_id'][:12]})" for r in blind)
@@ -355,6 +361,25 @@ class RayExecutor(Executor):
             raise UsageError(f"no node of the Ray cluster can hold a run asking {req.needs()} (nodes: {have or 'none'}); "
                              f"lower gpus_per_run / limits, or add a node that has them")
         self.check_home(ray, nodes)
+        if wants_containers(options.get("cluster")) or options.get("image"):
+            self.check_docker(ray, nodes, options.get("image"))
+
+    def check_docker(self, ray, nodes: dict[str, dict], image: str | None) -> None:
+        """A plan asking for containers: every alive node runs a tiny pinned task that checks its
+        Docker Engine (and the plan's image). Which node Ray picks is not known yet, so all must."""
+        from autorl_tui.engine.executors.ray_node import docker_ready
+
+        todo = [nid for nid in nodes if (nid, image) not in self._docker_ready]
+        if not todo:
+            return
+        results = self._on_each_node(ray, todo, docker_ready, image, what="the Docker Engines of the Ray nodes")
+        unready = [r for r in results if not r["ok"]]
+        if unready:
+            names = "; ".join(f"{r['hostname']} ({r['node_id'][:12]}): {r['why']}" for r in unready)
+            raise UsageError(f"the plan asks for containers on the Ray nodes, but not every node can start them: "
+                             f"{names}. Start Docker there and `docker load` the image on every node, or drop "
+                             f"`image:`/`cluster.containers` to run in the bubblewrap sandbox (docs/cluster.md)")
+        self._docker_ready.update((r["node_id"], image) for r in results)
 
     # -------------------------------------------------------------- scheduling
     def admit(self, queued: list[Request], active: list[Request]) -> list[str]:

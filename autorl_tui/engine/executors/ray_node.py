@@ -108,3 +108,22 @@ def can_see(marker: str) -> dict:
 
     return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
             "ok": Path(marker).is_file()}
+
+
+def docker_ready(image: str | None) -> dict:
+    """A task pinned to one node: can a run's container start here (its Docker Engine answers,
+    and the plan's image, when it names one, is present: nothing is pulled)?"""
+    import ray
+
+    from autorl_tui.engine.executors.docker import DockerExecutor
+
+    out = {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "ok": True,
+           "why": ""}
+    executor = DockerExecutor()
+    ok, why = executor.available()
+    if ok and image:
+        try:
+            executor.client.images.get(image)
+        except Exception as exc:       # ImageNotFound, or the engine went away
+            ok, why = False, f"image {image!r} is not in its Docker Engine ({type(exc).__name__})"
+    return dict(out, ok=ok, why="" if ok else why)

@@ -145,7 +145,8 @@ def _make_writable_for(workspace: Path, uid: int, gid: int, skip: set[str]) -> N
                 os.lchown(p, uid, gid)
 
 
-def _write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: dict) -> None:
+    """Atomically (a reader never sees half of it): exit.json, and the container shim's shim.json."""
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)
@@ -215,7 +216,7 @@ class DockerHandle(AgentHandle):
             if "exec python3 failed" in tail:
                 error = (f"image {self.spec.image} has no python3 on its PATH; the container's entry program "
                          "needs it (any Python 3.8+), or leave `image:` unset to use the offline runtime image")
-        _write_json(self.spec.exit_path, {
+        write_json(self.spec.exit_path, {
             "error": error,
             "exit_code": code, "container_status": int(result.get("StatusCode", -1)),
             "oom_killed": bool(state.get("OOMKilled")), "killed": self._kill_reason,

@@ -52,12 +52,6 @@ def node_spec(launch: dict, gpu_ids: list[str], socket_path: Path | None) -> Lau
     return spec
 
 
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
 def _api_forwarder(grading_url: str) -> tuple[Path, socket.socket]:
     """A Unix socket (in a node-local folder the container user may traverse) whose connections
     go to the engine's grading API."""
@@ -119,7 +113,7 @@ async def _supervise(handle, log_dir: Path, stopped_early: bool) -> None:
 
 
 def main(launch_path: str) -> int:
-    from autorl_tui.engine.executors.docker import DockerExecutor, DockerHandle
+    from autorl_tui.engine.executors.docker import DockerExecutor, DockerHandle, write_json
 
     log_dir = Path(launch_path).parent
     launch = json.loads(Path(launch_path).read_text())
@@ -128,20 +122,20 @@ def main(launch_path: str) -> int:
     early: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: early.append(1))     # until _supervise handles it
     try:
-        network = launch["container"].get("network", "none")
-        sock = None
-        if network != "host" and launch["container"]["env"].get("GRADING_SERVER_URL"):
-            sock, server = _api_forwarder(launch["container"]["env"]["GRADING_SERVER_URL"])
-            folder = sock.parent
-        spec = node_spec(launch, gpu_ids, sock)
-        executor = DockerExecutor(home=launch["home"])
-        container = executor.create(spec)
-    except (ExecutorError, OSError) as exc:
-        _write_json(log_dir / "exit.json", {"reason": "container_failed", "error": str(exc), "exit_code": -1,
-                                            "ended_at": time.time()})
-        return 1
-    try:
-        _write_json(log_dir / "shim.json", {"pid": os.getpid(), "container_id": container.id,
+        try:
+            network = launch["container"].get("network", "none")
+            sock = None
+            if network != "host" and launch["container"]["env"].get("GRADING_SERVER_URL"):
+                sock, server = _api_forwarder(launch["container"]["env"]["GRADING_SERVER_URL"])
+                folder = sock.parent
+            spec = node_spec(launch, gpu_ids, sock)
+            executor = DockerExecutor(home=launch["home"])
+            container = executor.create(spec)
+        except (ExecutorError, OSError) as exc:
+            write_json(log_dir / "exit.json", {"reason": "container_failed", "error": str(exc), "exit_code": -1,
+                                                "ended_at": time.time()})
+            return 1
+        write_json(log_dir / "shim.json", {"pid": os.getpid(), "container_id": container.id,
                                             "gpu_ids": spec.gpus, "started_at": time.time()})
         handle = DockerHandle(executor.client, container, spec)
         asyncio.run(_supervise(handle, log_dir, bool(early)))

@@ -151,22 +151,50 @@ def test_a_containerized_ray_run_is_re_adopted_then_cancelled_and_its_container_
             await engine.stop()
 
     asyncio.run(second())
-    t0 = time.monotonic()
-    while _containers(docker_client, ray_home, run_id):
-        assert time.monotonic() - t0 < 60, "the cancelled run's container was left behind"
-        time.sleep(0.3)
+    _until_gone(docker_client, ray_home, run_id)
+
+
+def _until_gone(docker_client, ray_home, run_id):
+    """No container of the run left, nor its actor (it exits once its container is gone)."""
     import ray
 
     from autorl_tui.engine.executors.ray import NAMESPACE, actor_name
 
     t0 = time.monotonic()
-    while True:       # its actor exits once the container is gone
+    while _containers(docker_client, ray_home, run_id):
+        assert time.monotonic() - t0 < 60, "the run's container was left behind"
+        time.sleep(0.3)
+    t0 = time.monotonic()
+    while True:
         try:
             ray.get_actor(actor_name(ray_home, run_id, 1), namespace=NAMESPACE)
         except ValueError:
-            break
-        assert time.monotonic() - t0 < 60, "the cancelled run's actor was left behind"
+            return
+        assert time.monotonic() - t0 < 60, "the run's actor was left behind"
         time.sleep(0.3)
+
+
+def test_a_containerized_agent_that_ignores_its_budget_is_killed_with_its_container(ray_cluster, ray_home,
+                                                                                     docker_client):
+    cluster, _, _ = ray_cluster
+
+    async def go():
+        engine = Engine(Home.open(str(ray_home)), tasks_dirs=[TASKS], agents_dirs=[TEST_AGENTS])
+        await engine.start()
+        try:
+            [run_id] = await engine.enqueue_plan(_plan(cluster.address, "test-budget-hog", budget="20s"))
+            [row] = await asyncio.wait_for(engine.wait_runs([run_id]), 600)
+            [attempt] = engine.store.query("SELECT * FROM attempts WHERE run_id=?", (run_id,))
+            return row, attempt, _stdout(engine.store, run_id, "still here")
+        finally:
+            await engine.stop()
+
+    row, attempt, alive_lines = asyncio.run(go())
+    assert row["state"] == "failed" and row["failure_source"] == "budget", (row["state"], row["end_reason"])
+    assert alive_lines, "the agent never ran in its container"
+    assert attempt["state"] == "killed" and attempt["exit_code"] < 0 and attempt["container_id"]
+    assert row["ended_at"] - row["started_at"] < 20 + 30
+    _until_gone(docker_client, ray_home, row["id"])
 
 
 def _check_cancelled(store, row, run_id):

@@ -20,6 +20,7 @@ import pytest
 from autorl_tui.catalog.plans import parse_plan
 from autorl_tui.engine.engine import Engine
 from autorl_tui.engine.executors.docker import LABEL_HOME, LABEL_RUN
+from autorl_tui.engine.scheduling import RetryPolicy
 from autorl_tui.home import Home
 from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, write_plan
 from tests.support.ray_cluster import ray_cluster, ray_home  # noqa: F401 (fixtures)
@@ -281,3 +282,42 @@ def test_a_plan_whose_image_the_nodes_lack_is_refused_at_enqueue(ray_cluster, ra
     assert proc.stderr.count("image 'autorl-test/no-such-image:never' is not in its Docker Engine") == 3   # each node
     assert "Traceback" not in proc.stderr
     assert _count(ray_home, "SELECT COUNT(*) FROM runs") == 0
+
+
+def test_worker_removed_mid_run_kills_its_container_and_the_run_is_retried(ray_cluster, ray_home, docker_client):
+    """Last in this module: it takes a worker away. The run asks 2 CPUs, which only a worker has."""
+    cluster, workers, _ = ray_cluster
+
+    async def go():
+        engine = Engine(Home.open(str(ray_home)), tasks_dirs=[TASKS], agents_dirs=[TEST_AGENTS])
+        engine.retry_policy = RetryPolicy(max_attempts=2, base_s=1.0)
+        await engine.start()
+        try:
+            plan = parse_plan(f"name: lose\ntasks: [arith-small]\nagents: [test-crash-probe]\nmodels: [tiny]\n"
+                              f"budget: 300s\nexecutor: ray\ncluster: {{address: '{cluster.address}', "
+                              f"containers: true, cpus: 2}}\n")
+            [run_id] = await engine.enqueue_plan(plan)
+            store = engine.store
+            await _until(lambda: len(_stdout(store, run_id, "tick ")) >= 3, 300, "ticks")
+            [first] = store.query("SELECT * FROM attempts WHERE run_id=?", (run_id,))
+            node_id = json.loads((Path(first["log_dir"]) / "ray.json").read_text())["node_id"]
+            [node] = [w for w in workers if w.node_id == node_id]
+            await asyncio.to_thread(cluster.remove_node, node, False)
+            # The shim outlived its actor only to kill its container: none of attempt 1 is left.
+            await _until(lambda: not any(c.labels.get("autorl.attempt") == "1"
+                                         for c in _containers(docker_client, ray_home, run_id)), 120,
+                         "attempt 1's container to go")
+            [row] = await asyncio.wait_for(engine.wait_runs([run_id]), 600)
+            attempts = store.query("SELECT * FROM attempts WHERE run_id=? ORDER BY number", (run_id,))
+            return row, attempts, node_id
+        finally:
+            await engine.stop()
+
+    row, attempts, lost_node = asyncio.run(go())
+    assert [a["state"] for a in attempts] == ["lost", "exited"], [(a["state"], a["error"]) for a in attempts]
+    # Said by the shim (it saw its actor die) or by the engine (it saw the node leave), whichever first.
+    assert ("the run's Ray actor died" in attempts[0]["error"] or "left the Ray cluster" in attempts[0]["error"]), \
+        attempts[0]["error"]
+    assert row["state"] == "done" and row["test_score"] is not None, (row["state"], row["end_reason"])
+    assert json.loads((Path(attempts[1]["log_dir"]) / "ray.json").read_text())["node_id"] != lost_node
+    assert not _containers(docker_client, ray_home, row["id"])

@@ -12,14 +12,18 @@ shim, with the same contract: `shim.json` once the agent runs (here with its con
 - the grading API: a Unix socket in a node-local folder, bound into the container as the docker
   executor's is, forwarding each connection to the engine's TCP API (`GRADING_SERVER_URL`), unless
   the network is `host` (the container dials the engine itself);
-- signals from the actor: SIGTERM kills the container (also sent by the kernel when the actor
-  dies: PR_SET_PDEATHSIG), SIGUSR1/SIGUSR2 pause/resume it; the deadline the engine extends
-  (`LOG_DIR/deadline`) is copied to the container's control file.
+- signals from the actor: SIGTERM kills the container, SIGUSR1/SIGUSR2 pause/resume it; the
+  deadline the engine extends (`LOG_DIR/deadline`) is copied to the container's control file;
+- the actor's death: the kernel sends SIGTERM (PR_SET_PDEATHSIG) and, no kill having been asked,
+  the container is killed and `exit.json` says `node_lost`, so the engine retries the run, as when
+  a local shim dies with its actor. The shim proper is a grandchild of the actor (`main`): Ray
+  SIGKILLs a worker's direct children when the worker sees its node's raylet die.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import os
 import shutil
@@ -34,6 +38,7 @@ from urllib.parse import urlsplit
 from autorl_tui.engine.executors.base import ExecutorError, LaunchSpec
 
 MODULE = "autorl_tui.engine.executors.docker_shim"
+PR_SET_PDEATHSIG = 1
 DEADLINE_POLL_S = 1.0
 
 
@@ -76,10 +81,11 @@ def _api_forwarder(grading_url: str) -> tuple[Path, socket.socket]:
 
 
 async def _supervise(handle, log_dir: Path, stopped_early: bool) -> None:
-    from autorl_tui.engine.executors.docker import write_deadline
+    from autorl_tui.engine.executors.docker import write_deadline, write_json
 
     loop = asyncio.get_running_loop()
     pending: set[asyncio.Task] = set()
+    orphaned: list[bool] = []
 
     def later(coro) -> None:
         task = loop.create_task(coro)
@@ -89,8 +95,9 @@ async def _supervise(handle, log_dir: Path, stopped_early: bool) -> None:
     def kill() -> None:
         try:
             reason = (log_dir / "kill_reason").read_text().strip() or "killed"
-        except OSError:
+        except OSError:        # no kill asked by the engine: PR_SET_PDEATHSIG, the actor died
             reason = "killed"
+            orphaned.append(True)
         later(handle.kill(reason))
 
     loop.add_signal_handler(signal.SIGTERM, kill)
@@ -110,9 +117,44 @@ async def _supervise(handle, log_dir: Path, stopped_early: bool) -> None:
             await asyncio.to_thread(write_deadline, log_dir, extended)
         await asyncio.wait({waiter}, timeout=DEADLINE_POLL_S)
     await waiter
+    if orphaned:
+        # As the local shim's agent, which dies with its actor leaving no exit.json: the engine
+        # counts the attempt lost (its node left, or its actor was killed) and retries the run.
+        info = json.loads(handle.spec.exit_path.read_text())
+        write_json(handle.spec.exit_path, dict(info, reason="node_lost",
+                                               error="the run's Ray actor died; its container was killed"))
+
+
+def parent_death_signal(sig: int) -> None:
+    """PR_SET_PDEATHSIG: `sig` when the parent (the thread that forked us) ends."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
 def main(launch_path: str) -> int:
+    """Ray SIGKILLs a worker's direct children when the worker notices its node's raylet died, so
+    this process only forks the shim proper and relays the actor's signals to it; when this one is
+    killed, the shim gets SIGTERM (PR_SET_PDEATHSIG) and still stops its container."""
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        parent_death_signal(signal.SIGTERM)
+        if os.getppid() != parent:        # gone before the prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+        os._exit(_shim(launch_path))
+
+    def relay(signum, _frame) -> None:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, relay)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _shim(launch_path: str) -> int:
     from autorl_tui.engine.executors.docker import DockerExecutor, DockerHandle, write_json
 
     log_dir = Path(launch_path).parent

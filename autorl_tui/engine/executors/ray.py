@@ -211,6 +211,17 @@ class RayHandle(AgentHandle):
                 self.lost = "the run's Ray actor stopped answering"
             return failures + 1
 
+    async def _node_verdict(self) -> None:
+        """A container shim saw its actor die (exit.json: node_lost) before Ray declared its node
+        dead: wait for that verdict (NODE_VERDICT_S at most; the node may live on) so that the
+        retry is not placed on the node that is going away."""
+        import ray
+
+        for _ in range(NODE_VERDICT_S):
+            if await self._node_gone(ray):
+                return
+            await asyncio.sleep(1)
+
     async def _node_gone(self, ray) -> bool:
         node = self.where.get("node_id")
         if node and node not in await off_loop(alive_nodes, ray):
@@ -225,6 +236,8 @@ class RayHandle(AgentHandle):
         while True:
             info = _read_json(self.log_dir / "exit.json")
             if info is not None:
+                if info.get("reason") == "node_lost":
+                    await self._node_verdict()
                 return int(info.get("exit_code", -1))
             if self.lost or self.killed:
                 return -int(signal.SIGKILL)

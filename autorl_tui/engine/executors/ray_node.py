@@ -13,7 +13,6 @@ even while no engine is running."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
@@ -22,15 +21,15 @@ import threading
 import time
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
+from autorl_tui.engine.executors.docker_shim import parent_death_signal
 
 
-def _die_with_parent() -> None:      # in the forked child, before exec
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+def _die_with_parent() -> None:      # in the forked child, before exec (nothing is imported there)
+    parent_death_signal(signal.SIGKILL)
 
 
 def _stop_with_parent() -> None:     # the container shim: SIGTERM, so that it kills its container first
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    parent_death_signal(signal.SIGTERM)
 
 
 class RunNode:

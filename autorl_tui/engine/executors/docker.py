@@ -159,6 +159,7 @@ class DockerHandle(AgentHandle):
         self.remove_on_exit = remove_on_exit
         self._exit_code: int | None = None
         self._kill_reason: str | None = None
+        self.exit_extra: dict = {}          # merged into exit.json (the container shim's node_lost)
         positions = Positions(spec.log_dir, container.id)
         self.pumps = [LogPump(client, container.id, "stdout", spec.stdout_path, positions, spec.log_file_bytes),
                       LogPump(client, container.id, "stderr", spec.stderr_path, positions, spec.log_file_bytes)]
@@ -222,7 +223,7 @@ class DockerHandle(AgentHandle):
             "oom_killed": bool(state.get("OOMKilled")), "killed": self._kill_reason,
             "deadline_reached": self._kill_reason is None and state.get("ExitCode") == 137
             and time.time() >= self.spec.deadline - 1,
-            "finished_at": state.get("FinishedAt"), "container_id": self.container.id})
+            "finished_at": state.get("FinishedAt"), "container_id": self.container.id, **self.exit_extra})
         if self.remove_on_exit:
             try:
                 await asyncio.to_thread(self.container.remove, force=True)

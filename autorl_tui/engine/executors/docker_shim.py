@@ -81,11 +81,10 @@ def _api_forwarder(grading_url: str) -> tuple[Path, socket.socket]:
 
 
 async def _supervise(handle, log_dir: Path, stopped_early: bool) -> None:
-    from autorl_tui.engine.executors.docker import write_deadline, write_json
+    from autorl_tui.engine.executors.docker import write_deadline
 
     loop = asyncio.get_running_loop()
     pending: set[asyncio.Task] = set()
-    orphaned: list[bool] = []
 
     def later(coro) -> None:
         task = loop.create_task(coro)
@@ -96,8 +95,10 @@ async def _supervise(handle, log_dir: Path, stopped_early: bool) -> None:
         try:
             reason = (log_dir / "kill_reason").read_text().strip() or "killed"
         except OSError:        # no kill asked by the engine: PR_SET_PDEATHSIG, the actor died
+            # As the local shim's agent, which dies with its actor leaving no exit.json: the engine
+            # counts the attempt lost (its node left, or its actor was killed) and retries the run.
             reason = "killed"
-            orphaned.append(True)
+            handle.exit_extra = {"reason": "node_lost", "error": "the run's Ray actor died; its container was killed"}
         later(handle.kill(reason))
 
     loop.add_signal_handler(signal.SIGTERM, kill)
@@ -117,12 +118,6 @@ async def _supervise(handle, log_dir: Path, stopped_early: bool) -> None:
             await asyncio.to_thread(write_deadline, log_dir, extended)
         await asyncio.wait({waiter}, timeout=DEADLINE_POLL_S)
     await waiter
-    if orphaned:
-        # As the local shim's agent, which dies with its actor leaving no exit.json: the engine
-        # counts the attempt lost (its node left, or its actor was killed) and retries the run.
-        info = json.loads(handle.spec.exit_path.read_text())
-        write_json(handle.spec.exit_path, dict(info, reason="node_lost",
-                                               error="the run's Ray actor died; its container was killed"))
 
 
 def parent_death_signal(sig: int) -> None:

@@ -4,6 +4,9 @@ at which the Ray path places runs (N one-GPU runs started at once on a local clu
 two workers declaring fake GPUs; placed = the actor holds its GPU and the shim started the agent).
 Also what the engine's loop spends on one admission decision: it reads the background view of the
 nodes (`ray_view.ClusterView`) instead of calling `ray.nodes()`, whose cost is shown beside it.
+With a Docker Engine: the same latency for a container (`true` in the offline runtime image), the
+docker executor on this host against the Ray path that runs it in a container of the node
+(`cluster: {containers: true}`, executors/docker_shim.py).
 Ray's files stay under a temporary folder; the cluster is shut down at the end."""
 
 import asyncio
@@ -23,17 +26,18 @@ N = 6
 PLACE = 8
 
 
-def spec(tmp: Path, name: str, address: str | None = None) -> LaunchSpec:
+def spec(tmp: Path, name: str, address: str | None = None, containers: bool = False) -> LaunchSpec:
     env = {"PATH": "/usr/bin:/bin"}
+    placement = {"gpus": 0 if containers else 1, "address": address, "containers": containers} if address else {}
     return LaunchSpec(run_id=name, attempt=1, command=["true"], workspace=tmp / "ws", env=env,
                       log_dir=tmp / "home" / "runs" / name, deadline=time.time() + 120, isolate=False,
-                      placement={"gpus": 1, "address": address} if address else {})
+                      placement=placement, labels={"autorl.home": str(tmp / "home")} if containers else {})
 
 
-async def latency(executor, tmp: Path, kind: str, address: str | None = None) -> list[float]:
+async def latency(executor, tmp: Path, kind: str, address: str | None = None, containers: bool = False) -> list[float]:
     out = []
     for i in range(N):
-        s = spec(tmp, f"{kind}-{i}", address)
+        s = spec(tmp, f"{kind}-{i}", address, containers)
         t0 = time.perf_counter()
         code = await (await executor.start(s)).wait()
         out.append(time.perf_counter() - t0)
@@ -57,6 +61,27 @@ def admission(executor, ray, n: int = 200) -> tuple[list[float], list[float]]:
         ray.nodes()
         nodes_ms.append((time.perf_counter() - t0) * 1000)
     return admit_ms, nodes_ms
+
+
+async def containers(executor, tmp: Path, address: str) -> None:
+    """Docker executor here vs docker executor inside a run's actor (fake GPUs: the runs ask none)."""
+    from autorl_tui.engine.executors.docker import DockerExecutor
+    from autorl_tui.engine.executors.images import ensure_runtime_image
+
+    docker = DockerExecutor(home=tmp / "home")
+    ok, why = docker.available()
+    if not ok:
+        print(f"ray docker figures skipped: {why}")
+        return
+    await asyncio.to_thread(ensure_runtime_image, docker.client)      # built once, outside the timings
+    try:
+        here = await latency(docker, tmp, "docker")
+        there = await latency(executor, tmp, "raydocker", address, containers=True)
+    finally:
+        docker.reap(live=set())
+    print(f"docker_start_to_exit_median: {statistics.median(here) * 1000:.0f} ms (docker executor, this host)")
+    print(f"ray_docker_start_to_exit_median: {statistics.median(there) * 1000:.0f} ms (a container in a Ray actor)")
+    print(f"ray_docker_overhead_per_run: {(statistics.median(there) - statistics.median(here)) * 1000:.0f} ms")
 
 
 async def main() -> int:
@@ -98,6 +123,7 @@ async def main() -> int:
                   f"{len(admit_ms)} decisions, 6 queued runs)")
             print(f"ray_nodes_call_median: {statistics.median(nodes_ms):.1f} ms (max {max(nodes_ms):.1f} ms: "
                   f"what each decision would wait for without the view)")
+            await containers(executor, tmp, cluster.address)
         finally:
             ray.shutdown()
             cluster.shutdown()

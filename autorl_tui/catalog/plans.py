@@ -17,7 +17,7 @@ ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
              "cost_budget", "description", "threads", "log_cap", "isolation", "cluster"}
-CLUSTER_KEYS = {"address", "resources", "cpus"}
+CLUSTER_KEYS = {"address", "resources", "cpus", "containers"}
 
 
 @dataclass
@@ -97,13 +97,12 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     priority = int(raw.get("priority", 0))
     _check_log_cap(raw.get("log_cap"), where)
     _check_cluster(raw.get("cluster"), executor, where)
-    if executor == "ray" and "image" in raw:
-        raise UsageError(f"plan {where}: executor ray runs each agent in the bubblewrap sandbox on its node; "
-                         f"containers inside Ray nodes (`image`) are not supported. Drop `image` to run on the "
-                         f"cluster, or use `executor: docker` to run containers on this host")
     options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap",
                                    "cluster")
                if k in raw}
+    if executor == "ray" and "image" in raw:
+        # An image asks for containers: the docker executor on each run's node (docs/cluster.md).
+        options["cluster"] = dict(raw.get("cluster") or {}, containers=True)
     runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, isolation=isolation,
                        gpus=gpus,
                        driver=d, priority=priority, options=dict(options))
@@ -113,7 +112,8 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
 
 
 def _check_cluster(cluster, executor: str, where: str) -> None:
-    """`cluster:` (executor ray): {address: HOST:PORT, resources: {NAME: amount}, cpus: N}."""
+    """`cluster:` (executor ray): {address: HOST:PORT, resources: {NAME: amount}, cpus: N,
+    containers: true|false (the agent in a container on its node; `image:` implies it)}."""
     if cluster is None:
         return
     fix = "e.g. cluster: {address: 10.0.0.1:6379, resources: {a100: 1}}"
@@ -128,6 +128,9 @@ def _check_cluster(cluster, executor: str, where: str) -> None:
         raise UsageError(f"plan {where}: cluster.resources must map names to positive amounts; {fix}")
     if "cpus" in cluster and (not isinstance(cluster["cpus"], (int, float)) or cluster["cpus"] < 0):
         raise UsageError(f"plan {where}: cluster.cpus must be a non-negative number; {fix}")
+    if not isinstance(cluster.get("containers", False), bool):
+        raise UsageError(f"plan {where}: cluster.containers must be true or false (true: each agent runs in a "
+                         f"container of its node's Docker Engine); {fix}")
 
 
 def _check_log_cap(cap, where: str) -> None:

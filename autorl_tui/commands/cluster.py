@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autorl_tui.exitcodes import ExitCode
+from autorl_tui.exitcodes import ExitCode, InfraError
 
 
 def register(subparsers) -> None:
@@ -38,12 +38,13 @@ def run(args) -> int:
     address = args.address or os.environ.get("RAY_ADDRESS")
     home = Home.open(args.home, create=False)
     report = cluster_report(address, _holders(home))
+    # No cluster to report on is "the harness cannot do this here": ExitCode.INFRA (3), the
+    # message on stderr as every InfraError's; with --json the report (connected: false) still prints.
     if args.json:
         print(json.dumps(report, indent=1))
         return 0 if report["connected"] else int(ExitCode.INFRA)
     if not report["connected"]:
-        print(f"no Ray cluster: {report['detail']}")
-        return int(ExitCode.INFRA)
+        raise InfraError(f"no Ray cluster: {report['detail']}")
     alive = [n for n in report["nodes"] if n["alive"]]
     print(f"Ray cluster at {address}: {len(alive)} alive node(s), "
           f"{sum(n['gpus'] for n in alive):g} GPU(s)")

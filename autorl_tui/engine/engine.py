@@ -64,6 +64,7 @@ class Engine:
         self.retry_policy = RetryPolicy()
         self.started_at: float | None = None
         self._cluster_shown: dict | None = None
+        self._cluster_unreachable: str | None = None     # why admission could not read the Ray cluster, last time
 
     # ------------------------------------------------------------------ life cycle
     async def start(self) -> None:
@@ -274,10 +275,25 @@ class Engine:
         active = [request_of(s.run_id, s.gpus_requested, s.spec.get("options", {}))
                   for s in self.supervisors.values() if s.spec.get("executor") == "ray"]
         try:
-            return [(run_id, []) for run_id in ex.admit(reqs, active)]
-        except Exception as exc:      # the cluster is unreachable now: the runs wait, the reason is logged
-            print(f"autorl-tui: cannot reach the Ray cluster: {exc}", file=sys.stderr)
+            starts = [(run_id, []) for run_id in ex.admit(reqs, active)]
+        except Exception as exc:      # the cluster is unreachable now: the runs wait
+            self._cluster_reachability(str(exc) or type(exc).__name__)
             return []
+        self._cluster_reachability(None)
+        return starts
+
+    def _cluster_reachability(self, error: str | None) -> None:
+        """Said once when the Ray cluster becomes unreachable and once when it is back (admission
+        asks every pass, twice a second)."""
+        if (error is None) == (self._cluster_unreachable is None):
+            return
+        self._cluster_unreachable = error
+        if error is not None:
+            message, level = f"cannot reach the Ray cluster: {error}; its queued runs wait", "warning"
+        else:
+            message, level = "the Ray cluster is reachable again", "info"
+        print(f"autorl-tui: {message}", file=sys.stderr)
+        self.store.append_event(None, "harness", message, level=level)
 
     def _plan_local_starts(self, queued: list[QueueEntry]) -> list[tuple[str, list[str]]]:
         from autorl_tui.engine.scheduling import ActiveRun, QueuedRun, plan_starts

@@ -274,8 +274,8 @@ class _ProgressThrottle:
             self.callback(done, total, stage)
 
 
-async def _wait(waiter: asyncio.Future, work_dir: Path, timeout_s: float | None,
-                on_progress: ProgressCallback | None) -> None:
+async def wait_with_progress(waiter: asyncio.Future, work_dir: Path, timeout_s: float | None,
+                             on_progress: ProgressCallback | None) -> None:
     """Wait for waiter (the worker's end) within timeout_s (asyncio.TimeoutError past it), passing
     the worker's progress to on_progress while it runs. Never cancels waiter."""
     throttle = _ProgressThrottle(on_progress) if on_progress else None
@@ -290,7 +290,7 @@ async def _wait(waiter: asyncio.Future, work_dir: Path, timeout_s: float | None,
             throttle.offer(read_progress(work_dir), final=waiter.done())
 
 
-def _timed_out(timeout_s: float | None, t0: float) -> GradingOutcome:
+def timed_out_outcome(timeout_s: float | None, t0: float) -> GradingOutcome:
     return GradingOutcome(ok=False, error=f"grading timed out after {timeout_s:.0f}s and was stopped: the "
                                           f"model took too long to load or answer (check its size, its "
                                           f"generation settings and its tokenizer's chat template)",
@@ -431,10 +431,10 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
                 code_server.worker_fd = -1
             waiter = asyncio.ensure_future(proc.wait())
             try:
-                await _wait(waiter, work_dir, timeout_s, on_progress)
+                await wait_with_progress(waiter, work_dir, timeout_s, on_progress)
             except asyncio.TimeoutError:
                 await _kill_group(proc)
-                return _timed_out(timeout_s, t0)
+                return timed_out_outcome(timeout_s, t0)
             except asyncio.CancelledError:
                 await _kill_group(proc)
                 raise
@@ -484,11 +484,11 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
         stamps["submitted"] = time.time()
         waiter = server.submit(job)
         try:
-            await _wait(waiter, work_dir, timeout_s, on_progress)
+            await wait_with_progress(waiter, work_dir, timeout_s, on_progress)
         except asyncio.TimeoutError:
             waiter.cancel()
             await asyncio.to_thread(server.kill)
-            return _timed_out(timeout_s, t0)
+            return timed_out_outcome(timeout_s, t0)
         except asyncio.CancelledError:
             waiter.cancel()
             await asyncio.to_thread(server.kill)

@@ -1,9 +1,11 @@
 """Gradings of `executor: ray` runs as Ray work on the cluster (docs/cluster.md, "Grading").
 
 A dev submission is graded on the node that runs the agent, on the run's GPUs (as a local run's
-gradings share the run's devices); the held-out test, graded after the agent's actor has released
-them, first takes the run's GPU count from Ray with a small lease actor (preferring the run's
-node) and is graded where that landed, on its GPUs. Either way the grading is a call to the node's
+gradings share the run's devices); the baselines, graded before the agent's actor exists, and the
+held-out test, graded after it has released them, first take the run's GPU count from Ray with a
+small lease actor (preferring the run's node, or for the baselines the node admission packed the
+run on) and are graded where that landed, on its GPUs. Baselines stay cached per task and model
+(run_grading.py), so a plan's runs grade them once. Either way the grading is a call to the node's
 grading actor (one per node and home, owned by the engine: it ends with it), which runs the
 engine's own grader there, `grading_client.run_grader`: the same bubblewrap sandbox as a leased
 uid, the same limits, the node's warm grader between gradings. The snapshot and the split are read
@@ -22,7 +24,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from autorl_tui.engine.executors.ray import NAMESPACE, off_loop
-from autorl_tui.engine.grading_client import GradingOutcome, ProgressCallback, _timed_out, _wait, run_grader
+from autorl_tui.engine.grading_client import (GradingOutcome, ProgressCallback, run_grader, timed_out_outcome,
+                                            wait_with_progress)
 
 LEASE_TIMEOUT_S = 300.0       # Ray must find the test grading's GPUs within this
 RESULT_GRACE_S = 60.0         # beyond the grading's own limit (enforced on the node) before the engine gives up
@@ -112,10 +115,11 @@ async def _lease(ray, gpus: int, prefer_node: str | None):
 
 
 async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_where: dict | None, gpus: int,
-                           threads: int, timeout_s: float | None,
+                           threads: int, timeout_s: float | None, run_id: str | None = None,
                            on_progress: ProgressCallback | None = None) -> GradingOutcome:
     """One grading of a ray run on a node of the cluster (see the module's docstring).
-    agent_where: where the run's agent was placed (ray.json) and whether it is still `alive`."""
+    agent_where: where the run's agent was placed (ray.json) and whether it is still `alive`; None
+    before it was (the baselines: preferring the node admission packed the run on)."""
     ray = await off_loop(executor._ray)
     work_dir = Path(os.path.abspath(work_dir))
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -125,7 +129,8 @@ async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_whe
             node_id, gpu_ids = agent_where["node_id"], [str(g) for g in agent_where.get("gpu_ids", [])]
         else:
             try:
-                lease, got = await _lease(ray, gpus, (agent_where or {}).get("node_id"))
+                prefer = (agent_where or {}).get("node_id") or executor.packed_node(run_id)
+                lease, got = await _lease(ray, gpus, prefer)
             except asyncio.TimeoutError:
                 return GradingOutcome(ok=False, error_kind="internal",
                                       error=f"the Ray cluster had no node with {gpus} free GPU(s) for the grading "
@@ -137,10 +142,10 @@ async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_whe
             waiter = asyncio.ensure_future(asyncio.wrap_future(ref.future()))
             limit = None if timeout_s is None else timeout_s + RESULT_GRACE_S
             try:
-                await _wait(waiter, work_dir, limit, on_progress)       # the progress file is on the shared home
+                await wait_with_progress(waiter, work_dir, limit, on_progress)       # the progress file is on the shared home
             except asyncio.TimeoutError:
                 await off_loop(ray.cancel, ref)
-                return _timed_out(timeout_s, t0)
+                return timed_out_outcome(timeout_s, t0)
             except asyncio.CancelledError:
                 await off_loop(ray.cancel, ref)
                 raise

@@ -112,9 +112,9 @@ class RunGrading:
                     gpus: list[str] | None = None, progress_what: str | None = None) -> GradingOutcome:
         """progress_what: the baseline's label; its progress lines are then harness events."""
         log = self.journal.log
-        # A ray run's own gradings go to its cluster (baselines are cached per task and model for
-        # every run, and stay where the engine runs); they take none of this host's grading slots.
-        on_cluster = self.spec.get("executor") == "ray" and progress_what is None
+        # A ray run's gradings go to its cluster, its baselines too (still cached per task and model
+        # for every run); they take none of this host's grading slots.
+        on_cluster = self.spec.get("executor") == "ray"
         async with contextlib.nullcontext() if on_cluster else self.host.grading_slots:
             timeout = self.timeout(for_submission)
             log("grading", f"grading {model_path.name} on {split}",
@@ -125,7 +125,7 @@ class RunGrading:
                 from autorl_tui.engine.ray_grading import grade_on_cluster
 
                 outcome = await grade_on_cluster(self.host.executor("ray"), self.request(model_path, split),
-                                                 work_dir, agent_where=self.agent_where(),
+                                                 work_dir, agent_where=self.agent_where(), run_id=self.journal.run_id,
                                                  gpus=int(self.journal.run.get("gpus_requested") or 0),
                                                  threads=self.host.grader_threads, timeout_s=timeout,
                                                  on_progress=on_progress)
@@ -134,6 +134,8 @@ class RunGrading:
                                            gpus=self.gpus if gpus is None else gpus,
                                            threads=self.host.grader_threads, timeout_s=timeout, on_progress=on_progress)
             where = {"where": outcome.where} if outcome.where else {}
+            if progress_what:
+                where["baseline"] = True
             if outcome.ok:
                 log("grading", f"graded {model_path.name} on {split}: {outcome.score:.2f}",
                     data={"split": split, "phase": "end", "score": outcome.score, "timings": outcome.timings, **where})

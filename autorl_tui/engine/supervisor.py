@@ -162,7 +162,12 @@ class RunSupervisor:
             train_path=Path(self.grading.split_paths["train"]),
             link=self.isolated or self.spec.get("executor", "local") != "local")
         self.journal.update_run(workspace=str(ws_root))
-        how = ("in a bubblewrap sandbox as a leased unprivileged uid" if self.isolated
+        from autorl_tui.engine.executors.ray import wants_containers
+
+        in_container = self.spec.get("executor") == "docker" or (
+            self.spec.get("executor") == "ray" and wants_containers(self.spec.get("options", {}).get("cluster")))
+        how = ("in a container, as an unprivileged user" if in_container
+               else "in a bubblewrap sandbox as a leased unprivileged uid" if self.isolated
                else "UNISOLATED, as the harness user (plan: isolation: none)")
         self.log("harness", f"workspace ready at {ws_root} (agent runs {how})",
                  data={"model_path": str(self.model_path), "isolation": "bwrap" if self.isolated else "none"})

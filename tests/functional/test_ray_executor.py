@@ -7,13 +7,11 @@ unaffected. Ray's files stay under a temporary folder; the cluster is shut down 
 import asyncio
 import json
 import os
-import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,50 +23,12 @@ from autorl_tui.engine.client import EngineClient
 from autorl_tui.engine.daemon import EngineOptions, pid_alive, start_daemon, stop_daemon
 from autorl_tui.engine.engine import Engine
 from autorl_tui.engine.scheduling import RetryPolicy
+from autorl_tui.exitcodes import ExitCode
 from autorl_tui.home import Home
-from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, install_model, make_reachable_home, write_plan
+from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, write_plan
+from tests.support.ray_cluster import GPUS_PER_NODE, ray_cluster, ray_home  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.slow
-
-GPUS_PER_NODE = 2
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    from ray.cluster_utils import Cluster
-
-    # Short (Ray's Unix socket paths have a length limit) and temporary: nothing goes to /tmp/ray.
-    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-    saved = os.environ.get("RAY_TMPDIR")
-    os.environ["RAY_TMPDIR"] = str(tmp)
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "num_gpus": 0, "include_dashboard": False, "temp_dir": str(tmp / "ray"),
-        # A removed node is declared dead in seconds rather than the default ~30 s.
-        "_system_config": {"health_check_initial_delay_ms": 0, "health_check_period_ms": 1000,
-                           "health_check_failure_threshold": 3}})
-    try:
-        workers = [cluster.add_node(num_cpus=3, num_gpus=GPUS_PER_NODE) for _ in range(2)]
-        cluster.wait_for_nodes()
-        yield cluster, workers, tmp
-    finally:
-        import ray
-
-        ray.shutdown()
-        cluster.shutdown()
-        if saved is None:
-            os.environ.pop("RAY_TMPDIR", None)
-        else:
-            os.environ["RAY_TMPDIR"] = saved
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-@pytest.fixture
-def ray_home(tiny_model_dir):
-    home = make_reachable_home("autorl-ray-")
-    home.mkdir(parents=True)
-    install_model(tiny_model_dir, home)
-    yield home
-    shutil.rmtree(home.parent, ignore_errors=True)
 
 
 def _plan(address, agent, gpus, seeds, budget="240s"):
@@ -99,7 +59,11 @@ def test_without_a_cluster_the_plan_is_refused_and_cluster_status_says_why(tmp_p
     if (home / "store.db").exists():       # validated before anything was queued
         assert _db(home).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
     proc = cli("cluster", "status", home=home, env=env, timeout=120)
-    assert proc.returncode == 3 and "no Ray cluster" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == int(ExitCode.INFRA), proc.stdout + proc.stderr
+    assert proc.stderr.startswith("autorl-tui: infrastructure error: no Ray cluster: executor ray needs a cluster: "
+                                  "set RAY_ADDRESS") and "Traceback" not in proc.stderr, proc.stderr
+    proc = cli("cluster", "status", "--json", home=home, env=env, timeout=120)
+    assert proc.returncode == int(ExitCode.INFRA) and json.loads(proc.stdout)["connected"] is False
     wrong = write_plan(tmp_path / "wrong.yaml", executor="ray", gpus_per_run=1, cluster={"address": "127.0.0.1:1"})
     proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(wrong), home=home, env=env, timeout=120)
     assert proc.returncode == 2 and "cannot reach the Ray head at 127.0.0.1:1" in proc.stderr, proc.stderr
@@ -237,6 +201,10 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
                 graded = _graded_where(store, row["id"])
                 assert graded["dev"] == {"node_id": where["node_id"], "gpu_ids": where["gpu_ids"], "device": "cpu"}
                 assert graded["test"]["node_id"] in worker_ids and len(graded["test"]["gpu_ids"]) == row["gpus_requested"]
+            # The baselines too were graded on the cluster, once for the plan (cached per task and model).
+            bases = [_graded_where(store, r["id"], baselines=True) for r in rows]
+            [base] = [b for b in bases if b]
+            assert set(base) == {"dev", "test"} and {b["node_id"] for b in base.values()} <= worker_ids
             # Graded on the cluster, scored exactly as the engine's host grades the same snapshot.
             [sub] = store.query("SELECT * FROM submissions WHERE run_id=?", (rows[0]["id"],))
             for split, score in (("dev", sub["score"]), ("test", rows[0]["test_score"])):
@@ -261,13 +229,13 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
         "no two runs ever ran at once on different nodes"
 
 
-def _graded_where(store, run_id) -> dict:
-    """split -> where the run's grading on it ran (the `where` of the grading's end event; the
-    baselines, graded where the engine runs, have none)."""
+def _graded_where(store, run_id, baselines: bool = False) -> dict:
+    """split -> where the run's grading on it ran (the `where` of the grading's end event), of its
+    submissions' gradings or (`baselines`) of the base model's."""
     out = {}
     for e in store.query("SELECT data FROM events WHERE run_id=? AND kind='grading'", (run_id,)):
         data = json.loads(e["data"]) if isinstance(e["data"], str) else e["data"]
-        if data.get("phase") == "end" and "where" in data:
+        if data.get("phase") == "end" and "where" in data and bool(data.get("baseline")) == baselines:
             assert data.get("score") is not None and data["split"] not in out, data
             out[data["split"]] = {k: data["where"][k] for k in ("node_id", "gpu_ids", "device")}
     return out

@@ -96,12 +96,23 @@ def test_card_size_factor_must_be_positive(tmp_path):
     ("tasks: [a]\nagents: [x]\nbudget: 1m\nlog_cap: 5\n", "log_cap must be a mapping"),
     ("tasks: [a]\nagents: [x]\nbudget: 1m\nlog_cap: {lines: 5}\n", "log_cap must be a mapping"),
     ("tasks: [a]\nagents: [x]\nbudget: 1m\nlog_cap: {events: 0}\n", "log_cap.events must be a positive"),
-    ("tasks: [a]\nagents: [x]\nbudget: 1m\nexecutor: ray\nimage: autorl-agent:latest\n",
-     "containers inside Ray nodes .* not supported.*executor: docker"),
+    ("tasks: [a]\nagents: [x]\nbudget: 1m\nexecutor: ray\ncluster: {containers: yes-please}\n",
+     "cluster.containers must be true or false"),
+    ("tasks: [a]\nagents: [x]\nbudget: 1m\nexecutor: docker\ncluster: {containers: true}\n",
+     "`cluster` applies to executor ray only"),
 ])
 def test_bad_plans_are_explained(text, msg):
     with pytest.raises(UsageError, match=msg):
         parse_plan(text)
+
+
+def test_a_ray_plan_with_an_image_asks_for_containers_on_the_nodes():
+    plan = parse_plan("tasks: [a]\nagents: [x]\nbudget: 1m\nexecutor: ray\nimage: autorl-agent:latest\n"
+                      "cluster: {address: 'h:1'}\n")
+    assert plan.runs[0].options["cluster"] == {"address": "h:1", "containers": True}
+    assert plan.runs[0].options["image"] == "autorl-agent:latest"
+    plain = parse_plan("tasks: [a]\nagents: [x]\nbudget: 1m\nexecutor: ray\n")
+    assert "containers" not in (plain.runs[0].options.get("cluster") or {})
 
 
 def test_commands_without_home_never_reach_the_users_home_in_tests():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 
@@ -50,6 +50,24 @@ class LaunchSpec:
     @property
     def exit_path(self) -> Path:
         return self.log_dir / "exit.json"
+
+    def to_dict(self) -> dict:
+        """JSON-ready (paths as strings): how a cluster executor hands the spec to its node."""
+        d = asdict(self)
+        for key in ("workspace", "log_dir", "grading_socket"):
+            d[key] = None if d[key] is None else str(d[key])
+        d["private_paths"] = [str(p) for p in d["private_paths"]]
+        d["mounts"] = [dict(m, source=str(m["source"])) for m in d["mounts"]]
+        d["writable"] = list(d["writable"])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LaunchSpec":
+        d = dict(d, workspace=Path(d["workspace"]), log_dir=Path(d["log_dir"]),
+                 grading_socket=None if d.get("grading_socket") is None else Path(d["grading_socket"]),
+                 private_paths=[Path(p) for p in d.get("private_paths", [])], writable=tuple(d.get("writable", ())),
+                 mounts=[Mount(Path(m["source"]), m["target"], m.get("read_only", True)) for m in d.get("mounts", [])])
+        return cls(**d)
 
 
 class AgentHandle(abc.ABC):

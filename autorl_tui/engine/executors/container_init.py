@@ -48,14 +48,25 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
                 pass
 
 
-def _serve_connection(client: socket.socket, socket_path: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _unix_upstream(socket_path: str):
+    def connect() -> socket.socket:
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            upstream.connect(socket_path)
+        except OSError:
+            upstream.close()
+            raise
+        return upstream
+    connect.what = f"grading API socket {socket_path}"
+    return connect
+
+
+def _serve_connection(client: socket.socket, connect) -> None:
     try:
-        upstream.connect(socket_path)
+        upstream = connect()
     except OSError as exc:
-        sys.stderr.write(f"autorl: grading API socket {socket_path} unreachable: {exc}\n")
+        sys.stderr.write(f"autorl: {getattr(connect, 'what', 'upstream')} unreachable: {exc}\n")
         client.close()
-        upstream.close()
         return
     back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
     back.start()
@@ -65,22 +76,28 @@ def _serve_connection(client: socket.socket, socket_path: str) -> None:
     upstream.close()
 
 
-def start_forwarder(listen: str, socket_path: str) -> socket.socket:
-    host, _, port = listen.rpartition(":")
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind((host or "127.0.0.1", int(port)))
-    server.listen(64)
-
+def serve(server: socket.socket, connect) -> None:
+    """Forward every connection accepted on `server` (listening) to a new `connect()` socket,
+    in daemon threads. Also used on cluster nodes (executors/docker_shim.py), the other way round:
+    a Unix socket for the container, the engine's TCP grading API upstream."""
     def accept_loop() -> None:
         while True:
             try:
                 client, _ = server.accept()
             except OSError:
                 return
-            threading.Thread(target=_serve_connection, args=(client, socket_path), daemon=True).start()
+            threading.Thread(target=_serve_connection, args=(client, connect), daemon=True).start()
 
     threading.Thread(target=accept_loop, daemon=True).start()
+
+
+def start_forwarder(listen: str, socket_path: str) -> socket.socket:
+    host, _, port = listen.rpartition(":")
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((host or "127.0.0.1", int(port)))
+    server.listen(64)
+    serve(server, _unix_upstream(socket_path))
     return server
 
 

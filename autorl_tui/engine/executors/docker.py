@@ -145,7 +145,8 @@ def _make_writable_for(workspace: Path, uid: int, gid: int, skip: set[str]) -> N
                 os.lchown(p, uid, gid)
 
 
-def _write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: dict) -> None:
+    """Atomically (a reader never sees half of it): exit.json, and the container shim's shim.json."""
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)
@@ -158,6 +159,7 @@ class DockerHandle(AgentHandle):
         self.remove_on_exit = remove_on_exit
         self._exit_code: int | None = None
         self._kill_reason: str | None = None
+        self.exit_extra: dict = {}          # merged into exit.json (the container shim's node_lost)
         positions = Positions(spec.log_dir, container.id)
         self.pumps = [LogPump(client, container.id, "stdout", spec.stdout_path, positions, spec.log_file_bytes),
                       LogPump(client, container.id, "stderr", spec.stderr_path, positions, spec.log_file_bytes)]
@@ -215,13 +217,13 @@ class DockerHandle(AgentHandle):
             if "exec python3 failed" in tail:
                 error = (f"image {self.spec.image} has no python3 on its PATH; the container's entry program "
                          "needs it (any Python 3.8+), or leave `image:` unset to use the offline runtime image")
-        _write_json(self.spec.exit_path, {
+        write_json(self.spec.exit_path, {
             "error": error,
             "exit_code": code, "container_status": int(result.get("StatusCode", -1)),
             "oom_killed": bool(state.get("OOMKilled")), "killed": self._kill_reason,
             "deadline_reached": self._kill_reason is None and state.get("ExitCode") == 137
             and time.time() >= self.spec.deadline - 1,
-            "finished_at": state.get("FinishedAt"), "container_id": self.container.id})
+            "finished_at": state.get("FinishedAt"), "container_id": self.container.id, **self.exit_extra})
         if self.remove_on_exit:
             try:
                 await asyncio.to_thread(self.container.remove, force=True)
@@ -290,12 +292,17 @@ class FinishedHandle(AgentHandle):
 
 
 def _write_control(spec: LaunchSpec) -> None:
-    control = Path(spec.log_dir) / "control"
+    write_deadline(Path(spec.log_dir), spec.deadline)
+
+
+def write_deadline(log_dir: Path, deadline: float) -> None:
+    """The deadline the container's entry program re-reads (its control folder, bound read-only)."""
+    control = Path(log_dir) / "control"
     control.mkdir(parents=True, exist_ok=True)
     os.chmod(control, 0o755)
     f = control / "deadline"
     tmp = control / "deadline.tmp"
-    tmp.write_text(repr(float(spec.deadline)))
+    tmp.write_text(repr(float(deadline)))
     os.chmod(tmp, 0o644)
     os.replace(tmp, f)
 
@@ -374,7 +381,8 @@ class DockerExecutor(Executor):
                 if sock.exists():
                     os.chmod(sock, 0o666)
 
-    def _create(self, spec: LaunchSpec):
+    def create(self, spec: LaunchSpec):
+        """Create and start the attempt's container (blocking); raises ExecutorError."""
         import docker.errors
 
         home = self._home_of(spec)
@@ -422,7 +430,7 @@ class DockerExecutor(Executor):
         return container
 
     async def start(self, spec: LaunchSpec) -> DockerHandle:
-        container = await asyncio.to_thread(self._create, spec)
+        container = await asyncio.to_thread(self.create, spec)
         return DockerHandle(self.client, container, spec, remove_on_exit=self.remove_on_exit)
 
     def _find(self, attempt: dict, spec: LaunchSpec):

@@ -154,12 +154,13 @@ def write_launch(log_dir: Path, launch: dict) -> Path:
     return launch_path
 
 
-def spawn_shim(python: str, launch_path: Path, preexec_fn=None) -> subprocess.Popen:
-    """Start the shim in its own session; its output goes to `shim.log` next to `launch.json`."""
+def spawn_shim(python: str, launch_path: Path, preexec_fn=None, module: str = SHIM_MODULE) -> subprocess.Popen:
+    """Start the shim in its own session; its output goes to `shim.log` next to `launch.json`.
+    `module`: another shim with the same contract (a cluster node's container: docker_shim.py)."""
     log_dir = launch_path.parent
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _package_root()}
     with open(log_dir / "shim.log", "ab") as shim_log:
-        return subprocess.Popen([python, "-m", SHIM_MODULE, str(launch_path)], stdin=subprocess.DEVNULL,
+        return subprocess.Popen([python, "-m", module, str(launch_path)], stdin=subprocess.DEVNULL,
                                 stdout=shim_log, stderr=shim_log, start_new_session=True, env=env,
                                 cwd=str(log_dir), preexec_fn=preexec_fn)
 
@@ -184,6 +185,8 @@ async def wait_for_shim(log_dir: Path, alive, kill, exited, timeout_s: float = 2
         raise AgentStartError(f"could not start the agent command: {info.get('error')}")
     if info and info.get("reason") == "sandbox_failed":
         raise ExecutorError(f"could not set up the agent's sandbox: {info.get('error')}")
+    if info and info.get("reason") == "container_failed":
+        raise ExecutorError(f"could not start the agent's container: {info.get('error')}")
 
 
 def _sandbox(spec: LaunchSpec) -> dict | None:

@@ -1,6 +1,7 @@
 """Ray executor: each run attempt is a detached, named Ray actor that holds the run's resources on
 the node Ray picks and starts the agent there with the local executor's semantics (shim, sandbox,
-deadline; `ray_node.py`). docs/cluster.md.
+deadline; `ray_node.py`), or in a container of the node's Docker Engine when the plan asks for
+containers (the docker executor's code, `docker_shim.py`). docs/cluster.md.
 
 Requirements it checks: the home is on a filesystem every node mounts at the same path (each
 node must see a marker file in it), and the engine reaches the cluster (`RAY_ADDRESS` or the
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 from autorl_tui.engine.executors.base import AgentHandle, Executor, ExecutorError, LaunchSpec
+from autorl_tui.engine.executors.docker_shim import container_launch
 from autorl_tui.engine.executors.local import _read_json, launch_of, wait_for_shim
 from autorl_tui.engine.executors.ray_placement import Request, admit, feasible
 from autorl_tui.engine.executors.ray_view import ClusterView, cluster_state
@@ -33,6 +35,8 @@ PING_EVERY_S = 2.0
 UNREACHABLE_LIMIT = 15        # consecutive failed pings on an alive node before the run counts as lost
 NODE_VERDICT_S = 15           # after its actor died, how long to wait for Ray to say whether the node is gone
 CONNECT_TIMEOUT_S = 120.0     # a head that accepts connections but never answers
+KILL_GRACE_S = 5.0            # for the shim to end the agent before the actor itself is killed
+KILL_GRACE_CONTAINER_S = 30.0  # a container's: Docker kills it, the log pumps drain, exit.json is written
 
 _connect_lock = threading.Lock()
 
@@ -137,6 +141,12 @@ def node_totals(nodes: dict[str, dict]) -> dict[str, dict[str, float]]:
             for nid, n in nodes.items()}
 
 
+def wants_containers(placement: dict) -> bool:
+    """The plan asked for containers (`image:`, or `cluster: {containers: true}`): the docker
+    executor on the run's node (docker_shim.py) instead of the local executor's sandbox."""
+    return bool((placement or {}).get("containers"))
+
+
 def request_of(run_id: str, gpus: int, options: dict) -> Request:
     limits = options.get("limits") or {}
     cluster = options.get("cluster") or {}
@@ -157,8 +167,15 @@ class RayHandle(AgentHandle):
         self.lost: str | None = None
         self.killed = False          # we had to kill the actor itself (the shim did not answer)
 
+    @property
+    def containerized(self) -> bool:
+        return (self.log_dir / "control").is_dir()       # the docker executor's control folder (docker_shim.py)
+
     def ident(self) -> dict:
-        return {}      # the actor is found again by its name (home + run + attempt); placement is in ray.json
+        # The actor is found again by its name (home + run + attempt); placement is in ray.json. A
+        # container's id is recorded so that a restarting engine does not reap it as an orphan.
+        cid = (_read_json(self.log_dir / "shim.json") or {}).get("container_id")
+        return {"container_id": cid} if cid else {}
 
     def exit_info(self) -> dict | None:
         info = _read_json(self.log_dir / "exit.json")
@@ -194,6 +211,17 @@ class RayHandle(AgentHandle):
                 self.lost = "the run's Ray actor stopped answering"
             return failures + 1
 
+    async def _node_verdict(self) -> None:
+        """A container shim saw its actor die (exit.json: node_lost) before Ray declared its node
+        dead: wait for that verdict (NODE_VERDICT_S at most; the node may live on) so that the
+        retry is not placed on the node that is going away."""
+        import ray
+
+        for _ in range(NODE_VERDICT_S):
+            if await self._node_gone(ray):
+                return
+            await asyncio.sleep(1)
+
     async def _node_gone(self, ray) -> bool:
         node = self.where.get("node_id")
         if node and node not in await off_loop(alive_nodes, ray):
@@ -208,6 +236,8 @@ class RayHandle(AgentHandle):
         while True:
             info = _read_json(self.log_dir / "exit.json")
             if info is not None:
+                if info.get("reason") == "node_lost":
+                    await self._node_verdict()
                 return int(info.get("exit_code", -1))
             if self.lost or self.killed:
                 return -int(signal.SIGKILL)
@@ -225,7 +255,8 @@ class RayHandle(AgentHandle):
     async def kill(self, reason: str) -> None:
         (self.log_dir / "kill_reason").write_text(reason)
         self._signal(signal.SIGTERM)
-        for _ in range(100):
+        grace = time.monotonic() + (KILL_GRACE_CONTAINER_S if self.containerized else KILL_GRACE_S)
+        while time.monotonic() < grace:
             if not self.is_alive():
                 return
             await asyncio.sleep(0.05)
@@ -256,6 +287,7 @@ class RayExecutor(Executor):
         self.address = address
         self._placed: dict[str, tuple[str, Request]] = {}     # run id -> (node id, request), our live actors
         self._seen_home: set[str] = set()                      # node ids that showed they see the home
+        self._docker_ready: set[tuple[str, str | None]] = set()   # (node id, image) that can start containers
         self._packed: dict[str, str] = {}      # run id -> the node admission packed it on (asked of Ray, softly)
         self.view = ClusterView(lambda: self._ray().nodes())
 
@@ -291,23 +323,28 @@ class RayExecutor(Executor):
             path.write_text(f"autorl-tui home {self.home.resolve()}\n")
         return path
 
-    def check_home(self, ray, nodes: dict[str, dict]) -> None:
-        """Each alive node not checked yet runs a tiny pinned task that looks for the marker."""
+    @staticmethod
+    def _on_each_node(ray, node_ids: list[str], fn, *args, what: str) -> list[dict]:
+        """`fn(*args)` as a tiny task pinned to each node; their answers (UsageError when Ray fails)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        task = ray.remote(num_cpus=0, max_retries=0)(fn)
+        refs = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nid, soft=False)).remote(*args)
+                for nid in node_ids]
+        try:
+            return ray.get(refs, timeout=120)
+        except Exception as exc:
+            raise UsageError(f"could not check {what}: {exc}") from None
+
+    def check_home(self, ray, nodes: dict[str, dict]) -> None:
+        """Each alive node not checked yet runs a tiny pinned task that looks for the marker."""
         from autorl_tui.engine.executors.ray_node import can_see
 
         todo = [nid for nid in nodes if nid not in self._seen_home]
         if not todo:
             return
         marker = str(self.marker())
-        task = ray.remote(num_cpus=0, max_retries=0)(can_see)
-        refs = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(nid, soft=False)).remote(marker)
-                for nid in todo]
-        try:
-            results = ray.get(refs, timeout=120)
-        except Exception as exc:
-            raise UsageError(f"could not check that the Ray nodes see the home {self.home}: {exc}") from None
+        results = self._on_each_node(ray, todo, can_see, marker, what=f"that the Ray nodes see the home {self.home}")
         blind = [r for r in results if not r["ok"]]
         if blind:
             names = ", ".join(f"{r['hostname']} ({r['node_id'][:12]})" for r in blind)
@@ -337,6 +374,25 @@ class RayExecutor(Executor):
             raise UsageError(f"no node of the Ray cluster can hold a run asking {req.needs()} (nodes: {have or 'none'}); "
                              f"lower gpus_per_run / limits, or add a node that has them")
         self.check_home(ray, nodes)
+        if wants_containers(options.get("cluster")) or options.get("image"):
+            self.check_docker(ray, nodes, options.get("image"))
+
+    def check_docker(self, ray, nodes: dict[str, dict], image: str | None) -> None:
+        """A plan asking for containers: every alive node runs a tiny pinned task that checks its
+        Docker Engine (and the plan's image). Which node Ray picks is not known yet, so all must."""
+        from autorl_tui.engine.executors.ray_node import docker_ready
+
+        todo = [nid for nid in nodes if (nid, image) not in self._docker_ready]
+        if not todo:
+            return
+        results = self._on_each_node(ray, todo, docker_ready, image, what="the Docker Engines of the Ray nodes")
+        unready = [r for r in results if not r["ok"]]
+        if unready:
+            names = "; ".join(f"{r['hostname']} ({r['node_id'][:12]}): {r['why']}" for r in unready)
+            raise UsageError(f"the plan asks for containers on the Ray nodes, but not every node can start them: "
+                             f"{names}. Start Docker there and `docker load` the image on every node, or drop "
+                             f"`image:`/`cluster.containers` to run in the bubblewrap sandbox (docs/cluster.md)")
+        self._docker_ready.update((r["node_id"], image) for r in results)
 
     # -------------------------------------------------------------- scheduling
     def admit(self, queued: list[Request], active: list[Request]) -> list[str]:
@@ -350,6 +406,10 @@ class RayExecutor(Executor):
         placed = [self._placed[r.run_id] for r in active if r.run_id in self._placed]
         pending = [r for r in active if r.run_id not in self._placed]
         return admit(queued, node_totals(nodes), placed, pending, chosen=self._packed)
+
+    def packed_node(self, run_id: str | None) -> str | None:
+        """The node admission packed this started, not yet placed run on (None when unknown)."""
+        return self._packed.get(run_id) if run_id else None
 
     def forget(self, run_id: str) -> None:
         self._placed.pop(run_id, None)
@@ -369,7 +429,7 @@ class RayExecutor(Executor):
                           "cluster": spec.placement})
         name = actor_name(self.home, spec.run_id, spec.attempt)
         spec.log_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("exit.json", "shim.json", "kill_reason", "ray.json"):
+        for stale in ("exit.json", "shim.json", "kill_reason", "ray.json", "docker-logs.json"):
             (spec.log_dir / stale).unlink(missing_ok=True)
         needs = req.needs()
         custom = {k: v for k, v in needs.items() if k not in ("GPU", "CPU", "memory")}
@@ -384,7 +444,8 @@ class RayExecutor(Executor):
             resources=custom or None, scheduling_strategy=strategy).remote()
         self._placed.pop(spec.run_id, None)
         try:
-            ref = actor.start.remote(launch_of(spec), str(self.marker()))
+            launch = container_launch(spec, self.home) if wants_containers(spec.placement) else launch_of(spec)
+            ref = actor.start.remote(launch, str(self.marker()))
             where = await asyncio.wait_for(asyncio.wrap_future(ref.future()), self.PLACEMENT_TIMEOUT_S)
         except asyncio.TimeoutError:
             await asyncio.to_thread(ray.kill, actor, no_restart=True)

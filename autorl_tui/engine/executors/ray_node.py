@@ -2,15 +2,17 @@
 
 It does what the local executor does on the engine's host (`local.py`): writes `launch.json` into
 the run's log folder (on the shared home) and starts the supervising shim, which sandboxes the
-agent and enforces its deadline. Two differences: CUDA_VISIBLE_DEVICES comes from Ray's
-assignment to this actor, and the shim dies with the actor (PR_SET_PDEATHSIG), so a node that is
+agent and enforces its deadline; or, when the plan asks for containers, the docker executor's
+shim (`docker_shim.py`), which runs the agent in a container of the node's Docker Engine. Two
+differences: the GPUs are Ray's assignment to this actor (CUDA_VISIBLE_DEVICES, or the container's
+device ids), and the shim dies with the actor (PR_SET_PDEATHSIG; the container shim first kills
+its container), so a node that is
 removed or an actor that is killed takes its agent along instead of leaving an orphan that keeps
 writing into the home. When the shim ends, the actor process exits and Ray frees its resources,
 even while no engine is running."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
@@ -19,11 +21,15 @@ import threading
 import time
 from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
+from autorl_tui.engine.executors.docker_shim import parent_death_signal
 
 
-def _die_with_parent() -> None:      # in the forked child, before exec
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+def _die_with_parent() -> None:      # in the forked child, before exec (nothing is imported there)
+    parent_death_signal(signal.SIGKILL)
+
+
+def _stop_with_parent() -> None:     # the container shim: SIGTERM, so that it kills its container first
+    parent_death_signal(signal.SIGTERM)
 
 
 class RunNode:
@@ -41,8 +47,10 @@ class RunNode:
                 "placed_at": time.time()}      # the actor holds its resources from here on
 
     def start(self, launch: dict, home_marker: str) -> dict:
-        """Start the shim for `launch` (local.launch_of's dict); returns where it runs."""
-        from autorl_tui.engine.executors.local import spawn_shim, write_launch
+        """Start the shim for `launch` (local.launch_of's dict, or docker_shim.container_launch's
+        when the plan asks for containers); returns where it runs."""
+        from autorl_tui.engine.executors import docker_shim
+        from autorl_tui.engine.executors.local import SHIM_MODULE, spawn_shim, write_launch
 
         where = self.where()
         marker = Path(home_marker)
@@ -50,9 +58,13 @@ class RunNode:
             raise RuntimeError(f"node {where['hostname']} ({where['node_id'][:12]}) cannot see the home: "
                                f"{marker} is missing there; the home must be on a filesystem every node mounts "
                                f"at the same path (docs/cluster.md)")
-        launch = dict(launch, env=dict(launch["env"], CUDA_VISIBLE_DEVICES=",".join(where["gpu_ids"])))
-        if launch.get("sandbox") is not None:
-            launch["sandbox"] = dict(launch["sandbox"], gpus=bool(where["gpu_ids"]))
+        if "container" in launch:
+            launch, module, on_death = dict(launch, gpu_ids=where["gpu_ids"]), docker_shim.MODULE, _stop_with_parent
+        else:
+            launch = dict(launch, env=dict(launch["env"], CUDA_VISIBLE_DEVICES=",".join(where["gpu_ids"])))
+            if launch.get("sandbox") is not None:
+                launch["sandbox"] = dict(launch["sandbox"], gpus=bool(where["gpu_ids"]))
+            module, on_death = SHIM_MODULE, _die_with_parent
         launch_path = write_launch(Path(launch["log_dir"]), launch)
         started = threading.Event()
         failure: list[BaseException] = []
@@ -60,7 +72,7 @@ class RunNode:
         def keeper() -> None:
             # PDEATHSIG fires when the *thread* that forked exits: this one lives until the shim ends.
             try:
-                popen = spawn_shim(sys.executable, launch_path, preexec_fn=_die_with_parent)
+                popen = spawn_shim(sys.executable, launch_path, preexec_fn=on_death, module=module)
             except OSError as exc:
                 failure.append(exc)
                 started.set()
@@ -95,3 +107,22 @@ def can_see(marker: str) -> dict:
 
     return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
             "ok": Path(marker).is_file()}
+
+
+def docker_ready(image: str | None) -> dict:
+    """A task pinned to one node: can a run's container start here (its Docker Engine answers,
+    and the plan's image, when it names one, is present: nothing is pulled)?"""
+    import ray
+
+    from autorl_tui.engine.executors.docker import DockerExecutor
+
+    out = {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "ok": True,
+           "why": ""}
+    executor = DockerExecutor()
+    ok, why = executor.available()
+    if ok and image:
+        try:
+            executor.client.images.get(image)
+        except Exception as exc:       # ImageNotFound, or the engine went away
+            ok, why = False, f"image {image!r} is not in its Docker Engine ({type(exc).__name__})"
+    return dict(out, ok=ok, why="" if ok else why)

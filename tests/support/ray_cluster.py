@@ -1,0 +1,52 @@
+"""A real local Ray cluster for the functional tests of `executor: ray`: a head (one CPU, no GPUs)
+and two worker nodes declaring GPUS_PER_NODE (fake) GPUs each, started once per test module.
+Ray's files stay under a temporary folder; the cluster is shut down at the end."""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.support.harness import install_model, make_reachable_home
+
+GPUS_PER_NODE = 2
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    from ray.cluster_utils import Cluster
+
+    # Short (Ray's Unix socket paths have a length limit) and temporary: nothing goes to /tmp/ray.
+    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    saved = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = str(tmp)
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "num_gpus": 0, "include_dashboard": False, "temp_dir": str(tmp / "ray"),
+        # A removed node is declared dead in seconds rather than the default ~30 s.
+        "_system_config": {"health_check_initial_delay_ms": 0, "health_check_period_ms": 1000,
+                           "health_check_failure_threshold": 3}})
+    try:
+        workers = [cluster.add_node(num_cpus=3, num_gpus=GPUS_PER_NODE) for _ in range(2)]
+        cluster.wait_for_nodes()
+        yield cluster, workers, tmp
+    finally:
+        import ray
+
+        ray.shutdown()
+        cluster.shutdown()
+        if saved is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = saved
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def ray_home(tiny_model_dir):
+    home = make_reachable_home("autorl-ray-")
+    home.mkdir(parents=True)
+    install_model(tiny_model_dir, home)
+    yield home
+    shutil.rmtree(home.parent, ignore_errors=True)

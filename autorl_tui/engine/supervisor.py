@@ -170,7 +170,8 @@ class RunSupervisor:
                else "in a bubblewrap sandbox as a leased unprivileged uid" if self.isolated
                else "UNISOLATED, as the harness user (plan: isolation: none)")
         self.log("harness", f"workspace ready at {ws_root} (agent runs {how})",
-                 data={"model_path": str(self.model_path), "isolation": "bwrap" if self.isolated else "none"})
+                 data={"model_path": str(self.model_path),
+                       "isolation": "container" if in_container else "bwrap" if self.isolated else "none"})
 
     def _load_catalog(self) -> None:
         self.card = load_task_card(Path(self.spec["task"]["dir"]))

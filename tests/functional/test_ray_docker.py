@@ -186,14 +186,15 @@ def test_a_containerized_agent_that_ignores_its_budget_is_killed_with_its_contai
             [run_id] = await engine.enqueue_plan(_plan(cluster.address, "test-budget-hog", budget="20s"))
             [row] = await asyncio.wait_for(engine.wait_runs([run_id]), 600)
             [attempt] = engine.store.query("SELECT * FROM attempts WHERE run_id=?", (run_id,))
-            [ready] = engine.store.query("SELECT message FROM events WHERE run_id=? AND message LIKE "
+            [ready] = engine.store.query("SELECT message, data FROM events WHERE run_id=? AND message LIKE "
                                          "'workspace ready at %'", (run_id,))
-            return row, attempt, _stdout(engine.store, run_id, "still here"), ready["message"]
+            return row, attempt, _stdout(engine.store, run_id, "still here"), ready
         finally:
             await engine.stop()
 
     row, attempt, alive_lines, ready = asyncio.run(go())
-    assert ready.endswith("(agent runs in a container, as an unprivileged user)"), ready
+    assert ready["message"].endswith("(agent runs in a container, as an unprivileged user)"), ready
+    assert json.loads(ready["data"])["isolation"] == "container", ready["data"]
     assert row["state"] == "failed" and row["failure_source"] == "budget", (row["state"], row["end_reason"])
     assert alive_lines, "the agent never ran in its container"
     assert attempt["state"] == "killed" and attempt["exit_code"] < 0 and attempt["container_id"]

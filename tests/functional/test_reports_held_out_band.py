@@ -4,7 +4,6 @@ submission: the band is computed from the stored pairs, shown in JSON and HTML, 
 verdict of a one-seed cell (a cell with seeds keeps the seed-noise verdict)."""
 
 import json
-import time
 from pathlib import Path
 
 import jsonschema

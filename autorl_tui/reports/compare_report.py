@@ -177,7 +177,7 @@ def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task
             "insufficient" if any(r["verdict"] == "insufficient" for r in primary_rows) else "fail"
         others_insufficient = [r["task"] for r in others if r["verdict"] == "insufficient"]
         regress_verdict = "fail" if regressions else "insufficient" if others_insufficient else "pass"
-        gate_primary = {"name": "primary metric up beyond seed noise",
+        gate_primary = {"name": "primary metric up beyond noise (seed band, or the bootstrap band of one seed)",
                         "passed": primary_ok, "verdict": primary_verdict,
                         "detail": (f"{primary_task}: " if primary_task else "any task: ")
                         + ("; ".join(f"{r['task']} {r['verdict']}" for r in primary_rows) or "no runs")}

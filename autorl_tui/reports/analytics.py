@@ -509,6 +509,14 @@ class Analytics:
     def sample_results(self, submission_id: int) -> list[dict]:
         return self.query("sample_results", submission_id=submission_id)
 
+    def held_out_pairs(self, run_ids: list[str]) -> dict[str, list[tuple[float, float]]]:
+        """run id -> (base, trained) share of correct samples per held-out question, for the runs
+        whose tested submission and test baseline both hold samples."""
+        out: dict[str, list[tuple[float, float]]] = {}
+        for row in self.query("held_out_pairs", ids=_id_list(run_ids)):
+            out.setdefault(row["run_id"], []).append((float(row["base"]), float(row["trained"])))
+        return out
+
     def baseline_for_run(self, run_id: str) -> dict | None:
         rows = self.query("baseline_for_run", run_id=run_id)
         return rows[0] if rows else None

@@ -13,6 +13,7 @@ from autorl_tui import __version__
 from autorl_tui.store.isolation import recorded_isolation
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.reports import svg
+from autorl_tui.reports.bootstrap import band_verdict, paired_band
 from autorl_tui.reports.analytics import Analytics, _decode_json
 from autorl_tui.reports.render import render
 from autorl_tui.reports.run_report import clean
@@ -55,6 +56,7 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
         raise UsageError(f"--primary-task {primary_task!r} is not among the compared tasks: {', '.join(tasks)}")
     best_metrics = {r["run_id"]: r["metrics"] for r in a.query("best_submission_metrics",
                                                                  ids="\x1f".join(x["run_id"] for x in runs))}
+    bands = {rid: paired_band(pairs) for rid, pairs in a.held_out_pairs([r["run_id"] for r in runs]).items()}
 
     def cell(group: list[dict]) -> dict:
         valid = [r for r in group if r["improvement"] is not None]
@@ -64,7 +66,9 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
                 "run_ids": [r["run_id"] for r in group], "seeds": sorted({r["seed"] for r in group}),
                 "mean_score": statistics.fmean(scores) if scores else None,
                 "mean_baseline": _mean([r["baseline_score"] for r in group]),
-                "states": _count(r["state"] for r in group)}
+                "states": _count(r["state"] for r in group),
+                # one seed: the held-out questions' own spread is the only noise there is to show
+                "band": bands.get(valid[0]["run_id"]) if len(valid) == 1 else None}
 
     matrix = []
     for agent in agents:
@@ -121,7 +125,8 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
         "runs": [{k: r[k] for k in ("run_id", "task", "level", "agent", "driver", "model", "seed", "state",
                                     "baseline_score", "baseline_dev_score", "best_dev_score", "test_score",
                                     "improvement", "n_submissions", "n_dropped", "wall_s", "imported_from")}
-                 | {"isolation": recorded_isolation(r.get("spec"), r.get("executor"))} for r in runs],
+                 | {"isolation": recorded_isolation(r.get("spec"), r.get("executor")),
+                    "held_out_band": bands.get(r["run_id"])} for r in runs],
         "matrix": matrix, "by_level": by_level, "by_driver": by_driver, "radar": radar,
         "pass_at_k": pass_at_k, "gates": gates,
         "unisolated_runs": [r["run_id"] for r in runs if recorded_isolation(r.get("spec"), r.get("executor")) == "none"],
@@ -132,6 +137,9 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
 def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task: str | None) -> list[dict]:
     """Release gates per agent. Per cell: noise = max(2 × stderr, max−min over seeds) (needs ≥ 2
     seeds); `up` when the mean improvement exceeds the noise, `regressed` when it is below −noise.
+    With one seed the cell's paired bootstrap band over the held-out questions decides instead
+    (`up` when the band is above 0), provided it measures the improvement itself (the primary
+    metric is the per-question accuracy).
     An agent passes when its primary task (or, without --primary-task, at least one task) is up
     beyond noise and no other task regressed beyond noise."""
     out = []
@@ -143,9 +151,14 @@ def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task
             if c is None:
                 continue
             noise = noise_of(c)
-            if noise is None or c["mean"] is None:
+            band = c.get("band")
+            if noise is None and band is not None and _band_measures(band, c["mean"]):
+                verdict, why = band_verdict(band)
+            elif noise is None or c["mean"] is None:
                 verdict = "insufficient"
                 why = f"{c['n']} valid run(s); noise needs at least 2 seeds"
+                if band is not None:
+                    why += " (the held-out bootstrap band is over per-question accuracy, not this primary metric)"
             elif c["mean"] > noise:
                 verdict, why = "up", f"mean {c['mean']:+.2f} > noise {noise:.2f}"
             elif c["mean"] < -noise:
@@ -153,7 +166,7 @@ def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task
             else:
                 verdict, why = "flat", f"|mean {c['mean']:+.2f}| within noise {noise:.2f}"
             rows.append({"task": task, "mean": c["mean"], "noise": noise, "n": c["n"], "verdict": verdict,
-                         "reason": why})
+                         "reason": why, "band": band})
         primary_rows = [r for r in rows if r["task"] == primary_task] if primary_task else rows
         others = [r for r in rows if r["task"] != primary_task] if primary_task else rows
         primary_ok = any(r["verdict"] == "up" for r in primary_rows)
@@ -164,7 +177,7 @@ def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task
             "insufficient" if any(r["verdict"] == "insufficient" for r in primary_rows) else "fail"
         others_insufficient = [r["task"] for r in others if r["verdict"] == "insufficient"]
         regress_verdict = "fail" if regressions else "insufficient" if others_insufficient else "pass"
-        gate_primary = {"name": "primary metric up beyond seed noise",
+        gate_primary = {"name": "primary metric up beyond noise (seed band, or the bootstrap band of one seed)",
                         "passed": primary_ok, "verdict": primary_verdict,
                         "detail": (f"{primary_task}: " if primary_task else "any task: ")
                         + ("; ".join(f"{r['task']} {r['verdict']}" for r in primary_rows) or "no runs")}
@@ -179,6 +192,12 @@ def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task
                     "verdict": "fail" if "fail" in verdicts else "insufficient" if "insufficient" in verdicts
                     else "pass"})
     return out
+
+
+def _band_measures(band: dict, improvement: float | None) -> bool:
+    """The band is about the run's improvement: its observed change is the improvement (the task's
+    primary metric is the held-out accuracy in points)."""
+    return improvement is not None and abs(band["observed"] - improvement) <= 1e-6 * max(1.0, abs(improvement))
 
 
 def _mean(values):

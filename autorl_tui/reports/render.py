@@ -39,7 +39,8 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=_num, dur=_dur, pct=_pct, ts=_ts, bytes=_bytes, signed=_signed, env_summary=env_summary_text)
+    env.filters.update(num=_num, dur=_dur, pct=_pct, ts=_ts, bytes=_bytes, signed=_signed, band=_band,
+                       env_summary=env_summary_text)
     env.globals["phase_colors"] = svg.PHASE_COLORS
     return env
 
@@ -75,6 +76,13 @@ def _signed(v, digits=1):
     if v is None:
         return "—"
     return f"{v:+.{digits}f}"
+
+
+def _band(b, digits=2):
+    """A bootstrap band (reports/bootstrap.py) as `[low, high] (95%, n questions)`."""
+    if not b:
+        return "—"
+    return f"[{b['low']:+.{digits}f}, {b['high']:+.{digits}f}] ({100 * b['level']:.0f}%, n={b['n']})"
 
 
 def _pct(v, digits=0):

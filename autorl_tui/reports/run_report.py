@@ -13,6 +13,7 @@ from autorl_tui.interop import autorl_bench_metrics
 from autorl_tui.reports import svg
 from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.reports.analytics import PHASES, Analytics
+from autorl_tui.reports.bootstrap import paired_band
 from autorl_tui.store.isolation import recorded_isolation
 from autorl_tui.reports.diffs import diff_manifests, files_run
 from autorl_tui.reports.render import render
@@ -78,6 +79,7 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
             "best_submission_seq": best["seq"] if best else None, "state": run["state"],
             "end_reason": run["end_reason"], "failure_source": run["failure_source"],
             "imported_from": run["imported_from"],
+            "held_out_band": paired_band(a.held_out_pairs([run_id]).get(run_id, [])),
         },
         # AutoRL-Bench's ten run diagnostics, computed as its code does (interop/autorl_bench_metrics.py)
         "autorl_bench": autorl_bench_metrics.for_run({**run, "spec": spec}, subs),

@@ -2,11 +2,13 @@
 built-in `tiny-dsqa` model: the engine builds the model, materializes a small DeepSearchQA card,
 grades the untrained baseline through the real tool loop (BM25 search), the agent fine-tunes on
 the shipped expert tool steps with TRL and submits v1 (and v2), the best is played on the held-out
-questions; then `autorl-tui compare` says whether the held-out change is beyond the seed noise.
-Training is cut to the budget (REFERENCE_AGENT_OPTIONS): the test checks that the trained model
-plays the held-out questions differently from the base model (stored per-question trajectories of
-both), and that the report's verdict on the held-out accuracy change follows its seed-noise band
-whatever the size of the change; docs/deepsearchqa.md has the figures and the machine load."""
+questions; then `autorl-tui compare` says whether the held-out change is beyond noise: the seed
+band over the two runs, and each run's paired bootstrap band over its held-out questions (which
+decides when a comparison holds one seed). Training is cut to the budget (REFERENCE_AGENT_OPTIONS):
+the test checks that the trained model plays the held-out questions differently from the base
+model (stored per-question trajectories of both), that each band is the one of the stored
+per-question results, and that the report's verdicts follow the bands whatever the size of the
+change; docs/deepsearchqa.md has the figures and the machine load."""
 
 import json
 import shutil
@@ -15,6 +17,7 @@ import sqlite3
 import pytest
 import yaml
 
+from autorl_tui.reports.bootstrap import paired_band
 from tests.support.harness import REPO, cli, make_reachable_home, write_plan
 
 # A whole reference-agent run with minutes of training budget: `make test-long` (not in `make test`,
@@ -79,6 +82,7 @@ def test_reference_agent_on_deepsearchqa_and_the_noise_verdict(home, tmp_path):
     db.row_factory = sqlite3.Row
     runs = [dict(r) for r in db.execute("SELECT * FROM runs ORDER BY seed")]
     assert [r["state"] for r in runs] == ["done", "done"], runs
+    pairs = {}
     for run in runs:
         subs = [dict(r) for r in db.execute("SELECT * FROM submissions WHERE run_id=? ORDER BY seq", (run["id"],))]
         assert subs and all(s["status"] == "scored" for s in subs), subs
@@ -94,6 +98,7 @@ def test_reference_agent_on_deepsearchqa_and_the_noise_verdict(home, tmp_path):
         assert set(trained) == set(base) and len(trained) == 30
         assert 100.0 * sum(w for w, _, _ in trained.values()) / 30 == pytest.approx(run["test_score"])
         assert 100.0 * sum(w for w, _, _ in base.values()) / 30 == pytest.approx(run["baseline_score"])
+        pairs[run["id"]] = [(int(base[q][0]), int(trained[q][0])) for q in sorted(trained)]
         # the trained model plays the held-out questions differently: tool calls where the untrained one rambles
         assert valid_share(trained) > valid_share(base) + 0.25, (valid_share(trained), valid_share(base))
         print(f"{run['id']}: held-out accuracy {run['baseline_score']:.1f} -> {run['test_score']:.1f}, dev best "
@@ -109,3 +114,22 @@ def test_reference_agent_on_deepsearchqa_and_the_noise_verdict(home, tmp_path):
     expected = "up" if cell["mean"] > cell["noise"] else "regressed" if cell["mean"] < -cell["noise"] else "flat"
     assert cell["verdict"] == expected and "noise" in cell["reason"]
     print(f"compare: {cell['verdict']}: {cell['reason']}")
+    # each run's bootstrap band: the stored held-out pairs resampled, around the run's own change
+    for row in report["runs"]:
+        band = row["held_out_band"]
+        assert band == pytest.approx(paired_band(pairs[row["run_id"]]))
+        assert band["n"] == 30 and band["observed"] == pytest.approx(row["improvement"])
+        assert band["low"] <= band["observed"] <= band["high"]
+        print(f"{row['run_id']}: held-out change {band['observed']:+.2f}, 95% bootstrap band "
+              f"[{band['low']:+.2f}, {band['high']:+.2f}]")
+    # one seed compared alone: its band decides the verdict
+    first = runs[0]["id"]
+    out1 = tmp_path / "compare-one.json"
+    proc = cli("compare", first, "--primary-task", "dsqa-small", "--json", str(out1), home=home, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    one = json.loads(out1.read_text())["gates"][0]["cells"][0]
+    band = one["band"]
+    assert one["n"] == 1 and one["noise"] is None and band == pytest.approx(paired_band(pairs[first]))
+    expected = "up" if band["low"] > 0 else "regressed" if band["high"] < 0 else "flat"
+    assert one["verdict"] == expected and "bootstrap band" in one["reason"], one
+    print(f"compare {first}: {one['verdict']}: {one['reason']}")

@@ -66,5 +66,13 @@ def test_compare_over_real_runs(batch_home, tmp_path):
     runs = {r["agent"]: r for r in rows(batch_home / "store.db", "SELECT * FROM runs")}
     for cell in cmp["matrix"]:
         assert cell["n_runs"] == 1 and cell["mean"] == pytest.approx(runs[cell["agent"]]["improvement"])
-    # one seed each: the gates refuse to call anything beyond noise
-    assert {c["verdict"] for g in cmp["gates"] for c in g["cells"]} == {"insufficient"}
+    # one seed each: no seed noise; each cell is judged by its run's held-out bootstrap band
+    for g in cmp["gates"]:
+        for c in g["cells"]:
+            band = c["band"]
+            assert c["noise"] is None and band is not None and band["observed"] == pytest.approx(c["mean"])
+            expected = "up" if band["low"] > 0 else "regressed" if band["high"] < 0 else "flat"
+            assert c["verdict"] == expected and "bootstrap band" in c["reason"], c
+    # the control submits the base model unchanged: the same answer on every held-out question
+    control = next(c for g in cmp["gates"] if g["agent"] == "baseline-copy" for c in g["cells"])
+    assert (control["band"]["low"], control["band"]["high"], control["verdict"]) == (0.0, 0.0, "flat")

@@ -14,6 +14,27 @@ import zlib
 import pytest
 
 
+def held_out_band(db, run: dict) -> dict | None:
+    """The bootstrap band recomputed from rows: the tested submission's and the test baseline's
+    (named by the run's harness events) held-out samples, paired per question."""
+    from autorl_tui.reports.bootstrap import paired_band
+
+    events = [json.loads(e["data"]) for e in rows(db, "SELECT data FROM events WHERE run_id = ? AND kind = 'harness' "
+                                                    "AND data LIKE '%baseline_id%'", (run["id"],))]
+    base_ids = [e["baseline_id"] for e in events if e.get("split") == "test"]
+    if not base_ids or run["test_score"] is None:
+        return None
+
+    def per_question(column, key):
+        out: dict[str, list[int]] = {}
+        for x in rows(db, f"SELECT sample_id, correct FROM samples WHERE split = 'test' AND {column} = ?", (key,)):
+            out.setdefault(x["sample_id"], []).append(x["correct"] or 0)
+        return {q: sum(v) / len(v) for q, v in out.items()}
+
+    base, trained = per_question("baseline_id", max(base_ids)), per_question("submission_id", run["best_submission_id"])
+    return paired_band([(base[q], trained[q]) for q in sorted(trained) if q in base])
+
+
 def rows(db, q, params=()):
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
@@ -89,6 +110,7 @@ def check_run_report(db, r: dict) -> set[str]:
     if run["best_dev_score"] is not None and base_dev is not None:
         assert o["dev_improvement"] == pytest.approx(run["best_dev_score"] - base_dev)
     assert o["best_submission_seq"] == (best["seq"] if best else None)
+    assert o["held_out_band"] == held_out_band(db, run)
     checked.add("outcome")
 
     t = r["timeline"]

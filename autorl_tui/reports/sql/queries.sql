@@ -151,6 +151,27 @@ SELECT count(*) AS n_common,
 FROM s.samples x JOIN s.samples b ON b.sample_id = x.sample_id AND b.baseline_id = $baseline_id AND b.split = x.split
 WHERE x.submission_id = $submission_id;
 
+-- Per held-out question of each run: the base model's and the tested submission's share of correct
+-- samples, paired by sample id. The base model's test baseline is the one the run's own harness
+-- events name.
+-- name: held_out_pairs
+WITH base AS (
+    SELECT run_id, max(CAST(json_extract_string(data, '$.baseline_id') AS BIGINT)) AS baseline_id
+    FROM s.events
+    WHERE list_contains(string_split($ids, chr(31)), run_id) AND kind = 'harness' AND json_valid(data)
+      AND json_extract_string(data, '$.split') = 'test' AND json_extract_string(data, '$.baseline_id') IS NOT NULL
+    GROUP BY run_id
+)
+SELECT t.run_id, t.sample_id, b.correct AS base, t.correct AS trained
+FROM (SELECT r.id AS run_id, base.baseline_id, x.sample_id, avg(coalesce(x.correct, 0)) AS correct
+      FROM s.runs r JOIN base ON base.run_id = r.id
+      JOIN s.samples x ON x.submission_id = r.best_submission_id AND x.split = 'test'
+      WHERE r.test_score IS NOT NULL GROUP BY r.id, base.baseline_id, x.sample_id) t
+JOIN (SELECT baseline_id, sample_id, avg(coalesce(correct, 0)) AS correct
+      FROM s.samples WHERE baseline_id IS NOT NULL AND split = 'test' GROUP BY baseline_id, sample_id) b
+  ON b.baseline_id = t.baseline_id AND b.sample_id = t.sample_id
+ORDER BY t.run_id, t.sample_id;
+
 -- name: sample_results
 SELECT sample_id, split, correct, score, tokens, failure_kind, error
 FROM s.samples WHERE submission_id = $submission_id ORDER BY sample_id, id;

@@ -106,6 +106,8 @@ def test_html_shows_the_bands(compared):
     assert "bootstrap band" in html
     b = paired_band(FIXED)
     assert f"[{b['low']:+.2f}, {b['high']:+.2f}] (95%, n=20)" in html
+    # a one-seed matrix cell names its band under the mean (a cell with seeds shows its range instead)
+    assert f"band [{b['low']:+.1f}, {b['high']:+.1f}] · n=1" in html
 
 
 def test_run_report_has_the_band(home, tmp_path):

@@ -80,7 +80,7 @@ def test_reference_agent_trains_tiny_webshop_under_the_engine(home, tmp_path):
                "steps": [s["steps"] for s in sfts]}
     print("webshop reference run:", json.dumps(figures))
     # The point of the run: the trained model wins held-out instructions (target products never
-    # seen in train) that the base model does not (docs/webshop.md: 1/16 won, mean reward 36.6).
+    # seen in train) that the base model does not (docs/webshop.md: 1-2 of 16 won, mean reward 37-41).
     assert run["test_score"] > run["baseline_score"] and run["improvement"] > 0, figures
     assert figures["test_details"]["mean_reward"] > 0, figures
 

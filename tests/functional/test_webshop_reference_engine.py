@@ -4,7 +4,7 @@ untrained baseline on dev and the held-out test, and the agent fine-tunes on the
 (webshop_sft.py; v1: loss on every token, product ids renamed in half the examples; v2: on the
 actions), submits both; the better one is played on the held-out instructions. The card is cut to
 a few instructions, short product ids (`id_chars: 2`, one token each) and a 1,200 s budget (the
-whole test: about 16 minutes). Checked: the pipeline end to end, WebShop's figures (mean reward,
+whole test: 8-17 minutes, with the load). Checked: the pipeline end to end, WebShop's figures (mean reward,
 reward >= 0.5) in every grading's details and the report, equal to the stored episodes' rewards;
 and that the held-out success improved over the base model's, with the share of reward >= 0.5
 beyond noise by a paired sign test over 48 held-out episodes (docs/webshop.md)."""

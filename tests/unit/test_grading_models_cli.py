@@ -56,5 +56,8 @@ def test_models_build_tiny_webshop_reads_and_writes_product_ids(home_dir, capsys
     info = json.loads((path / "autorl_tui_build.json").read_text())
     assert info["pretrained"] is False and info["max_positions"] >= 1024
     tok = AutoTokenizer.from_pretrained(path)
-    for text in ("click[b0zq7x9k2m]", "search[gluten free dark chocolate bar sea salt]"):
+    for text in ("click[b0zq7x9k2m]", "search[gluten free dark chocolate bar sea salt]", "[b0x7] Nuvio ; click[b0x7]"):
         assert tok.decode(tok(text)["input_ids"]) == text
+    # a short id (a card's `id_chars: 2`) is one token; an Amazon-length one is not cut into one
+    assert len(tok("[b0x7]")["input_ids"]) == 3 and tok.convert_ids_to_tokens(tok("[b0x7]")["input_ids"])[1] == "b0x7"
+    assert "b0zq" not in tok.convert_ids_to_tokens(tok("click[b0zq7x9k2m]")["input_ids"])

@@ -133,6 +133,38 @@ def test_the_expert_wins_at_least_95_percent_of_train_episodes(splits):
     assert sft[0]["messages"][1]["content"] == results[0].trajectory[0]["prompt"]
 
 
+def small_card(tmp_path, **params):
+    import yaml
+
+    raw = yaml.safe_load(CARD.read_text())
+    raw["data"]["params"].update(source="generated", per_type=6, **params)
+    raw["data"]["splits"] = {"train": {"n": 60, "seed": 1}, "dev": {"n": 4, "seed": 2}, "test": {"n": 8, "seed": 3}}
+    (tmp_path / "task.yaml").write_text(yaml.safe_dump(raw))
+    return load_task_card(tmp_path / "task.yaml")
+
+
+def test_short_product_ids_are_played_and_listed_like_long_ones(tmp_path):
+    """`params.id_chars: 2` (the functional test's card): ids "B0" + 2 characters, unique, listed
+    lower-case in the prompt; the expert still wins and clicks them."""
+    products = C.generate_products(0, 6, id_chars=2)
+    assert len({p["asin"] for p in products}) == len(products) and all(len(p["asin"]) == 4 for p in products)
+    card = small_card(tmp_path, id_chars=2)
+    train = materialize(card, "train", tmp_path / "cache")
+    results = run_episodes(expert_generate, list_episodes(train), max_steps=8, batch_size=64)
+    assert sum(r.won for r in results) >= 0.95 * len(results)
+    clicks = [s["action"] for r in results for s in r.trajectory if s["action"].startswith("click[b0")]
+    assert clicks and all(len(c) == len("click[b0xx]") for c in clicks)
+    assert all(c[6:10] in r.trajectory[1]["prompt"] for r in results[:5] for c in [r.trajectory[1]["action"]])
+
+
+@pytest.mark.parametrize("bad", [1, 9, "4"])
+def test_an_id_length_out_of_range_is_refused_with_what_to_set(tmp_path, bad):
+    from autorl_tui.tasks.webshop.provider import WebshopDataError, build_split
+
+    with pytest.raises(WebshopDataError, match="id_chars must be a whole number from 2 to 8"):
+        build_split(small_card(tmp_path, id_chars=bad), "train")
+
+
 def test_the_environment_plays_the_split_and_a_silent_model_wins_nothing(splits):
     _, paths = splits
     env = WebshopEnvironment()
@@ -235,3 +267,52 @@ def test_env_success_records_mean_reward_and_reward_share_in_the_score_details(s
     assert details["mean_reward"] == pytest.approx(100 * sum(rewards) / len(rewards))
     assert details["reward_ge_0.5"] == pytest.approx(100 * sum(r >= 0.5 for r in rewards) / len(rewards))
     assert result.score < details["reward_ge_0.5"] and result.score < details["mean_reward"] < 100
+
+
+PIPELINE = Path(__file__).resolve().parents[2] / "autorl_tui" / "builtin" / "agents" / "reference" / "pipeline"
+
+
+def test_sft_renaming_gives_every_product_id_one_fresh_id_throughout(tmp_path):
+    """webshop_sft.py's `--rename`: the same new id in the listing, the actions, the history and the
+    reply; ids keep their length; the rest of the text is untouched."""
+    import random
+    import sys
+
+    sys.path.insert(0, str(PIPELINE))
+    try:
+        from webshop_sft import PRODUCT_ID, renamed
+    finally:
+        sys.path.remove(str(PIPELINE))
+    user = "Previous actions: click[b0ab]\n\n[b0ab] Tea | $3.00\n[b0zzq7x9k2] Mug | $9.00\n\nAvailable actions: click[b0ab], click[b0zzq7x9k2]"
+    prompt, action = renamed(([{"role": "system", "content": "Shop."}, {"role": "user", "content": user}], "click[b0ab]"),
+                             random.Random(1))
+    new_ids = PRODUCT_ID.findall(prompt[1]["content"])
+    assert prompt[0]["content"] == "Shop." and "b0ab" not in prompt[1]["content"] + action
+    assert new_ids[0] == new_ids[1] == new_ids[3] == action[6:-1] and new_ids[2] == new_ids[4]
+    assert [len(i) for i in new_ids] == [4, 4, 10, 4, 10] and new_ids[0] != new_ids[2]
+    assert PRODUCT_ID.sub("ID", prompt[1]["content"]) == PRODUCT_ID.sub("ID", user)
+
+
+@pytest.mark.slow
+def test_reference_dagger_plays_train_episodes_and_the_expert_labels_each_page(tmp_path):
+    """webshop_dagger.py with an untrained model: every episode played to the step limit, nothing
+    won, one expert label per step, each an action the labelled page offers."""
+    import subprocess
+    import sys
+
+    from autorl_tui.tasks.webshop import tiny_model
+
+    model = tiny_model.build(tmp_path / "model")
+    train = materialize(small_card(tmp_path, id_chars=2), "train", tmp_path / "cache")
+    out = tmp_path / "labels.jsonl"
+    proc = subprocess.run([sys.executable, str(PIPELINE / "webshop_dagger.py"), "--model", str(model), "--data", str(train),
+                           "--out", str(out), "--episodes", "4", "--batch", "4", "--max_steps", "3"],
+                          capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "PIPELINE_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert summary["played"] == 4 and summary["won"] == 0 and summary["examples"] == len(rows) == 12, summary
+    for row in rows:
+        user, label = row["prompt"][-1]["content"], row["completion"][0]["content"]
+        offered = user.split("Available actions: ")[1].split("\n")[0].split(", ")
+        assert label in offered or (offered == ["search[...]"] and label.startswith("search[")), (label, offered)

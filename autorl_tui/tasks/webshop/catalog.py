@@ -151,25 +151,31 @@ TEMPLATES = [
 ]
 
 
-def _asin(rng: random.Random) -> str:
-    return "B0" + "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ0123456789") for _ in range(8))
+ID_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ0123456789"
+
+
+def _asin(rng: random.Random, id_chars: int = 8) -> str:
+    return "B0" + "".join(rng.choice(ID_CHARS) for _ in range(id_chars))
 
 
 def _title_case(phrase: str) -> str:
     return " ".join(w if w[:1].isdigit() else w[:1].upper() + w[1:] for w in phrase.split())
 
 
-def generate_products(seed: int = 0, per_type: int = 50) -> list[dict]:
+def generate_products(seed: int = 0, per_type: int = 50, id_chars: int = 8) -> list[dict]:
     """`per_type` products of each type in TYPES: a brand, 2-3 attributes, a subset of each option
     group's values, a price; titles read like listings ("Northpeak Premium Gluten Free Organic Dark
-    Chocolate Bar, Fair Trade")."""
+    Chocolate Bar, Fair Trade"). Ids are ASIN-like, "B0" and `id_chars` characters (8 as Amazon's;
+    fewer make a smaller id space: 2 give 1,156 ids, which tiny-webshop's tokenizer has as tokens)."""
+    if len(ID_CHARS) ** id_chars < 2 * per_type * len(TYPES):
+        raise ValueError(f"{id_chars} id characters give too few ids for {per_type * len(TYPES)} products")
     rng = random.Random(seed)
     products, seen = [], set()
     for name, spec in TYPES.items():
         for _ in range(per_type):
-            asin = _asin(rng)
+            asin = _asin(rng, id_chars)
             while asin in seen:
-                asin = _asin(rng)
+                asin = _asin(rng, id_chars)
             seen.add(asin)
             attrs = rng.sample(spec["attrs"], rng.choice([2, 3]))
             options = {}

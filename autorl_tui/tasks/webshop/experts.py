@@ -13,7 +13,7 @@ _PRICE = re.compile(r",?\s*and price lower than ([0-9]+(?:\.[0-9]+)?) dollars")
 _FILLER = {"i", "need", "am", "looking", "for", "find", "me", "want", "to", "buy", "i'm", "searching", "a",
            "an", "with", "and", "in", "the"}
 _LABELS = {"color", "size", "flavor", "scent", "roast", "model", "length", "of"}   # option labels
-_ITEM = re.compile(r"^\[(B0[A-Z0-9]{8})\] (.*) \| \$([0-9.]+)$", re.I)   # ids as the prompt shows them: lower-case
+_ITEM = re.compile(r"^\[(B0[A-Z0-9]{2,8})\] (.*) \| \$([0-9.]+)$", re.I)   # ids as the prompt shows them: lower-case
 
 
 def split_instruction(instruction: str) -> tuple[str, float | None]:

@@ -16,7 +16,7 @@ INVALID_FEEDBACK = "Invalid action: nothing happens."
 _ACTION = re.compile(r"(search|click)\s*\[([^\]\n]*)\]", re.I)
 
 
-_LISTED_ID = re.compile(r"^\[(B0[A-Z0-9]{8})\]", re.M)
+_LISTED_ID = re.compile(r"^\[(B0[A-Z0-9]{2,8})\]", re.M)
 
 
 def condensed(page: str) -> str:

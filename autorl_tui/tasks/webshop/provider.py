@@ -81,7 +81,11 @@ def build_split(card, split: str) -> tuple[list[dict], list[dict]]:
         pool = [g for g in goals if g["asin"] in mine]
         random.Random(seed).shuffle(pool)
         return products, [dict(g, id=f"{split}-{g['id']}") for g in pool[:n]]
-    products = C.generate_products(int(params.get("catalog_seed", 0)), int(params.get("per_type", 50)))
+    per_type, id_chars = int(params.get("per_type", 50)), params.get("id_chars", 8)
+    if id_chars not in range(2, 9) or len(C.ID_CHARS) ** id_chars < 2 * per_type * len(C.TYPES):
+        raise WebshopDataError(f"task {card.id}: data.params.id_chars must be a whole number from 2 to 8 giving at "
+                               f"least twice as many ids as products ({per_type * len(C.TYPES)}), got {id_chars!r}")
+    products = C.generate_products(int(params.get("catalog_seed", 0)), per_type, id_chars)
     parts = C.partition(products, int(params.get("partition_seed", 0)), fractions)
     return products, C.make_goals(parts[split], n, seed, split)
 

@@ -7,11 +7,13 @@ This model can read one:
 - Tokenizer: byte-level BPE (digits one per token, so any product id can be read and written),
   trained on text of the store's own kind: a catalog generated with a seed no split uses
   (titles, features, options), instructions for it, the prompt's fixed text and actions. No split
-  goes in. ChatML chat template, eos `<|im_end|>`, left padding, like `tiny`.
-- Model: Llama-style, hidden 128, 2 layers (0.6 M parameters: version 2, four times cheaper per
-  token than version 1's hidden 192 x 4 layers), 1,024 positions, fp32, randomly initialized and not
-  pretrained: its WebShop baseline is the floor, and what it learns comes from the run's own
-  post-training.
+  goes in. Plus one token per short id (`b0` and two characters, a card's `id_chars: 2`; version
+  3): the product is then clicked by copying one token off the page. ChatML chat template, eos
+  `<|im_end|>`, left padding, like `tiny`.
+- Model: Llama-style, hidden 128, 2 layers (0.8 M parameters with version 3's 3,204 tokens; version
+  1 was hidden 192 x 4 layers, four times the FLOPs per token), 1,024 positions, fp32, randomly
+  initialized and not pretrained: its WebShop baseline is the floor, and what it learns comes from
+  the run's own post-training.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from autorl_tui.catalog.model_builds import CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically, save_untrained_llama
 
 NAME = "tiny-webshop"
-VERSION = "2"
+VERSION = "3"
 VOCAB_SIZE = 2048
 MAX_POSITIONS = 1024
 HIDDEN, LAYERS, HEADS, KV_HEADS = 128, 2, 4, 2
@@ -52,6 +54,18 @@ def corpus() -> list[str]:
     return texts
 
 
+def short_id_tokens():
+    """Every short product id ("b0" and two characters, `params.id_chars: 2`) as one token, as the
+    prompt writes it (lower-case), matched only as a whole word: on such a card a product is clicked
+    by copying one token off the page. Amazon-length ids (8 characters) are not affected."""
+    from tokenizers import AddedToken
+
+    from autorl_tui.tasks.webshop.catalog import ID_CHARS
+
+    chars = ID_CHARS.lower()
+    return [AddedToken(f"b0{a}{b}", single_word=True, normalized=False) for a in chars for b in chars]
+
+
 def build_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -65,6 +79,7 @@ def build_tokenizer():
     trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=SPECIAL_TOKENS, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus(), trainer=trainer)
+    tok.add_tokens(short_id_tokens())
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|pad|>", bos_token=None, unk_token=None,
         additional_special_tokens=["<|endoftext|>", "<|im_start|>"], model_max_length=MAX_POSITIONS,

@@ -23,9 +23,12 @@ games as the grader would (`alf_max_steps`), the expert labels every state it re
 `output/vN`; every model is submitted and the best is kept.
 On WebShop (the data folder holds `webshop_api/`) it trains on the shipped expert steps (the
 expert reads only the page, so its steps can be imitated) with a lean PyTorch loop
-(webshop_sft.py: length-bucketed batches, no gradient checkpointing): the loss on every token
+(webshop_sft.py: length-bucketed batches, no gradient checkpointing; `ws_rename` of the drawn
+examples get fresh product ids, so the id must be copied off the page): the loss on every token
 (`ws_prompt_weight` on the prompt's) -> `output/v1`, then a focus stage on the actions alone ->
-`output/v2` (`ws_focus_steps`; 0 skips it).
+`output/v2` (`ws_focus_steps`; 0 skips it). With `ws_dagger_episodes`, v1 first plays that many
+train instructions through the workspace's `webshop_api` and the expert labels every page it
+reached (webshop_dagger.py); the focus stage then trains on those labels too.
 
 On DeepSearchQA (the data folder holds `deepsearchqa_api/`) it fine-tunes on the shipped expert
 trajectories (one example per tool step, the grader's exact prompt) plus `dsqa_rename` copies of
@@ -67,6 +70,7 @@ DEFAULTS = {
     "alf_max_steps": 30,
     "ws_sft_steps": 1500, "ws_sft_lr": 3e-3, "ws_sft_batch": 8, "ws_prompt_weight": 1.0, "ws_decisions": 2,
     "ws_focus_steps": 600, "ws_focus_lr": 1e-3, "ws_focus_share": 0.35, "ws_submit_reserve_s": 180.0,
+    "ws_rename": 0.5, "ws_focus_prompt_weight": 0.0, "ws_dagger_episodes": 0, "ws_max_steps": 15,
     "dsqa_sft_steps": 600, "dsqa_sft_lr": 2e-3, "dsqa_sft_batch": 16, "dsqa_focus_steps": 300, "dsqa_focus_lr": 1e-3,
     "dsqa_focus_share": 0.3, "dsqa_submit_reserve_s": 120.0, "dsqa_rename": 4,
 }
@@ -386,7 +390,9 @@ def is_webshop(ws: Workspace) -> bool:
 
 
 def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
-    """SFT on the expert's steps (webshop_sft.py; loss on every token) -> v1, then on the actions alone -> v2."""
+    """SFT on the expert's steps (webshop_sft.py; loss on every token) -> v1; with `ws_dagger_episodes`,
+    v1 plays that many train instructions and the expert labels the pages it reached
+    (webshop_dagger.py); then SFT goes on from v1 over the expert's steps plus those labels -> v2."""
     reserve = opts["ws_submit_reserve_s"]
     left = deadline - time.time() - reserve
     if left < 30:
@@ -401,6 +407,7 @@ def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads:
                                                 "--batch", str(int(opts["ws_sft_batch"])),
                                                 "--prompt_weight", str(prompt_weight),
                                                 "--decisions", str(int(opts["ws_decisions"])),
+                                                "--rename", str(opts["ws_rename"]),
                                                 "--seed", str(seed_), "--stop_at", str(stop_at)],
                          kill_at=stop_at + reserve / 2, threads=threads)
 
@@ -408,8 +415,20 @@ def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads:
     if sft(ws.model, "v1", int(opts["ws_sft_steps"]), opts["ws_sft_lr"], v1_stop, opts["ws_prompt_weight"], seed) is None:
         return None
     scores = {"v1": submit(ws, "v1", deadline)}
+    episodes = int(opts["ws_dagger_episodes"])
+    if episodes > 0 and deadline - reserve - time.time() > 60:
+        labels = ws.logs / "webshop_dagger.jsonl"
+        play_stop = time.time() + (deadline - reserve - time.time()) / 3
+        got = run_stage(ws, "webshop_dagger.py", ["--model", str(ws.output / "v1"), "--data", str(ws.data),
+                                                  "--out", str(labels), "--episodes", str(episodes),
+                                                  "--max_steps", str(int(opts["ws_max_steps"])),
+                                                  "--seed", str(seed), "--stop_at", str(play_stop)],
+                        kill_at=play_stop + 60, threads=threads)
+        if got and got.get("examples"):
+            files.append(str(labels))
     if focus_steps > 0 and deadline - reserve - time.time() > 20:
-        if sft(ws.output / "v1", "v2", focus_steps, opts["ws_focus_lr"], deadline - reserve, 0.0, seed + 1):
+        if sft(ws.output / "v1", "v2", focus_steps, opts["ws_focus_lr"], deadline - reserve,
+               opts["ws_focus_prompt_weight"], seed + 1):
             scores["v2"] = submit(ws, "v2", deadline)
     return scores
 

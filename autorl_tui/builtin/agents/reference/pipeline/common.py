@@ -97,3 +97,26 @@ def save_full_model(trainer, tokenizer, out_dir, lora):
     model.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
     os.replace(tmp, out_dir)
+
+
+def make_generate(model_path, max_new_tokens=24):
+    """A greedy batched `generate(chat prompts) -> replies` over a saved model, as the grader plays."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_path)
+    tok.padding_side = "left"
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_path)
+    model.eval()
+
+    def generate(prompts):
+        texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.no_grad():
+            out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        return [tok.decode(row[enc["input_ids"].shape[1]:], skip_special_tokens=True) for row in out]
+
+    return generate

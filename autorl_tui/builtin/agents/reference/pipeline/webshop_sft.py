@@ -15,6 +15,7 @@ import json
 import math
 import os
 import random
+import re
 import time
 
 from common import setup_threads
@@ -33,18 +34,37 @@ def load_rows(paths, decisions):
     return out
 
 
+PRODUCT_ID = re.compile(r"\bb0[a-z0-9]{2,8}\b")
+ID_CHARS = "abcdefghjklmnpqrstuvwxyz0123456789"
+
+
+def renamed(row, rng):
+    """The row with every product id replaced by a fresh random one (the same one wherever it occurs:
+    listing, available actions, previous actions, the reply). The catalog is shared by all splits,
+    so a model could learn the train targets' ids by heart; with ids it has never seen it must
+    copy the one on the page, as it must on held-out instructions."""
+    mapping = {}
+
+    def sub(m):
+        if m.group(0) not in mapping:
+            mapping[m.group(0)] = "b0" + "".join(rng.choice(ID_CHARS) for _ in range(len(m.group(0)) - 2))
+        return mapping[m.group(0)]
+
+    prompt, action = row
+    return [dict(msg, content=PRODUCT_ID.sub(sub, msg["content"])) for msg in prompt], PRODUCT_ID.sub(sub, action)
+
+
+def encode_row(tok, row, max_len):
+    """(input ids, per-token flags: 1 = the action's, 0 = the prompt's)."""
+    prompt, action = row
+    p_ids = tok(tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True),
+                add_special_tokens=False)["input_ids"]
+    a_ids = tok(action + tok.eos_token, add_special_tokens=False)["input_ids"]
+    return (p_ids + a_ids)[-max_len:], ([0] * len(p_ids) + [1] * len(a_ids))[-max_len:]
+
+
 def encode(tok, rows, max_len):
-    """(input ids, per-token weights: 0 = no loss, `p` = prompt, 1 = action) for each row."""
-    eos = tok.eos_token
-    encoded = []
-    for prompt, action in rows:
-        p_ids = tok(tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True),
-                    add_special_tokens=False)["input_ids"]
-        a_ids = tok(action + eos, add_special_tokens=False)["input_ids"]
-        ids = (p_ids + a_ids)[-max_len:]
-        is_action = ([0] * len(p_ids) + [1] * len(a_ids))[-max_len:]
-        encoded.append((ids, is_action))
-    return encoded
+    return [encode_row(tok, row, max_len) for row in rows]
 
 
 def batches(encoded, batch, rng):
@@ -66,6 +86,8 @@ def main():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--prompt_weight", type=float, default=0.2, help="loss weight of the prompt's tokens (0: action only)")
     ap.add_argument("--decisions", type=int, default=2, help="copies of each product/option click")
+    ap.add_argument("--rename", type=float, default=0.0,
+                    help="share of the drawn examples whose product ids are replaced by fresh ones")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stop_at", type=float, default=0.0, help="epoch seconds: stop training and save")
     a = ap.parse_args()
@@ -79,7 +101,8 @@ def main():
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModelForCausalLM.from_pretrained(a.model)
     max_len = int(getattr(model.config, "max_position_embeddings", 1024) or 1024)
-    encoded = encode(tok, load_rows(a.data, a.decisions), max_len)
+    rows = load_rows(a.data, a.decisions)
+    encoded = encode(tok, rows, max_len)
     pad = tok.pad_token_id
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.0, betas=(0.9, 0.98))
     warmup = max(1, a.steps // 20)
@@ -96,19 +119,23 @@ def main():
         if a.stop_at and time.time() >= a.stop_at:
             stopped_early = True
             break
-        width = max(len(encoded[i][0]) for i in idx)
+        drawn = [encode_row(tok, renamed(rows[i], rng), max_len) if a.rename and rng.random() < a.rename
+                 else encoded[i] for i in idx]
+        width = max(len(seq) for seq, _ in drawn)
         ids = torch.full((len(idx), width), pad, dtype=torch.long)
         mask = torch.zeros((len(idx), width), dtype=torch.long)
         weight = torch.zeros((len(idx), width))
-        for row, i in enumerate(idx):
-            seq, is_action = encoded[i]
+        for row, (seq, is_action) in enumerate(drawn):
             ids[row, :len(seq)] = torch.tensor(seq)
             mask[row, :len(seq)] = 1
             weight[row, :len(seq)] = torch.tensor([1.0 if x else a.prompt_weight for x in is_action])
-        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
         target, w = ids[:, 1:], weight[:, 1:]
-        nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1),
-                                                reduction="none").view_as(w)
+        # The vocabulary projection is a third of this model's FLOPs per token: only the positions
+        # in the loss go through it (all of them when the prompt is weighed, the actions' otherwise).
+        hidden = model.model(input_ids=ids, attention_mask=mask).last_hidden_state[:, :-1]
+        keep = w > 0
+        nll = torch.zeros_like(w)
+        nll[keep] = torch.nn.functional.cross_entropy(model.lm_head(hidden[keep]), target[keep], reduction="none")
         loss = (nll * w).sum() / w.sum()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -18,24 +18,10 @@ from aiohttp import web
 from autorl_tui.engine.executors.base import ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.executors.docker_logs import POSITIONS_FILE
 from autorl_tui.engine.executors.docker import LABEL_ATTEMPT, LABEL_HOME, LABEL_RUN, DockerExecutor
+from tests.support.docker_engine import docker_client  # noqa: F401 (fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="module")
-def docker_client():
-    try:
-        import docker
-
-        client = docker.from_env(timeout=20)
-        client.ping()
-    except Exception as exc:
-        msg = (f"DOCKER TESTS SKIPPED: no Docker Engine reachable ({exc}). "
-               "Start one with scripts/system-deps.sh (CI does this in .ci/run).")
-        print("\n" + "!" * 20 + " " + msg, file=sys.stderr)
-        pytest.skip(msg)
-    return client
 
 
 @pytest.fixture

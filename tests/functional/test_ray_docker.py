@@ -22,22 +22,11 @@ from autorl_tui.engine.engine import Engine
 from autorl_tui.engine.executors.docker import LABEL_HOME, LABEL_RUN
 from autorl_tui.engine.scheduling import RetryPolicy
 from autorl_tui.home import Home
+from tests.support.docker_engine import docker_client  # noqa: F401 (fixture)
 from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, write_plan
 from tests.support.ray_cluster import ray_cluster, ray_home  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
-
-
-@pytest.fixture(scope="module")
-def docker_client():
-    try:
-        import docker
-
-        client = docker.from_env(timeout=30)
-        client.ping()
-    except Exception as exc:
-        pytest.skip(f"DOCKER ENGINE NOT REACHABLE ({exc}): the containers-on-Ray tests did not run")
-    return client
 
 
 def _plan(address, agent, seeds=(0,), budget="240s"):

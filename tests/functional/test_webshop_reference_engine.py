@@ -1,7 +1,7 @@
 """The reference agent on WebShop under the real engine (`--batch`), with the built-in
 `tiny-webshop` model: the engine builds the model, materializes a small WebShop card, grades the
 untrained baseline on dev and the held-out test, and the agent fine-tunes on the expert's steps
-(webshop_sft.py; v1: loss on every token, product ids renamed in half the examples; v2: on the
+(lean_sft.py; v1: loss on every token, product ids renamed in half the examples; v2: on the
 actions), submits both; the better one is played on the held-out instructions. The card is cut to
 a few instructions, short product ids (`id_chars: 2`, one token each) and a 1,200 s budget (the
 whole test: 8-17 minutes, with the load). Checked: the pipeline end to end, WebShop's figures (mean reward,
@@ -23,7 +23,7 @@ from tests.support.harness import REPO, cli, make_reachable_home, write_plan
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 # 48 held-out instructions (over the split's ~25 target products), so that one episode is not the margin
 TEST_N = 48
-SHORT = "ws_sft_steps=1500,ws_sft_batch=8,ws_focus_steps=100,ws_focus_share=0.15,ws_submit_reserve_s=90,threads=2"
+SHORT = "ws_sft_steps=2500,ws_sft_batch=8,ws_focus_steps=100,ws_focus_share=0.15,ws_submit_reserve_s=90,threads=2"
 
 
 @pytest.fixture
@@ -50,8 +50,8 @@ def small_webshop_tasks(root):
 def test_reference_agent_trains_tiny_webshop_under_the_engine(home, tmp_path):
     tasks = small_webshop_tasks(tmp_path / "tasks")
     plan = write_plan(tmp_path / "plan.yaml", tasks=["webshop-small"], agents=["reference"],
-                      models=["tiny-webshop"], budget="1200s")
-    proc = cli("--tasks-dir", str(tasks), "--plain", "--batch", str(plan), home=home, timeout=1900,
+                      models=["tiny-webshop"], budget="1500s")
+    proc = cli("--tasks-dir", str(tasks), "--plain", "--batch", str(plan), home=home, timeout=2300,
                env={"REFERENCE_AGENT_OPTIONS": SHORT})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     db = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)

@@ -45,8 +45,9 @@ def test_renamed_copies_keep_the_action_readable_off_the_prompt(train, tmp_path)
         assert copy["prompt"][0] == orig["prompt"][0]                # the rules are not names
         tool, arg = re.fullmatch(r"(\w+)\[(.*)\]", action).groups()
         assert tool == re.fullmatch(r"(\w+)\[(.*)\]", o_action).group(1)
-        if tool == "search":        # the name searched for is the renamed one, in the renamed prompt
-            assert arg in titles and arg in user
+        if tool == "search":        # the name searched for (before the fact's keywords) is the renamed one, in the prompt
+            name = max((t for t in titles if arg == t or arg.startswith(t + " ")), key=len)
+            assert name in user
             changed_action += arg != o_action[7:-1]
         elif tool == "open":        # the id opened is listed by the renamed search results
             doc = arg.split("#")[0]
@@ -56,3 +57,34 @@ def test_renamed_copies_keep_the_action_readable_off_the_prompt(train, tmp_path)
         assert len(user.splitlines()) == len(o_user.splitlines())
         assert len(DOC.findall(user)) == len(DOC.findall(o_user))
     assert changed_action > 0.8 * sum(1 for c in copies if not c["completion"][0]["content"].startswith("answer"))
+
+
+def test_reworded_questions_keep_their_names_in_order_and_the_rest_of_the_example():
+    """`--reword`: the question's other words dropped, shuffled or moved behind its names; the names
+    (in their order: a comparison's second name is searched second), the tool outputs and the
+    action stay as they were."""
+    import random
+
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from dsqa_rename import QWORD, renamer
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    titles = ["Joss Tulo", "Uma Pelul", "Talel Partners", "Bremar"]
+    reword = renamer(titles).reword
+    question = "Who was born earlier, Uma Pelul or Joss Tulo?"
+    rest = "> search[Uma Pelul]\n[D0001] Uma Pelul: Uma Pelul (born 1950) is a person from Bremar.\n\nStep 2 of 6. Your action:"
+    row = {"prompt": [{"role": "system", "content": "rules"}, {"role": "user", "content": f"Question: {question}\n\n{rest}"}],
+           "completion": [{"role": "assistant", "content": "open[D0001]"}]}
+    assert reword(row, random.Random(0), 0.0) is row
+    seen = set()
+    for seed in range(20):
+        new = reword(row, random.Random(seed), 1.0)
+        head, body = new["prompt"][1]["content"].split("\n\n", 1)
+        assert body == rest and new["completion"] == row["completion"] and new["prompt"][0] == row["prompt"][0]
+        q = head.removeprefix("Question: ")
+        assert q.index("Uma Pelul") < q.index("Joss Tulo")
+        others = [w for w in QWORD.findall(q.replace("Uma Pelul", "").replace("Joss Tulo", "")) if w != ":"]
+        assert set(others) <= set(QWORD.findall(question))
+        seen.add(q)
+    assert len(seen) > 10 and question not in seen

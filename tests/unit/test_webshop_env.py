@@ -273,14 +273,14 @@ PIPELINE = Path(__file__).resolve().parents[2] / "autorl_tui" / "builtin" / "age
 
 
 def test_sft_renaming_gives_every_product_id_one_fresh_id_throughout(tmp_path):
-    """webshop_sft.py's `--rename`: the same new id in the listing, the actions, the history and the
+    """lean_sft.py's `--rename`: the same new id in the listing, the actions, the history and the
     reply; ids keep their length; the rest of the text is untouched."""
     import random
     import sys
 
     sys.path.insert(0, str(PIPELINE))
     try:
-        from webshop_sft import PRODUCT_ID, renamed
+        from lean_sft import PRODUCT_ID, renamed
     finally:
         sys.path.remove(str(PIPELINE))
     user = "Previous actions: click[b0ab]\n\n[b0ab] Tea | $3.00\n[b0zzq7x9k2] Mug | $9.00\n\nAvailable actions: click[b0ab], click[b0zzq7x9k2]"
@@ -291,6 +291,48 @@ def test_sft_renaming_gives_every_product_id_one_fresh_id_throughout(tmp_path):
     assert new_ids[0] == new_ids[1] == new_ids[3] == action[6:-1] and new_ids[2] == new_ids[4]
     assert [len(i) for i in new_ids] == [4, 4, 10, 4, 10] and new_ids[0] != new_ids[2]
     assert PRODUCT_ID.sub("ID", prompt[1]["content"]) == PRODUCT_ID.sub("ID", user)
+
+
+def test_sft_renaming_permutes_the_types_attributes_and_option_values_throughout(tmp_path):
+    """lean_sft.py's `--rename` with `--catalog`: one permutation of the example's type's
+    attributes and of each option group's values, applied alike to the instruction, the query, the
+    title (Title Case), the option list, the history and the reply; prices, counts, shoe sizes and
+    other types' words stay as they were."""
+    import random
+    import sys
+
+    sys.path.insert(0, str(PIPELINE))
+    try:
+        from lean_sft import renamed, value_pools
+    finally:
+        sys.path.remove(str(PIPELINE))
+    catalog = tmp_path / "catalog.jsonl"
+    catalog.write_text("\n".join(json.dumps(p) for p in [
+        {"name": "hoodie", "attributes": ["cotton", "fleece lined"], "options": {"color": ["black", "maroon"], "size": ["large", "x-large"]}},
+        {"name": "hoodie", "attributes": ["relaxed fit"], "options": {"color": ["royal blue"], "size": ["small"]}},
+        {"name": "women's running shoes", "attributes": ["lightweight"], "options": {"size": ["7", "8"]}}]) + "\n")
+    pools = value_pools(catalog)
+    assert pools["hoodie"] == [["cotton", "fleece lined", "relaxed fit"], ["black", "maroon", "royal blue"],
+                               ["large", "small", "x-large"]]
+    assert pools["women's running shoes"] == [["lightweight"], []]
+    user = ("Previous actions: search[fleece lined hoodie color maroon size large] ; click[b0ab]\n\n"
+            "Instruction: i need a fleece lined hoodie with color: maroon, and size: large, and price lower than 40.00 dollars\n"
+            "color: [black] [maroon]\nsize: [large] [x-large]\nAmberly Casual Fleece Lined Cotton Hoodie\nPrice: $37.00 "
+            "(Total results: 7) Lightweight\n\nAvailable actions: click[black], click[maroon], click[large], click[x-large]")
+    seen = set()
+    for seed in range(12):
+        prompt, action = renamed(([{"role": "user", "content": user}], "click[maroon]"), random.Random(seed), pools)
+        text = prompt[0]["content"]
+        named = text.split("color: ")[1].split(",")[0]
+        assert action == f"click[{named}]" and f"[{named}]" in text.split("\ncolor: ")[1]
+        assert f"color {named} size" in text and "$37.00" in text and "(Total results: 7) Lightweight" in text
+        assert "40.00 dollars" in text and "click[b0ab]" not in text
+        lined = text.split("Instruction: i need a ")[1].split(" hoodie")[0]
+        assert f"Casual {' '.join(w.capitalize() for w in lined.split())} " in text
+        seen.add((named, lined))
+    assert len(seen) > 3          # the permutations differ between draws
+    prompt, action = renamed(([{"role": "user", "content": user}], "click[maroon]"), random.Random(0), pools, ids=False)
+    assert "click[b0ab]" in prompt[0]["content"] and prompt[0]["content"] != user
 
 
 @pytest.mark.slow

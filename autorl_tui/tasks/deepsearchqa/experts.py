@@ -1,6 +1,13 @@
-"""The expert: a reader that searches for each hop, opens the right article, reads the fact that
-leads to the next hop off the page, and answers. It never looks at the gold answer: what it
-answers is what it read through the tools, so its success checks the corpus and the tool loop.
+"""The expert: a reader that searches for each hop with the fact it needs (`search[Joss Tulo born]`),
+reads that fact off the snippet of the article titled exactly so (the search returns each hit's
+sentence that best matches the query), and opens the article (every page) only when the snippet
+does not hold it; the fact names the next hop, and the last one is the answer. It never looks at
+the gold answer: what it answers is what it read through the tools, so its success checks the
+corpus and the tool loop.
+
+Snippets first because that is how a searcher reads (and it keeps episodes short: a two-hop
+question takes three tool steps, where opening every article took five to seven); every fact a
+question needs is one sentence of an article.
 
 `expert_script(item)` is a generator: it yields action strings and is sent each action's tool
 output. `ExpertPolicy` drives one script per question from the grader's prompts (standard library
@@ -11,38 +18,46 @@ from __future__ import annotations
 
 import re
 
-_PERSON = {"born_in": re.compile(r"born in the city of (.+?) in \d{4}\."), "birth_year": re.compile(r"\(born (\d{4})\)"),
-           "employer": re.compile(r"works for (.+?)\.")}
+_PERSON = {"born_in": re.compile(r"born in the city of (.+?) in \d{4}\.|\(born \d{4}\) is a person from (.+?)\."),
+           "birth_year": re.compile(r"\(born (\d{4})\)"), "employer": re.compile(r"works for (.+?)\.")}
 _COMPANY = {"founded_year": re.compile(r"was founded in (\d{4}) by"), "founder": re.compile(r"was founded in \d{4} by (.+?)\."),
             "headquarters": re.compile(r"company headquartered in (.+?)\."),
             "employees": re.compile(r"Notable employees of .+?: (.+?)\.")}
 _CITY = {"country": re.compile(r"is a city in (.+?)\."), "population": re.compile(r"has a population of ([\d,]+)\."),
          "companies": re.compile(r"Companies headquartered in .+?: (.+?)\.")}
 _COUNTRY = {"currency": re.compile(r"The currency of .+? is the (\w+)\.")}
-_HIT = re.compile(r"^\[(\S+)\] (.+?): ", re.M)
+# the words searched beside a name for each fact: the sentence holding the fact shares them
+KEYWORDS = {"born_in": "born", "birth_year": "born", "employer": "works for", "founded_year": "founded",
+            "founder": "founded", "headquarters": "headquartered", "employees": "notable employees",
+            "country": "city", "population": "population", "companies": "headquartered", "currency": "currency"}
+_HIT = re.compile(r"^\[(\S+)\] (.+?): (.*)$", re.M)
 _MORE = re.compile(r"open\[(\S+?)#(\d+)\] for more")
 _FOOTER = re.compile(r"\n\(page \d+ of \d+[^)]*\)$")
 
 
 def _find(pattern: re.Pattern, text: str) -> str | None:
     m = pattern.search(text)
-    return m.group(1) if m else None
+    return next((g for g in m.groups() if g), None) if m else None
 
 
-def read(name: str):
-    """search[name], open the article titled exactly `name`, every page; returns its text."""
-    hits = yield f"search[{name}]"
-    doc = next((d for d, title in _HIT.findall(hits) if title == name), None)
-    if doc is None:
-        return ""
-    page = yield f"open[{doc}]"
+def read(name: str, fact: str, pattern: re.Pattern):
+    """The fact about `name`: search[name keywords]; the snippet of the hit titled exactly `name`
+    when it holds the fact, else that article opened (every page). None when neither has it."""
+    hits = yield f"search[{name} {KEYWORDS[fact]}]"
+    hit = next(((doc, snip) for doc, title, snip in _HIT.findall(hits) if title == name), None)
+    if hit is None:
+        return None
+    found = _find(pattern, hit[1])
+    if found:
+        return found
+    page = yield f"open[{hit[0]}]"
     text = _FOOTER.sub("", page)
     more = _MORE.search(page)
     while more:
         page = yield f"open[{more.group(1)}#{more.group(2)}]"
         text += " " + _FOOTER.sub("", page)
         more = _MORE.search(page)
-    return text
+    return _find(pattern, text)
 
 
 def expert_script(item: dict):
@@ -50,32 +65,32 @@ def expert_script(item: dict):
     x = subjects[0]
     answer = None
     if qtype == "founder_birth_country":
-        founder = _find(_COMPANY["founder"], (yield from read(x)))
-        city = founder and _find(_PERSON["born_in"], (yield from read(founder)))
-        answer = city and _find(_CITY["country"], (yield from read(city)))
+        founder = yield from read(x, "founder", _COMPANY["founder"])
+        city = founder and (yield from read(founder, "born_in", _PERSON["born_in"]))
+        answer = city and (yield from read(city, "country", _CITY["country"]))
     elif qtype == "employer_founded_year":
-        employer = _find(_PERSON["employer"], (yield from read(x)))
-        answer = employer and _find(_COMPANY["founded_year"], (yield from read(employer)))
+        employer = yield from read(x, "employer", _PERSON["employer"])
+        answer = employer and (yield from read(employer, "founded_year", _COMPANY["founded_year"]))
     elif qtype == "hq_currency":
-        city = _find(_COMPANY["headquarters"], (yield from read(x)))
-        country = city and _find(_CITY["country"], (yield from read(city)))
-        answer = country and _find(_COUNTRY["currency"], (yield from read(country)))
+        city = yield from read(x, "headquarters", _COMPANY["headquarters"])
+        country = city and (yield from read(city, "country", _CITY["country"]))
+        answer = country and (yield from read(country, "currency", _COUNTRY["currency"]))
     elif qtype == "birth_city_population":
-        city = _find(_PERSON["born_in"], (yield from read(x)))
-        answer = city and _find(_CITY["population"], (yield from read(city)))
+        city = yield from read(x, "born_in", _PERSON["born_in"])
+        answer = city and (yield from read(city, "population", _CITY["population"]))
     elif qtype in ("older_company", "older_person"):
-        key = _COMPANY["founded_year"] if qtype == "older_company" else _PERSON["birth_year"]
+        fact, key = ("founded_year", _COMPANY["founded_year"]) if qtype == "older_company" else ("birth_year", _PERSON["birth_year"])
         years = []
         for name in subjects:
-            years.append(_find(key, (yield from read(name))))
+            years.append((yield from read(name, fact, key)))
         if all(years):
             answer = subjects[0] if int(years[0]) < int(years[1]) else subjects[1]
     elif qtype == "city_employees":
-        listed = _find(_CITY["companies"], (yield from read(x)))
+        listed = yield from read(x, "companies", _CITY["companies"])
         people = []
         for company in (listed or "").split(", "):
             if company:
-                staff = _find(_COMPANY["employees"], (yield from read(company)))
+                staff = yield from read(company, "employees", _COMPANY["employees"])
                 people += (staff or "").split(", ")
         answer = "; ".join(p for p in people if p) or None
     yield f"answer[{answer or 'unknown'}]"

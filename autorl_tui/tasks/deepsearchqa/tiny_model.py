@@ -4,9 +4,12 @@
 question, four tool results: 1,000-2,500 characters). This one can:
 
 - Tokenizer: WordPiece, lower-cased. Whole words: the fixed text of the prompts, the tools' output
-  and the article templates (names taken out); word pieces: the syllables, suffixes and digits
-  every generated name and number is made of (`Halgriora` = hal ##gri ##ora, `1914` = 1 ##9 ##1
-  ##4). Built from the generator's word lists, never from a split, so nothing held out leaks.
+  and the article templates (names taken out), every two-syllable stem a generated name is built
+  on and every document id up to D0999; word pieces: the syllables, suffixes and digits every
+  generated name and number is made of (`Halgriora` = halgri ##ora, `Joss Tulo` = joss tulo,
+  `[D0039]` = [ d0039 ], `1914` = 1 ##9 ##1 ##4). Built from the generator's word lists, never from
+  a split, so nothing held out leaks. Version 1 had no stems nor ids: a name was 3-5 pieces, and a
+  model trained from scratch within a test's budget did not learn to copy them.
 - Model: Llama-style, hidden 192, 4 layers, 1,024 positions (a turn is 380 tokens median, 650 at most), randomly initialized, not pretrained:
   its baseline is the floor and every point comes from the run's own post-training.
 
@@ -23,7 +26,7 @@ from pathlib import Path
 from autorl_tui.catalog.model_builds import CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically, save_untrained_llama
 
 NAME = "tiny-dsqa"
-VERSION = "1"
+VERSION = "2"
 MAX_POSITIONS = 1024
 HIDDEN, LAYERS, HEADS, KV_HEADS = 192, 4, 6, 3
 UNK = "[UNK]"
@@ -60,6 +63,10 @@ def vocabulary() -> list[str]:
     pieces |= {f.lower() for f in C.FIRST}
     digits = [str(i) for i in range(10)]
     out = set(words) | pieces | set(digits) | {f"##{p}" for p in pieces | set(digits)}
+    # version 2: every two-syllable stem a name is built on (`tulo`, `kazan`) and every document id
+    # up to D0999 (`d0039`) as one word, so that copying a name or an id out of the prompt is copying
+    # one or two tokens (a person is `joss tulo`, a city `kazan ##ton`)
+    out |= {a + b for a in C.SYL for b in C.SYL} | {f"d{i:04d}" for i in range(1000)}
     return sorted(out)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from autorl_tui.catalog.model_builds import CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically, save_untrained_llama
 
 NAME = "tiny-webshop"
-VERSION = "3"
+VERSION = "4"
 VOCAB_SIZE = 2048
 MAX_POSITIONS = 1024
 HIDDEN, LAYERS, HEADS, KV_HEADS = 128, 2, 4, 2
@@ -66,6 +66,27 @@ def short_id_tokens():
     return [AddedToken(f"b0{a}{b}", single_word=True, normalized=False) for a in chars for b in chars]
 
 
+def phrase_tokens():
+    """Every product type, attribute and option value of the generated catalog's vocabulary (catalog.TYPES),
+    lower-case as the instructions, the option lists and the click actions write them, as one token each
+    (whole words only; the longest match wins, so `12 fl oz (pack of 2)` is one token and `pack of 2`
+    another; values that are bare numbers, such as shoe sizes, keep their digit tokens). Choosing an
+    option is then copying one token of the instruction that the page lists, and a query is a few
+    tokens. A pretrained model reads such phrases as units; a model trained from scratch in minutes
+    needs them handed over, as the short ids are (version 4)."""
+    from tokenizers import AddedToken
+
+    from autorl_tui.tasks.webshop.catalog import TYPES
+
+    phrases = set()
+    for name, spec in TYPES.items():
+        phrases.add(name)
+        phrases.update(spec["attrs"])
+        for values in spec["options"].values():
+            phrases.update(values)
+    return [AddedToken(p, single_word=True, normalized=False) for p in sorted(phrases) if not p.isdigit()]
+
+
 def build_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -80,6 +101,7 @@ def build_tokenizer():
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus(), trainer=trainer)
     tok.add_tokens(short_id_tokens())
+    tok.add_tokens(phrase_tokens())
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|pad|>", bos_token=None, unk_token=None,
         additional_special_tokens=["<|endoftext|>", "<|im_start|>"], model_max_length=MAX_POSITIONS,

@@ -23,8 +23,10 @@ games as the grader would (`alf_max_steps`), the expert labels every state it re
 `output/vN`; every model is submitted and the best is kept.
 On WebShop (the data folder holds `webshop_api/`) it trains on the shipped expert steps (the
 expert reads only the page, so its steps can be imitated) with a lean PyTorch loop
-(webshop_sft.py: length-bucketed batches, no gradient checkpointing; `ws_rename` of the drawn
-examples get fresh product ids, so the id must be copied off the page): the loss on every token
+(lean_sft.py: length-bucketed batches, no gradient checkpointing; `ws_rename` of the drawn
+examples get fresh product ids, so the id must be copied off the page, and `ws_permute` their
+type's attributes and option values permuted, so the values must be read off the instruction):
+the loss on every token
 (`ws_prompt_weight` on the prompt's) -> `output/v1`, then a focus stage on the actions alone ->
 `output/v2` (`ws_focus_steps`; 0 skips it). With `ws_dagger_episodes`, v1 first plays that many
 train instructions through the workspace's `webshop_api` and the expert labels every page it
@@ -32,9 +34,10 @@ reached (webshop_dagger.py); the focus stage then trains on those labels too.
 
 On DeepSearchQA (the data folder holds `deepsearchqa_api/`) it fine-tunes on the shipped expert
 trajectories (one example per tool step, the grader's exact prompt) plus `dsqa_rename` copies of
-each with the names and document ids renamed (dsqa_rename.py: the action must be read off the
-prompt), with the loss on every token -> `output/v1`, then continues with the loss on the
-action only -> `output/v2` (`dsqa_focus_steps`; 0 skips it); both are submitted.
+each with the names and document ids renamed and, in `dsqa_reword` of them, the question's wording
+varied (dsqa_rename.py: the action must be read off the prompt, whatever the wording), with the
+lean loop (lean_sft.py) and the loss on every token -> `output/v1`, then continues with the loss
+on the action only -> `output/v2` (`dsqa_focus_steps`; 0 skips it); both are submitted.
 Every stage gets a wall-clock stop time well before the deadline and is killed if it overruns.
 
 Options: `REFERENCE_AGENT_OPTIONS="sft_steps=400,grpo_steps=60,lora=16"` or the same as
@@ -70,9 +73,10 @@ DEFAULTS = {
     "alf_max_steps": 30,
     "ws_sft_steps": 1500, "ws_sft_lr": 3e-3, "ws_sft_batch": 8, "ws_prompt_weight": 1.0, "ws_decisions": 2,
     "ws_focus_steps": 600, "ws_focus_lr": 1e-3, "ws_focus_share": 0.35, "ws_submit_reserve_s": 180.0,
-    "ws_rename": 0.5, "ws_focus_prompt_weight": 0.0, "ws_dagger_episodes": 0, "ws_max_steps": 15,
-    "dsqa_sft_steps": 600, "dsqa_sft_lr": 2e-3, "dsqa_sft_batch": 16, "dsqa_focus_steps": 300, "dsqa_focus_lr": 1e-3,
-    "dsqa_focus_share": 0.3, "dsqa_submit_reserve_s": 120.0, "dsqa_rename": 4,
+    "ws_rename": 0.5, "ws_permute": 1.0, "ws_focus_prompt_weight": 0.0, "ws_dagger_episodes": 0, "ws_max_steps": 15,
+    "dsqa_sft_steps": 3000, "dsqa_sft_lr": 2e-3, "dsqa_sft_batch": 8, "dsqa_focus_steps": 300, "dsqa_focus_lr": 1e-3,
+    "dsqa_focus_share": 0.3, "dsqa_submit_reserve_s": 120.0, "dsqa_rename": 8, "dsqa_reword": 0.6,
+    "dsqa_prompt_weight": 1.0,
 }
 
 
@@ -271,7 +275,8 @@ def is_deepsearchqa(ws: Workspace) -> bool:
 
 
 def deepsearchqa_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
-    """SFT on the expert's tool steps (loss on every token) -> v1, then on the actions only -> v2."""
+    """SFT (lean_sft.py) on the expert's tool steps and their renamed, reworded copies (loss on every
+    token) -> v1, then on the actions only -> v2."""
     reserve = opts["dsqa_submit_reserve_s"]
     files = [str(ws.data / "sft_prompt_completion.jsonl")]
     left = deadline - reserve - time.time()
@@ -283,24 +288,25 @@ def deepsearchqa_main(ws: Workspace, opts: dict, deadline: float, seed: int, thr
         renamed = ws.logs / "dsqa_renamed.jsonl"
         if run_stage(ws, "dsqa_rename.py", ["--data", files[0], "--corpus", str(ws.data / "corpus.jsonl"),
                                             "--out", str(renamed), "--copies", str(int(opts["dsqa_rename"])),
-                                            "--seed", str(seed)], kill_at=time.time() + 60, threads=threads):
+                                            "--reword", str(opts["dsqa_reword"]), "--seed", str(seed)],
+                     kill_at=time.time() + 60, threads=threads):
             files.append(str(renamed))
-    stages = [("v1", ws.model, int(opts["dsqa_sft_steps"]), opts["dsqa_sft_lr"], 1)]
+    stages = [("v1", ws.model, int(opts["dsqa_sft_steps"]), opts["dsqa_sft_lr"], opts["dsqa_prompt_weight"])]
     if int(opts["dsqa_focus_steps"]) > 0:
-        stages.append(("v2", ws.output / "v1", int(opts["dsqa_focus_steps"]), opts["dsqa_focus_lr"], 0))
+        stages.append(("v2", ws.output / "v1", int(opts["dsqa_focus_steps"]), opts["dsqa_focus_lr"], 0.0))
     scores: dict[str, float | None] = {}
-    for n, (name, model, steps, lr, full_loss) in enumerate(stages):
+    for n, (name, model, steps, lr, prompt_weight) in enumerate(stages):
         left = deadline - reserve - time.time()
         if n and left < 45:      # loading, a few steps and saving take about that on a CPU
             log(f"stopping: {left:.0f}s left before the submission reserve, too little for {name}")
             break
         share = 1.0 if n == len(stages) - 1 else 1 - opts["dsqa_focus_share"]
         stop_at = time.time() + share * left
-        sft = run_stage(ws, "alfworld_sft.py", ["--model", str(model), "--out", str(ws.output / name), "--data", *files,
-                                                 "--steps", str(steps), "--lr", str(lr),
-                                                 "--batch", str(int(opts["dsqa_sft_batch"])), "--rename", "0",
-                                                 "--decisions", "1", "--seed", str(seed + n),
-                                                 "--full_loss", str(full_loss), "--stop_at", str(stop_at)],
+        sft = run_stage(ws, "lean_sft.py", ["--model", str(model), "--out", str(ws.output / name), "--data", *files,
+                                            "--steps", str(steps), "--lr", str(lr),
+                                            "--batch", str(int(opts["dsqa_sft_batch"])), "--rename", "0",
+                                            "--decisions", "1", "--seed", str(seed + n),
+                                            "--prompt_weight", str(prompt_weight), "--stop_at", str(stop_at)],
                         kill_at=stop_at + reserve / 2, threads=threads)
         if sft is None:
             break
@@ -390,7 +396,7 @@ def is_webshop(ws: Workspace) -> bool:
 
 
 def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
-    """SFT on the expert's steps (webshop_sft.py; loss on every token) -> v1; with `ws_dagger_episodes`,
+    """SFT on the expert's steps (lean_sft.py; loss on every token) -> v1; with `ws_dagger_episodes`,
     v1 plays that many train instructions and the expert labels the pages it reached
     (webshop_dagger.py); then SFT goes on from v1 over the expert's steps plus those labels -> v2."""
     reserve = opts["ws_submit_reserve_s"]
@@ -400,14 +406,17 @@ def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads:
         return None
     files = [str(ws.data / "sft_prompt_completion.jsonl")]
     focus_steps = int(opts["ws_focus_steps"])
+    # `ws_permute` of the examples get their type's attributes and option values permuted (from the shop's catalog)
+    catalog = (["--catalog", str(ws.data / "catalog.jsonl"), "--permute", str(opts["ws_permute"])]
+               if (ws.data / "catalog.jsonl").exists() else [])
 
     def sft(model: Path, name: str, steps: int, lr: float, stop_at: float, prompt_weight: float, seed_: int):
-        return run_stage(ws, "webshop_sft.py", ["--model", str(model), "--out", str(ws.output / name),
+        return run_stage(ws, "lean_sft.py", ["--model", str(model), "--out", str(ws.output / name),
                                                 "--data", *files, "--steps", str(steps), "--lr", str(lr),
                                                 "--batch", str(int(opts["ws_sft_batch"])),
                                                 "--prompt_weight", str(prompt_weight),
                                                 "--decisions", str(int(opts["ws_decisions"])),
-                                                "--rename", str(opts["ws_rename"]),
+                                                "--rename", str(opts["ws_rename"]), *catalog,
                                                 "--seed", str(seed_), "--stop_at", str(stop_at)],
                          kill_at=stop_at + reserve / 2, threads=threads)
 

@@ -45,7 +45,9 @@ def renamer(titles):
         by_shape.setdefault(shape(t), []).append(t)
     pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, titles), key=len, reverse=True)) + r")\b", re.IGNORECASE)
     canon = {t.lower(): t for t in titles}
-    n_ids = max(10000, len(titles))
+    # new ids from a range the size of the corpus's own (D0000-D0999 for a few hundred articles): a renamed
+    # id reads like a real one, in the same tokens
+    n_ids = min(10000, max(1000, 2 * len(titles)))
 
     def rename(row, rng):
         texts = [m["content"] for m in row["prompt"]] + [row["completion"][0]["content"]]
@@ -68,7 +70,46 @@ def renamer(titles):
         return {"prompt": [dict(m, content=c) for m, c in zip(row["prompt"], out)],
                 "completion": [dict(row["completion"][0], content=out[-1])]}
 
+    def reword(row, rng, share):
+        """The row with its question's wording varied (`share` of the rows): each word that is not
+        part of a name dropped with probability 0.25, the rest shuffled half of the time (the names keeping their order), the names
+        moved to the front half of the time. The names, the tool outputs and the action stay as they
+        were. Held-out questions are worded in ways train never shows; a model that has only seen
+        train's wordings learns where a name sits in them, not what a name is."""
+        if rng.random() >= share:
+            return row
+        user = next(i for i, m in enumerate(row["prompt"]) if m["role"] == "user")
+        text = row["prompt"][user]["content"]
+        head, sep, rest = text.partition("\n\n")
+        if not head.startswith("Question: "):
+            return row
+        question = head[len("Question: "):]
+        spans = [(m.start(), m.end()) for m in pattern.finditer(question)]
+        names = [question[a:b] for a, b in spans]
+        words, last = [], 0
+        for a, b in spans + [(len(question), len(question))]:
+            words += [w for w in QWORD.findall(question[last:a]) if rng.random() >= 0.25]
+            if a < len(question):
+                words.append(question[a:b])
+            last = b
+        if rng.random() < 0.5:      # the names keep their order (a comparison's second name is searched second)
+            others = [w for w in words if w not in names]
+            rng.shuffle(others)
+            slots = sorted(rng.sample(range(len(others) + len(names)), len(names)))
+            it_names, it_others = iter(names), iter(others)
+            words = [next(it_names) if i in slots else next(it_others) for i in range(len(others) + len(names))]
+        if rng.random() < 0.5:
+            words = names + [":"] + [w for w in words if w not in names]
+        new = "Question: " + " ".join(words).replace(" ?", "?").replace(" ,", ",").replace(" .", ".")
+        prompt = [dict(m) for m in row["prompt"]]
+        prompt[user]["content"] = new + sep + rest
+        return {"prompt": prompt, "completion": row["completion"]}
+
+    rename.reword = reword
     return rename
+
+
+QWORD = re.compile(r"[\w']+|[^\w\s]")
 
 
 def main():
@@ -78,6 +119,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--copies", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reword", type=float, default=0.0, help="share of the copies whose question wording is varied")
     a = ap.parse_args()
     rows = load_jsonl(a.data)
     titles = sorted({d["title"] for d in load_jsonl(a.corpus)})
@@ -87,7 +129,7 @@ def main():
         n = 0
         for row in rows:
             for _ in range(a.copies):
-                fh.write(json.dumps(rename(row, rng)) + "\n")
+                fh.write(json.dumps(rename.reword(rename(row, rng), rng, a.reword)) + "\n")
                 n += 1
     print(json.dumps({"stage": "rename", "examples": len(rows), "copies": n, "names": len(titles), "out": a.out}),
           flush=True)

@@ -1,13 +1,17 @@
-"""Lean SFT for WebShop on a CPU: one example per expert step (the grader's exact prompt -> the
-expert's action), a plain PyTorch loop over a transformers model.
+"""Lean SFT on a CPU for the interactive tasks (WebShop, DeepSearchQA): one example per expert
+step (the grader's exact prompt -> the expert's action), a plain PyTorch loop over a transformers
+model.
 
 Why not TRL's SFTTrainer here: on 2 shared cores every token counts. This loop batches examples of
 similar length (little padding), skips gradient checkpointing (the model is small enough to keep
 its activations) and weighs the loss: every token of the prompt at `--prompt_weight` (predicting
 the page is what teaches a model trained from scratch to copy from it: the instruction's words
 into the query, the listed product id into the click, the option names into the option clicks),
-the action's tokens at 1. Decision steps (the product and option clicks, which the shop's pages
-hardly repeat) are repeated `--decisions` times.
+the action's tokens at 1. Decision steps (WebShop's product and option clicks, which the shop's
+pages hardly repeat) are repeated `--decisions` times. `--rename` (WebShop) gives a share of the
+drawn examples fresh product ids, `--permute` (with `--catalog`) a share permuted attributes and
+option values;
+DeepSearchQA's renamed copies are made beforehand (dsqa_rename.py) and passed as more `--data`.
 
 Prints one JSON line {"stage": "sft", ...} at the end; logs loss points to $METRICS_FILE."""
 import argparse
@@ -38,11 +42,63 @@ PRODUCT_ID = re.compile(r"\bb0[a-z0-9]{2,8}\b")
 ID_CHARS = "abcdefghjklmnpqrstuvwxyz0123456789"
 
 
-def renamed(row, rng):
+def value_pools(catalog_path):
+    """product type -> its pools of interchangeable phrases, from the shop's catalog.jsonl: the
+    attributes, and each option group's values (bare numbers, such as shoe sizes, left out: digits
+    also make up prices and counts)."""
+    groups: dict = {}
+    with open(catalog_path) as fh:
+        for line in fh:
+            if line.strip():
+                p = json.loads(line)
+                mine = groups.setdefault(p["name"], {"attributes": set()})
+                mine["attributes"].update(p.get("attributes") or [])
+                for group, values in (p.get("options") or {}).items():
+                    mine.setdefault(f"option:{group}", set()).update(values)
+    return {name: [sorted(v for v in pool if not v.isdigit()) for pool in pools.values()]
+            for name, pools in groups.items()}
+
+
+def _value_swap(text, pools, rng):
+    """A function text -> text that applies one random permutation of each pool of the example's
+    product type (the longest type name the instruction contains) to every whole-phrase occurrence,
+    lower-case as the instruction, option lists, clicks and query write them and Title Case as the
+    titles do. None when the example names no known type."""
+    instruction = next((line for line in text.splitlines() if line.startswith("Instruction: ")), "")
+    kind = max((name for name in pools if name in instruction), key=len, default=None)
+    if kind is None:
+        return None
+    mapping = {}
+    for pool in pools[kind]:
+        shuffled = pool[:]
+        rng.shuffle(shuffled)
+        for old, new in zip(pool, shuffled):
+            mapping.setdefault(old, new)
+            mapping.setdefault(_title(old), _title(new))
+    if not mapping:
+        return None
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(mapping, key=len, reverse=True))) + r")(?![\w-])")
+    return lambda t: pattern.sub(lambda m: mapping[m.group(1)], t)
+
+
+def _title(phrase):
+    return " ".join(w if w[:1].isdigit() else w[:1].upper() + w[1:] for w in phrase.split())
+
+
+def renamed(row, rng, pools=None, ids=True):
     """The row with every product id replaced by a fresh random one (the same one wherever it occurs:
     listing, available actions, previous actions, the reply). The catalog is shared by all splits,
     so a model could learn the train targets' ids by heart; with ids it has never seen it must
-    copy the one on the page, as it must on held-out instructions."""
+    copy the one on the page, as it must on held-out instructions.
+
+    With `pools` (value_pools), the product type's attributes and option values are permuted
+    throughout the example (the instruction, titles, option lists, history and reply alike): a
+    train split holds a few target products per type, so a model can learn which colour or size
+    goes with a type instead of reading the one the instruction names; in a permuted example the
+    named value can only be read off the instruction. `ids=False` leaves the ids as they are: the
+    held-out pages list the shop's real ids, whose tokens a model only learns from examples that
+    show them (renaming every example's ids left them untrained: the model clicked one id
+    everywhere), while the values are common tokens in any permutation."""
     mapping = {}
 
     def sub(m):
@@ -51,7 +107,13 @@ def renamed(row, rng):
         return mapping[m.group(0)]
 
     prompt, action = row
-    return [dict(msg, content=PRODUCT_ID.sub(sub, msg["content"])) for msg in prompt], PRODUCT_ID.sub(sub, action)
+    swap = _value_swap("\n".join(msg["content"] for msg in prompt), pools, rng) if pools else None
+
+    def new(text):
+        text = PRODUCT_ID.sub(sub, text) if ids else text
+        return swap(text) if swap else text
+
+    return [dict(msg, content=new(msg["content"])) for msg in prompt], new(action)
 
 
 def encode_row(tok, row, max_len):
@@ -88,6 +150,11 @@ def main():
     ap.add_argument("--decisions", type=int, default=2, help="copies of each product/option click")
     ap.add_argument("--rename", type=float, default=0.0,
                     help="share of the drawn examples whose product ids are replaced by fresh ones")
+    ap.add_argument("--catalog", default="",
+                    help="the shop's catalog.jsonl, for --permute")
+    ap.add_argument("--permute", type=float, default=0.0,
+                    help="share of the drawn examples whose type's attributes and option values are permuted "
+                         "(needs --catalog)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stop_at", type=float, default=0.0, help="epoch seconds: stop training and save")
     a = ap.parse_args()
@@ -102,6 +169,7 @@ def main():
     model = AutoModelForCausalLM.from_pretrained(a.model)
     max_len = int(getattr(model.config, "max_position_embeddings", 1024) or 1024)
     rows = load_rows(a.data, a.decisions)
+    pools = value_pools(a.catalog) if a.catalog else None
     encoded = encode(tok, rows, max_len)
     pad = tok.pad_token_id
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.0, betas=(0.9, 0.98))
@@ -119,8 +187,12 @@ def main():
         if a.stop_at and time.time() >= a.stop_at:
             stopped_early = True
             break
-        drawn = [encode_row(tok, renamed(rows[i], rng), max_len) if a.rename and rng.random() < a.rename
-                 else encoded[i] for i in idx]
+        drawn = []
+        for i in idx:
+            fresh_ids = bool(a.rename) and rng.random() < a.rename
+            permuted = pools is not None and rng.random() < a.permute
+            drawn.append(encode_row(tok, renamed(rows[i], rng, pools if permuted else None, ids=fresh_ids), max_len)
+                         if fresh_ids or permuted else encoded[i])
         width = max(len(seq) for seq, _ in drawn)
         ids = torch.full((len(idx), width), pad, dtype=torch.long)
         mask = torch.zeros((len(idx), width), dtype=torch.long)

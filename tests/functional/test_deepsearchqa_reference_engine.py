@@ -103,6 +103,8 @@ def test_reference_agent_on_deepsearchqa_and_the_noise_verdict(home, tmp_path):
         pairs[run["id"]] = [(int(base[q][0]), int(trained[q][0])) for q in sorted(trained)]
         # the trained model plays the held-out questions differently: tool calls where the untrained one rambles
         assert valid_share(trained) > valid_share(base) + 0.25, (valid_share(trained), valid_share(base))
+        # and answers some of them right: held-out accuracy changes (measured 0 -> 16.7 and 13.3, docs/deepsearchqa.md)
+        assert run["test_score"] > run["baseline_score"], run
         print(f"{run['id']}: held-out accuracy {run['baseline_score']:.1f} -> {run['test_score']:.1f}, dev best "
               f"{run['best_dev_score']:.1f}; well-formed actions {valid_share(base):.0%} -> {valid_share(trained):.0%}")
     out = tmp_path / "compare.json"

@@ -186,7 +186,10 @@ def test_a_containerized_agent_that_ignores_its_budget_is_killed_with_its_contai
     assert json.loads(ready["data"])["isolation"] == "container", ready["data"]
     assert row["state"] == "failed" and row["failure_source"] == "budget", (row["state"], row["end_reason"])
     assert alive_lines, "the agent never ran in its container"
-    assert attempt["state"] == "killed" and attempt["exit_code"] < 0 and attempt["container_id"]
+    # SIGKILLed at the deadline: by the harness (-9), or by the container's own entry program when it
+    # got there first (the container's status, 128 + 9)
+    assert attempt["state"] == "killed" and (attempt["exit_code"] < 0 or attempt["exit_code"] == 137), attempt
+    assert attempt["container_id"]
     assert row["ended_at"] - row["started_at"] < 20 + 30
     _until_gone(docker_client, ray_home, row["id"])
 

@@ -358,3 +358,38 @@ def test_reference_dagger_plays_train_episodes_and_the_expert_labels_each_page(t
         user, label = row["prompt"][-1]["content"], row["completion"][0]["content"]
         offered = user.split("Available actions: ")[1].split("\n")[0].split(", ")
         assert label in offered or (offered == ["search[...]"] and label.startswith("search[")), (label, offered)
+
+
+@pytest.mark.slow
+def test_reference_practice_makes_every_shop_product_a_target_and_keeps_the_experts_won_steps(tmp_path):
+    """webshop_practice.py: practice instructions for every product of the shop's catalog (each
+    naming the product's own attributes, option values and a bound above its price), played by
+    the expert through the workspace's runner; the steps of the won episodes, in the grader's
+    prompt format, are the output."""
+    import subprocess
+    import sys
+
+    train = materialize(small_card(tmp_path, id_chars=2), "train", tmp_path / "cache")
+    out = tmp_path / "practice.jsonl"
+    proc = subprocess.run([sys.executable, str(PIPELINE / "webshop_practice.py"), "--data", str(train),
+                           "--out", str(out), "--per_product", "2", "--max_steps", "8"],
+                          capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "PIPELINE_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    products = [json.loads(line) for line in (train / "catalog.jsonl").read_text().splitlines() if line.strip()]
+    assert summary["products"] == len(products) and summary["played"] == 2 * len(products), summary
+    assert summary["won"] >= 0.95 * summary["played"], summary
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == summary["examples"] > summary["won"] * 3     # search, open, buy at least
+    bought, instructions = set(), set()
+    for row in rows:
+        user, action = row["prompt"][-1]["content"], row["completion"][0]["content"]
+        offered = user.split("Available actions: ")[1].split("\n")[0].split(", ")
+        assert action in offered or (offered == ["search[...]"] and action.startswith("search[")), (action, offered)
+        instructions.add(user.split("Instruction: ")[1].split("\n")[0])
+        if action.startswith("click[b0"):
+            bought.add(action[6:-1])
+    # nearly every product of the catalog was opened (the expert opens the best-fitting listing,
+    # which is another product when two fit the instruction equally; 119 of 126 here)
+    assert len(bought & {p["asin"].lower() for p in products}) >= 0.9 * len(products), len(bought)
+    assert len(instructions) >= 0.95 * summary["won"]     # distinct practice instructions

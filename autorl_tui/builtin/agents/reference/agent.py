@@ -30,7 +30,9 @@ the loss on every token
 (`ws_prompt_weight` on the prompt's) -> `output/v1`, then a focus stage on the actions alone ->
 `output/v2` (`ws_focus_steps`; 0 skips it). With `ws_dagger_episodes`, v1 first plays that many
 train instructions through the workspace's `webshop_api` and the expert labels every page it
-reached (webshop_dagger.py); the focus stage then trains on those labels too.
+reached (webshop_dagger.py); the focus stage then trains on those labels too. With `ws_practice`
+(off: measured no gain), the agent first writes that many practice instructions per product of
+the shop's catalog and adds the expert's won steps on them to the SFT data (webshop_practice.py).
 
 On DeepSearchQA (the data folder holds `deepsearchqa_api/`) it fine-tunes on the shipped expert
 trajectories (one example per tool step, the grader's exact prompt) plus `dsqa_rename` copies of
@@ -74,6 +76,7 @@ DEFAULTS = {
     "ws_sft_steps": 1500, "ws_sft_lr": 3e-3, "ws_sft_batch": 8, "ws_prompt_weight": 1.0, "ws_decisions": 2,
     "ws_focus_steps": 600, "ws_focus_lr": 1e-3, "ws_focus_share": 0.35, "ws_submit_reserve_s": 180.0,
     "ws_rename": 0.5, "ws_permute": 1.0, "ws_focus_prompt_weight": 0.0, "ws_dagger_episodes": 0, "ws_max_steps": 15,
+    "ws_practice": 0,
     "dsqa_sft_steps": 3000, "dsqa_sft_lr": 2e-3, "dsqa_sft_batch": 8, "dsqa_focus_steps": 300, "dsqa_focus_lr": 1e-3,
     "dsqa_focus_share": 0.3, "dsqa_submit_reserve_s": 120.0, "dsqa_rename": 8, "dsqa_reword": 0.6,
     "dsqa_prompt_weight": 1.0,
@@ -396,8 +399,9 @@ def is_webshop(ws: Workspace) -> bool:
 
 
 def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
-    """SFT on the expert's steps (lean_sft.py; loss on every token) -> v1; with `ws_dagger_episodes`,
-    v1 plays that many train instructions and the expert labels the pages it reached
+    """With `ws_practice`, first that many practice instructions per shop product, played by the expert
+    (webshop_practice.py; the steps of its won episodes join the SFT data); SFT on the expert's steps
+    (lean_sft.py; loss on every token) -> v1; with `ws_dagger_episodes`, v1 plays that many train instructions and the expert labels the pages it reached
     (webshop_dagger.py); then SFT goes on from v1 over the expert's steps plus those labels -> v2."""
     reserve = opts["ws_submit_reserve_s"]
     left = deadline - time.time() - reserve
@@ -405,6 +409,15 @@ def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads:
         log(f"not enough budget to train anything ({left:.0f}s after the submission reserve); stopping")
         return None
     files = [str(ws.data / "sft_prompt_completion.jsonl")]
+    if int(opts["ws_practice"]) > 0:
+        practice = ws.logs / "webshop_practice.jsonl"
+        got = run_stage(ws, "webshop_practice.py", ["--data", str(ws.data), "--out", str(practice),
+                                                    "--per_product", str(int(opts["ws_practice"])),
+                                                    "--max_steps", str(int(opts["ws_max_steps"])), "--seed", str(seed)],
+                        kill_at=time.time() + min(120.0, left / 10), threads=threads)
+        if got and got.get("examples"):
+            files.append(str(practice))
+        left = deadline - time.time() - reserve
     focus_steps = int(opts["ws_focus_steps"])
     # `ws_permute` of the examples get their type's attributes and option values permuted (from the shop's catalog)
     catalog = (["--catalog", str(ws.data / "catalog.jsonl"), "--permute", str(opts["ws_permute"])]

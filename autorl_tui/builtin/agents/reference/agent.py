@@ -399,10 +399,11 @@ def is_webshop(ws: Workspace) -> bool:
 
 
 def webshop_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
-    """With `ws_practice`, first that many practice instructions per shop product, played by the expert
-    (webshop_practice.py; the steps of its won episodes join the SFT data); SFT on the expert's steps
-    (lean_sft.py; loss on every token) -> v1; with `ws_dagger_episodes`, v1 plays that many train instructions and the expert labels the pages it reached
-    (webshop_dagger.py); then SFT goes on from v1 over the expert's steps plus those labels -> v2."""
+    """With `ws_practice`, first that many practice instructions per shop product, played by the
+    expert (webshop_practice.py; the steps of its won episodes join the SFT data); SFT on the
+    expert's steps (lean_sft.py; loss on every token) -> v1; with `ws_dagger_episodes`, v1 plays
+    that many train instructions and the expert labels the pages it reached (webshop_dagger.py);
+    then SFT goes on from v1 over the expert's steps plus those labels -> v2."""
     reserve = opts["ws_submit_reserve_s"]
     left = deadline - time.time() - reserve
     if left < 30:

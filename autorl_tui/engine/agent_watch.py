@@ -107,10 +107,6 @@ class AgentWatch:
         code = wait_task.result()
         info = getattr(handle, "exit_info", lambda: None)() or {}
         reason = info.get("reason") or self.kill_reason or "exited"
-        if reason == "exited" and info.get("deadline_reached"):
-            # a container's own entry program kills it at the deadline, as the harness does; when it
-            # got there first the exit was seen before the harness's kill, and it ended by the budget
-            reason = "deadline"
         if self.kill_reason:     # the harness's own reason wins over how the executor saw it
             reason = self.kill_reason
         if reason == "node_lost":     # a cluster node went away: an infrastructure failure, retried

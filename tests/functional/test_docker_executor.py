@@ -186,7 +186,8 @@ async def test_container_past_its_deadline_is_killed_by_its_own_guard(harness):
     handle = await h["executor"].start(spec)
     code = await asyncio.wait_for(handle.wait(), 30)      # the engine never calls kill here
     assert code == 137 and time.time() - t0 < 10
-    assert json.loads(spec.exit_path.read_text())["deadline_reached"] is True
+    info = json.loads(spec.exit_path.read_text())
+    assert info["deadline_reached"] is True and info["reason"] == "deadline"   # ended by its budget
     assert "deadline reached" in spec.stderr_path.read_text()
 
 

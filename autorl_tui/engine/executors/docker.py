@@ -217,12 +217,15 @@ class DockerHandle(AgentHandle):
             if "exec python3 failed" in tail:
                 error = (f"image {self.spec.image} has no python3 on its PATH; the container's entry program "
                          "needs it (any Python 3.8+), or leave `image:` unset to use the offline runtime image")
+        # the container's entry program kills it at the deadline, as the harness would; when it got
+        # there first, the run still ended by its budget (as the local shim records it)
+        deadline_reached = (self._kill_reason is None and state.get("ExitCode") == 137
+                            and time.time() >= self.spec.deadline - 1)
         write_json(self.spec.exit_path, {
             "error": error,
             "exit_code": code, "container_status": int(result.get("StatusCode", -1)),
             "oom_killed": bool(state.get("OOMKilled")), "killed": self._kill_reason,
-            "deadline_reached": self._kill_reason is None and state.get("ExitCode") == 137
-            and time.time() >= self.spec.deadline - 1,
+            "deadline_reached": deadline_reached, **({"reason": "deadline"} if deadline_reached else {}),
             "finished_at": state.get("FinishedAt"), "container_id": self.container.id, **self.exit_extra})
         if self.remove_on_exit:
             try:

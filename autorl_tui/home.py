@@ -111,6 +111,11 @@ class Home:
         return self.root / "reports"
 
     @property
+    def exports(self) -> Path:
+        """Run exports the demo writes; apart from reports/, whose `<id>.json` is the report's JSON."""
+        return self.root / "exports"
+
+    @property
     def agents_dir(self) -> Path:
         return self.root / "agents"
 

@@ -60,7 +60,7 @@ async def _demo(args, plan) -> int:
             for line in describe_conditions(r["id"], run_conditions(reader, r["id"])):
                 print(f"  {line}")
         for r in rows:
-            path = engine.home.reports / f"{r['id']}.json"
+            path = engine.home.exports / f"{r['id']}.json"
             write_json_atomic(path, reader.export_run(r["id"]))
             exports[r["id"]] = str(path)
     finally:

@@ -448,9 +448,12 @@ class Engine:
         row = self.get_run(run_id)
         if row["state"] != "queued":
             raise UsageError(f"run {run_id} is {row['state']}: only queued runs can be reordered")
-        low = self.store.first_queued_pos()
-        self.store.set_run_fields(run_id, {"queue_pos": low - 1})
-        self.bus.publish(ev.RunUpdated(run_id, fields={"queue_pos": low - 1}))
+        # The queue is ordered by priority, then position: the front needs both, or the run stays
+        # behind every run of a higher priority while the operator was told it moved to the front.
+        fields = {"queue_pos": self.store.first_queued_pos() - 1,
+                  "priority": max(int(row["priority"] or 0), self.store.top_queued_priority())}
+        self.store.set_run_fields(run_id, fields)
+        self.bus.publish(ev.RunUpdated(run_id, fields=fields))
         self._wake.set()
 
     async def set_priority(self, run_id: str, priority: int) -> None:

@@ -36,6 +36,10 @@ class RunStateQueries:
         """The lowest queue position among queued runs (0 when none is queued)."""
         return self.one("SELECT COALESCE(MIN(queue_pos), 0) AS m FROM runs WHERE state='queued'")["m"]
 
+    def top_queued_priority(self) -> int:
+        """The highest priority among queued runs (0 when none is queued)."""
+        return int(self.one("SELECT COALESCE(MAX(priority), 0) AS m FROM runs WHERE state='queued'")["m"])
+
     def run(self, run_id: str) -> RunRow | None:
         return self.get("runs", run_id)
 

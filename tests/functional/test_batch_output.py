@@ -2,6 +2,7 @@
 doing, progress over the plan, and a closing "next" section whose commands work as printed; the
 store left behind is whole in store.db; Ctrl-C says how to retry."""
 
+import json
 import os
 import shlex
 import shutil
@@ -55,6 +56,10 @@ def test_demo_output_shows_preparation_progress_and_a_next_section_that_works(ho
         assert run_id in ran.stdout, (command, ran.stdout)
     export = next(line.split()[1] for line in nxt if line.split()[0] == "export")
     assert os.path.exists(export) and run_id in export
+    # the printed report command (run above) did not write over the export the list names
+    with open(export) as fh:
+        exported = json.load(fh)
+    assert exported["format"] and exported["run_id"] == run_id and "events" in exported, sorted(exported)[:10]
     # store.db alone is the whole record once the engine stopped (no -wal needed)
     alone = tmp_path / "copy" / "store.db"
     alone.parent.mkdir()

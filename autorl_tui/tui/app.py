@@ -257,8 +257,14 @@ class ConsoleApp(App):
     def action_toggle_queue(self) -> None:
         if self.model.queue_paused:
             self.engine_command(lambda c: c.resume_queue(), "queue resumed")
-        else:
-            self.engine_command(lambda c: c.pause_queue(), "queue paused: running runs go on, nothing new starts")
+            return
+        from autorl_tui.tui.screens.prompts import ConfirmScreen
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.engine_command(lambda c: c.pause_queue(), "queue paused: running runs go on, nothing new starts")
+        self.push_screen(ConfirmScreen("Pause the queue? Running runs go on; nothing new starts until P again."),
+                         confirmed)
 
     def open_run(self, run_id: str) -> None:
         from autorl_tui.tui.screens.run import RunScreen

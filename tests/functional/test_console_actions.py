@@ -161,3 +161,33 @@ async def test_loading_a_plan_fills_the_form_and_editing_the_form_keeps_it(serve
         shown = yaml.safe_load(q("#yaml", TextArea).text)
         assert shown["name"] == "ctrlc" and shown["agents"] == ["reference"] and shown["tasks"] == ["arith"]
         assert shown["seeds"] == [0, 1] and shown["priority"] == 3 and shown["budget"] == "3m"
+
+
+async def test_retry_and_pausing_the_queue_ask_first(served):
+    app = FrozenConsole(served.home)
+    app.notify_events = True
+    async with app.run_test(size=(130, 36)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
+        await pilot.press("P")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the pause confirmation")
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the dialog to close")
+        assert not served.engine.queue_paused                 # "no" paused nothing
+        await pilot.press("P")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the pause confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: served.engine.queue_paused, what="the queue to pause")
+        await pilot.press("P")                                # resuming needs no confirmation
+        await until(pilot, lambda: not served.engine.queue_paused, what="the queue to resume")
+        table = app.screen.query_one("#runs")
+        table.move_cursor(row=row_ids(app).index("r0001-arith-baseline-copy-s0"))
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the retry confirmation")
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the dialog to close")
+        assert not any("static engine runs nothing" in str(n.message) for n in app._notifications)
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the retry confirmation")
+        await pilot.press("y")                                # the static engine refuses every retry: the
+        await until(pilot, lambda: any("static engine runs nothing" in str(n.message)   # refusal shows it was sent
+                                       for n in app._notifications), what="the retry to reach the engine")

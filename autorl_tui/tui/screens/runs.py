@@ -240,8 +240,14 @@ class RunsScreen(Screen):
 
     def action_retry_run(self) -> None:
         run = self._selected()
-        if run:
-            self.app.engine_command(lambda c: c.retry(run["id"]), "queued again as {result}")
+        if not run:
+            return
+        from autorl_tui.tui.screens.prompts import ConfirmScreen
+
+        def confirmed(ok: bool | None) -> None:
+            if ok:
+                self.app.engine_command(lambda c: c.retry(run["id"]), "queued again as {result}")
+        self.app.push_screen(ConfirmScreen(f"Retry run {run['id']} ({run['state']}) as a new run?"), confirmed)
 
     def action_move_to_front(self) -> None:
         run = self._selected()

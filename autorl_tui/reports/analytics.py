@@ -39,6 +39,7 @@ from typing import Any
 import duckdb
 
 from autorl_tui.exitcodes import InfraError, UsageError
+from autorl_tui.store.db import readonly_uri
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 
@@ -120,7 +121,7 @@ def _open_in_this_process(path: Path) -> bool:
 
 def _snapshot(src: Path, dst: Path) -> None:
     """A consistent copy of a live store through the same SQLite library as the writer's."""
-    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    source = sqlite3.connect(readonly_uri(src), uri=True)
     try:
         target = sqlite3.connect(str(dst))
         try:
@@ -164,7 +165,8 @@ class Analytics:
         self.snapshot: Path | None = None
         self._tmpdir: tempfile.TemporaryDirectory | None = None
         read_path = self.store_path
-        if _open_in_this_process(self.store_path):
+        # DuckDB's SQLite reader cannot open a WAL store in a folder it cannot write: read a copy.
+        if _open_in_this_process(self.store_path) or not os.access(self.store_path.parent, os.W_OK):
             self._tmpdir = tempfile.TemporaryDirectory(prefix="autorl-report-")
             read_path = self.snapshot = Path(self._tmpdir.name) / "store-snapshot.db"
             _snapshot(self.store_path, read_path)

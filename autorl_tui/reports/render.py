@@ -7,6 +7,7 @@ order: $AUTORL_TEMPLATES, the source checkout's `templates/` (editable installs)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import jinja2
 
-from autorl_tui.exitcodes import InfraError
+from autorl_tui.exitcodes import InfraError, UsageError
 from autorl_tui.reports import svg
 from autorl_tui.scores import env_summary_text
 from autorl_tui.units import fmt_bytes
@@ -50,17 +51,26 @@ def render(template: str, context: dict) -> str:
 
 
 def write_outputs(report: dict, html: str | None, html_path: str | None, json_path: str | None) -> list[Path]:
-    written = []
+    """Writes the report's JSON and HTML, each whole or not at all (a temporary name, then a rename).
+    UsageError when a path cannot be written (a read-only home's reports/ folder, say)."""
+    outputs = []
     if json_path:
-        p = Path(json_path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(report, indent=1, allow_nan=False, default=str) + "\n")
-        written.append(p)
+        outputs.append((Path(json_path), json.dumps(report, indent=1, allow_nan=False, default=str) + "\n"))
     if html_path and html is not None:
-        p = Path(html_path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(html)
-        written.append(p)
+        outputs.append((Path(html_path), html))
+    written = []
+    for path, text in outputs:
+        tmp = path.with_name(f".{path.name}.partial")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text)
+            tmp.replace(path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}; pass --html PATH and/or --json PATH "
+                             "in a folder you can write (a read-only home cannot hold reports)") from None
+        written.append(path)
     return written
 
 

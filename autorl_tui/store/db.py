@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 import zlib
 from pathlib import Path
 from typing import Any, Iterable
@@ -320,11 +321,22 @@ def _split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
+def readonly_uri(path: str | os.PathLike) -> str:
+    """The URI a reader opens the store with. In a folder it cannot write (a read-only mount, a
+    shared results folder) SQLite cannot create the WAL's `-shm` file, so the store is opened
+    `immutable`: read as it is on disk, which is whole once its engine closed it."""
+    p = Path(path)
+    uri = f"file:{urllib.parse.quote(str(p))}?mode=ro"
+    if not os.access(p.parent, os.W_OK):
+        uri += "&immutable=1"
+    return uri
+
+
 def open_readonly(path: str | os.PathLike) -> sqlite3.Connection:
     """A read-only connection for readers other than the engine (CLI listings, exports)."""
     p = Path(path)
     if not p.exists():
         raise StoreError(f"no store at {p}: run something first, or pass the right --home")
-    conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, check_same_thread=False)
+    conn = sqlite3.connect(readonly_uri(p), uri=True, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     return conn

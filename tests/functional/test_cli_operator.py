@@ -66,17 +66,44 @@ def test_a_read_only_home_is_a_clear_usage_error_and_nothing_is_written(tmp_path
     ro.mkdir()
     (ro / "existing").mkdir()
     plan = REPO / "data" / "plans" / "demo.yaml"
-    args = [sys.executable, "-m", "autorl_tui", "--home", str(ro / "existing"), "--batch", str(plan)]
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    if os.geteuid() == 0:   # root ignores permission bits: make the folder a read-only mount in a private namespace
-        script = f"mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} && exec \"$@\""
-        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *args]
-    else:
-        os.chmod(ro / "existing", 0o555)
-        cmd = args
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    proc = cli_read_only(ro / "existing", "--batch", str(plan))
     assert_clean_error(proc, "is not writable", "--home")
     assert list((ro / "existing").iterdir()) == []
+
+
+def cli_read_only(home: Path, *argv: str) -> subprocess.CompletedProcess:
+    """`autorl-tui --home HOME ARGV...` with HOME read-only for it (a shared results folder)."""
+    args = [sys.executable, "-m", "autorl_tui", "--home", str(home), *argv]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    if os.geteuid() == 0:   # root ignores permission bits: make the folder a read-only mount in a private namespace
+        script = f"mount --bind {home} {home} && mount -o remount,bind,ro {home} && exec \"$@\""
+        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *args]
+    else:
+        os.chmod(home, 0o555)
+        cmd = args
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    finally:
+        if os.geteuid() != 0:
+            os.chmod(home, 0o755)
+
+
+def test_every_reading_command_works_on_a_read_only_home_holding_a_store(home_with_runs, tmp_path):
+    before = sorted(p.name for p in home_with_runs.iterdir())
+    listed = cli_read_only(home_with_runs, "runs", "list")
+    assert listed.returncode == 0 and IDS[0] in listed.stdout, listed.stderr
+    exported = cli_read_only(home_with_runs, "export", "r0001", "--json", str(tmp_path / "e.json"))
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads((tmp_path / "e.json").read_text())["run_id"] == IDS[0]
+    report = cli_read_only(home_with_runs, "report", "r0001", "--html", str(tmp_path / "r.html"),
+                           "--json", str(tmp_path / "r.json"))
+    assert report.returncode == 0, report.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["run"]["run_id"] == IDS[0]
+    compare = cli_read_only(home_with_runs, "compare", IDS[0], IDS[1], "--json", str(tmp_path / "c.json"))
+    assert compare.returncode == 0, compare.stderr
+    # without output paths the home's reports/ folder is the default: a one-line error says what to pass
+    assert_clean_error(cli_read_only(home_with_runs, "report", "r0001"), "cannot write", "--html PATH")
+    assert sorted(p.name for p in home_with_runs.iterdir()) == before        # nothing written into the home
 
 
 def test_short_ids_and_unique_prefixes_name_runs_ambiguous_ones_list_candidates(home_with_runs, tmp_path):

@@ -20,20 +20,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from autorl_tui.commands._runs import resolve_runs
     from autorl_tui.engine.client import engine_is_running
     from autorl_tui.home import Home
-    from autorl_tui.store.db import StoreError
-    from autorl_tui.store.queries import StoreReader
-    from autorl_tui.run_ids import resolve_run_id
-    from autorl_tui.exitcodes import UsageError
 
     home = Home.open(args.home)
-    try:
-        reader = StoreReader.open(home.store_path)
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
-    with reader:
-        run_id = resolve_run_id(reader, args.run_id, str(home.root))
+    run_id = resolve_runs(home, [args.run_id])[0].id
     if engine_is_running(home.root):
         return asyncio.run(_hand_over(home, run_id))
     return asyncio.run(_retry_here(args, run_id))

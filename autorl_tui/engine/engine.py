@@ -85,7 +85,10 @@ class Engine:
         agents keep running (local shims and containers enforce their deadlines) and the next
         engine re-adopts them."""
         if cancel_runs:
-            await asyncio.gather(*(s.cancel("engine stopped with --cancel-runs") for s in list(self.supervisors.values())),
+            reason = "engine stopped with --cancel-runs"
+            for row in self.store.runs(["queued"]):     # queued runs would start under the next engine
+                await self.cancel(row["id"], reason)
+            await asyncio.gather(*(s.cancel(reason) for s in list(self.supervisors.values())),
                                  return_exceptions=True)
             tasks = [s.task for s in self.supervisors.values() if s.task]
             if tasks:

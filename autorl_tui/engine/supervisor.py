@@ -9,8 +9,10 @@ per-run API (submission_desk.py, run_api.py), watching the agent and enforcing i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -58,6 +60,7 @@ class RunSupervisor:
         self.agent_exit: tuple[int | None, str] = (None, "exited")
         self._cancel_reason: str | None = None
         self._task: asyncio.Task | None = None
+        self._phase: asyncio.Task | None = None        # preparing or baselines: what a cancel interrupts
         self._adopt_attempt: "AttemptRow | None" = None
 
     # ------------------------------------------------------------------ the run's live state
@@ -101,8 +104,8 @@ class RunSupervisor:
             if self._adopt_attempt is not None:
                 await self._resume_after_restart()
             else:
-                await self._prepare()
-                await self._baselines()
+                await self._interruptible(self._prepare())
+                await self._interruptible(self._baselines())
                 await self._run_agent()
             await self._finish()
         except RunLost as exc:
@@ -146,6 +149,20 @@ class RunSupervisor:
     def _check_cancel(self) -> None:
         if self._cancel_reason:
             raise RunCancelled()
+
+    async def _interruptible(self, phase) -> None:
+        """Run a phase before the agent (preparing, baselines) so that a cancel stops it at once:
+        the worker it waits on (the prepare worker, a baseline grading) is killed with it."""
+        self._phase = asyncio.ensure_future(phase)
+        try:
+            await self._phase
+        except asyncio.CancelledError:
+            if self._cancel_reason and not asyncio.current_task().cancelling():
+                raise RunCancelled() from None
+            raise                                   # the engine is shutting down
+        finally:
+            self._phase = None
+        self._check_cancel()
 
     async def _prepare(self) -> None:
         self.journal.transition("preparing")
@@ -195,24 +212,32 @@ class RunSupervisor:
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         env.setdefault("GOMP_SPINCOUNT", "1000")
         proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                                                    stdin=asyncio.subprocess.DEVNULL, env=env, limit=2 ** 24)
+                                                    stdin=asyncio.subprocess.DEVNULL, env=env, limit=2 ** 24,
+                                                    start_new_session=True)
         stderr_task = asyncio.ensure_future(proc.stderr.read())
         result = None
-        async for raw in proc.stdout:
-            line = raw.decode(errors="replace").strip()
-            if not line.startswith("{"):
-                continue
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(msg, dict) and isinstance(msg.get("progress"), dict):
-                p = msg["progress"]
-                self.log("harness", f"preparing: {describe_progress(p)}", data={"phase": "prepare", "progress": p})
-            else:
-                result = msg
-        stderr = await stderr_task
-        await proc.wait()
+        try:
+            async for raw in proc.stdout:
+                line = raw.decode(errors="replace").strip()
+                if not line.startswith("{"):
+                    continue
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(msg, dict) and isinstance(msg.get("progress"), dict):
+                    p = msg["progress"]
+                    self.log("harness", f"preparing: {describe_progress(p)}", data={"phase": "prepare", "progress": p})
+                else:
+                    result = msg
+            stderr = await stderr_task
+            await proc.wait()
+        finally:
+            if proc.returncode is None:     # cancelled: the worker and whatever it started end now
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                stderr_task.cancel()
+                await proc.wait()
         if result is None:
             tail = stderr.decode(errors="replace").strip().splitlines()[-5:]
             return {"ok": False, "kind": "infra",
@@ -410,6 +435,10 @@ class RunSupervisor:
     # ------------------------------------------------------------------ operator commands
     async def cancel(self, reason: str) -> None:
         self._cancel_reason = reason
+        self.log("operator", f"cancel requested in state {self.state}: {reason}",
+                 data={"action": "cancel", "state": self.state, "reason": reason})
+        if self._phase is not None:
+            self._phase.cancel()
         if self.handle is not None and self.handle.is_alive():
             await self.handle.kill(reason)
 

@@ -22,7 +22,7 @@ from autorl_tui.tui.formatting import fmt_offset
 
 # Line categories (events.kind): each is styled by the component class `log-view--<kind>`, a line
 # at level error/warning by `log-view--level-<level>` instead; an unknown kind stays unstyled.
-KINDS = ("stdout", "stderr", "harness", "action", "grading", "submission", "state", "error")
+KINDS = ("stdout", "stderr", "harness", "operator", "action", "grading", "submission", "state", "error")
 LEVELS = ("error", "warning")
 KIND_WIDTH = max(map(len, KINDS))     # "submission": categories are never cut
 MAX_WIDTH = 2000
@@ -57,6 +57,7 @@ class LogView(ScrollView, can_focus=True):
     LogView > .log-view--stamp, LogView > .log-view--kind { text-style: dim; }
     LogView > .log-view--stderr { color: ansi_bright_red; }
     LogView > .log-view--harness { color: ansi_cyan; }
+    LogView > .log-view--operator { color: ansi_yellow; }
     LogView > .log-view--action { color: ansi_magenta; }
     LogView > .log-view--grading { color: ansi_green; }
     LogView > .log-view--submission { color: ansi_green; text-style: bold; }

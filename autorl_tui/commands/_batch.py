@@ -5,6 +5,7 @@ Imports no Textual."""
 from __future__ import annotations
 
 import asyncio
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -51,8 +52,9 @@ async def _hand_over(args, plan) -> int:
         await client.subscribe()
         run_ids = await client.enqueue_plan(plan.source, str(args.batch))
         display.note(f"plan {plan.name} handed to the running engine: {', '.join(run_ids)}")
-        states = {r["id"]: r["state"] for r in (await client.snapshot())["runs"] if r["id"] in run_ids}
+        states = {r: "queued" for r in run_ids}
         try:
+            states.update({r["id"]: r["state"] for r in (await client.snapshot())["runs"] if r["id"] in run_ids})
             async for event in client.events():
                 if isinstance(event, Disconnected):
                     raise InfraError("the engine went away while following the plan; its runs go on "
@@ -65,7 +67,14 @@ async def _hand_over(args, plan) -> int:
                         states[event.run_id] = event.state
                 if all(states.get(r) in FINAL_STATES for r in run_ids):
                     break
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:         # Ctrl-C: stop following; the runs are the engine's
+            going = [f"{r} ({states.get(r, '?')})" for r in run_ids if states.get(r) not in FINAL_STATES]
+            if going:
+                h = shlex.quote(str(home.root))
+                print(f"stopped following plan {plan.name}; its runs go on in the engine: {', '.join(going)}\n"
+                      f"  follow them: autorl-tui --home {h}\n"
+                      f"  cancel them: autorl-tui cancel {' '.join(r for r in run_ids if states.get(r) not in FINAL_STATES)}"
+                      f" --home {h}", file=sys.stderr, flush=True)
             raise
         rows = [r for r in (await client.snapshot())["runs"] if r["id"] in run_ids]
     finally:
@@ -93,13 +102,15 @@ async def _run(args, plan) -> int:
     loop = asyncio.get_running_loop()
     stop_event = asyncio.Event()
 
-    def on_sigint():
-        nonlocal interrupted
-        interrupted = True
+    signal_name = "SIGINT"
+
+    def on_signal(name: str):
+        nonlocal interrupted, signal_name
+        interrupted, signal_name = True, name
         stop_event.set()
 
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
-    loop.add_signal_handler(signal.SIGTERM, on_sigint)
+    loop.add_signal_handler(signal.SIGINT, on_signal, "SIGINT")
+    loop.add_signal_handler(signal.SIGTERM, on_signal, "SIGTERM")
     display = make_display(engine, plain=args.plain or not sys.stdout.isatty())
     try:
         try:
@@ -114,7 +125,7 @@ async def _run(args, plan) -> int:
             display.note("interrupted: cancelling the plan's runs")
             for rid in run_ids:
                 try:
-                    await engine.cancel(rid, "interrupted (SIGINT)")
+                    await engine.cancel(rid, f"interrupted ({signal_name})")
                 except UsageError:
                     pass
             await asyncio.wait_for(engine.wait_runs(run_ids), timeout=60)

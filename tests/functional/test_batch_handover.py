@@ -1,12 +1,17 @@
 """`--batch PLAN` while the console's background engine owns the home: the plan is handed to that
 engine over its socket and followed to the end, instead of failing on the lock."""
 
+import os
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
+import threading
 
 import pytest
 
-from tests.support.harness import TASKS, cli, install_model, make_reachable_home, write_plan
+from tests.support.harness import REPO, TASKS, cli, install_model, make_reachable_home, write_plan
 
 pytestmark = pytest.mark.slow
 
@@ -29,4 +34,37 @@ def test_batch_hands_the_plan_to_the_running_engine(tiny_model_dir, tmp_path):
         cli("engine", "stop", home=home, env=env, timeout=60)
     db = sqlite3.connect(home / "store.db")
     assert db.execute("SELECT state, improvement FROM runs").fetchall() == [("done", 0.0)]
+    shutil.rmtree(home.parent, ignore_errors=True)
+
+
+def test_ctrl_c_on_a_handed_over_batch_names_the_runs_that_go_on(tiny_model_dir, tmp_path):
+    home = make_reachable_home()
+    home.mkdir(parents=True)
+    install_model(tiny_model_dir, home)
+    env = {"AUTORL_TASKS_DIR": str(TASKS)}
+    cli("engine", "start", home=home, env=env, check=True, timeout=60)
+    try:
+        plan = write_plan(tmp_path / "plan.yaml", budget="60s", seeds=[0, 1])
+        proc = subprocess.Popen([sys.executable, "-m", "autorl_tui", "--home", str(home), "--plain", "--batch", str(plan)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ, PYTHONPATH=str(REPO), **env), cwd=REPO)
+        handed = threading.Event()
+
+        def watch():
+            for line in proc.stdout:
+                if "handed to the running engine" in line:
+                    handed.set()
+        threading.Thread(target=watch, daemon=True).start()
+        assert handed.wait(300), "the plan was never handed over"
+        proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read()
+        assert proc.wait(60) == 130, err
+        ids = [r for (r,) in sqlite3.connect(home / "store.db").execute("SELECT id FROM runs ORDER BY id")]
+        assert len(ids) == 2
+        assert "its runs go on in the engine" in err and all(r in err for r in ids), err
+        assert f"autorl-tui cancel {ids[0]} {ids[1]}" in err, err
+        states = dict(sqlite3.connect(home / "store.db").execute("SELECT id, state FROM runs").fetchall())
+        assert "cancelled" not in states.values(), states        # Ctrl-C stopped following, not the runs
+    finally:
+        cli("engine", "stop", "--cancel-runs", home=home, env=env, timeout=120)
     shutil.rmtree(home.parent, ignore_errors=True)

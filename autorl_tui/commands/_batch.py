@@ -5,6 +5,7 @@ Imports no Textual."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 import signal
 import sys
@@ -86,6 +87,7 @@ async def _hand_over(args, plan) -> int:
 
 async def _run(args, plan) -> int:
     from autorl_tui.commands._display import make_display, print_next, print_summary
+    from autorl_tui.engine.server import serving
     from autorl_tui.store.queries import StoreReader
 
     engine = engine_from_args(args)
@@ -112,7 +114,9 @@ async def _run(args, plan) -> int:
     loop.add_signal_handler(signal.SIGINT, on_signal, "SIGINT")
     loop.add_signal_handler(signal.SIGTERM, on_signal, "SIGTERM")
     display = make_display(engine, plain=args.plain or not sys.stdout.isatty())
+    watchers = contextlib.AsyncExitStack()      # the socket a console attaches to while the plan runs
     try:
+        await watchers.enter_async_context(serving(engine))
         try:
             run_ids = await engine.enqueue_plan(plan)
         except UsageError:
@@ -138,6 +142,7 @@ async def _run(args, plan) -> int:
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
+        await watchers.aclose()
         await engine.stop(cancel_runs=interrupted)
     if interrupted:
         print(f"interrupted: the plan's runs were cancelled; run one again with "

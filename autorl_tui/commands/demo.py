@@ -36,6 +36,7 @@ async def _demo(args, plan) -> int:
     from autorl_tui.commands._batch import engine_from_args
     from autorl_tui.commands._conditions import describe_conditions, run_conditions
     from autorl_tui.commands._display import make_display, print_next, print_summary
+    from autorl_tui.engine.server import serving
     from autorl_tui.store.export import write_json_atomic
     from autorl_tui.store.queries import StoreReader
     import sys
@@ -46,11 +47,12 @@ async def _demo(args, plan) -> int:
     t0 = time.time()
     exports = {}
     try:
-        run_ids = await engine.enqueue_plan(plan)
-        display = make_display(engine, plain=getattr(args, "plain", False) or not sys.stdout.isatty())
-        display.start(run_ids, plan.name)
-        rows = await engine.wait_runs(run_ids)
-        display.stop()
+        async with serving(engine):            # `autorl-tui --home HOME` attaches to watch it
+            run_ids = await engine.enqueue_plan(plan)
+            display = make_display(engine, plain=getattr(args, "plain", False) or not sys.stdout.isatty())
+            display.start(run_ids, plan.name)
+            rows = await engine.wait_runs(run_ids)
+            display.stop()
         engine.store.flush()
         reader = StoreReader.over(engine.store)
         print_summary(reader, run_ids)

@@ -63,7 +63,9 @@ def _status(home) -> int:
     except EngineNotRunning as exc:
         print(str(exc))
         return int(ExitCode.INFRA)
-    print(f"engine pid {st['pid']}, up {format_duration(time.time() - st['started_at'])}, home {home.root}")
+    role = st.get("role") or "engine"
+    inside = "" if role == "engine" else f" (inside `autorl-tui {'--batch' if role == 'batch' else role}`)"
+    print(f"engine pid {st['pid']}{inside}, up {format_duration(time.time() - st['started_at'])}, home {home.root}")
     print(f"runs: {st['active']} active, {st['queued']} queued, {st['total']} total"
           f"{'; queue paused' if st.get('queue_paused') else ''}; {st['clients'] - 1} other client(s) attached")
     return 0

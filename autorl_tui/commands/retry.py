@@ -47,11 +47,14 @@ async def _retry_here(args, run_id: str) -> int:
     from autorl_tui.commands._batch import engine_from_args
     from autorl_tui.commands._display import follow_to_end
 
+    from autorl_tui.engine.server import serving
+
     engine = engine_from_args(args, role="retry")
     await engine.start()
     try:
-        new_id = await engine.retry(run_id)
-        rows = await follow_to_end(engine, [new_id], f"retry of {run_id}", plain=not sys.stdout.isatty())
+        async with serving(engine):
+            new_id = await engine.retry(run_id)
+            rows = await follow_to_end(engine, [new_id], f"retry of {run_id}", plain=not sys.stdout.isatty())
     finally:
         await engine.stop()
     return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)

@@ -21,11 +21,13 @@ Commands map one to one onto the Engine API (docs/ARCHITECTURE.md, "Engine API")
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
 import os
 import socket
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -253,7 +255,8 @@ class EngineServer:
 
     def cmd_ping(self, conn) -> dict:
         return {"pid": os.getpid(), "started_at": self.started_at, "version": __version__,
-                "home": str(self.catalog_sources.home_root) if self.catalog_sources else None}
+                "home": str(self.catalog_sources.home_root) if self.catalog_sources else None,
+                "role": getattr(self.engine, "role", "engine")}
 
     def cmd_status(self, conn) -> dict:
         return {**self.cmd_ping(conn), "uptime_s": time.time() - self.started_at,
@@ -383,7 +386,9 @@ class EngineServer:
         """Stop the engine process after answering. Runs are left to the engine's stop semantics
         (re-adopted by the next engine) unless `cancel_runs`."""
         if self.on_shutdown is None:
-            raise UsageError("this engine cannot be stopped over the socket (it runs in-process)")
+            role = getattr(self.engine, "role", "batch")
+            raise UsageError(f"this engine runs inside `autorl-tui {'--batch' if role == 'batch' else role}` "
+                             f"(pid {os.getpid()}): stop that command with Ctrl-C (or `kill -INT {os.getpid()}`)")
         loop = asyncio.get_running_loop()
 
         def trigger():
@@ -393,3 +398,25 @@ class EngineServer:
 
         loop.call_soon(trigger)   # after the answer is written
         return {"stopping": True, "pid": os.getpid(), "cancel_runs": bool(cancel_runs)}
+
+
+@contextlib.asynccontextmanager
+async def serving(engine):
+    """The socket server for an engine that runs in a command's own process (`--batch`, `demo`,
+    `retry`, `cancel`): a console attaches to it and `engine status` sees it while it runs. It
+    cannot be stopped over the socket (Ctrl-C the command). A socket that cannot be bound only
+    costs the watching, so it is a warning."""
+    sources = CatalogSources(home_root=engine.home.root, agents_dirs=list(engine.agents_dirs),
+                             tasks_dirs=list(engine.tasks_dirs), gpus=list(engine.gpu_inventory),
+                             concurrency=engine.concurrency)
+    server: EngineServer | None = EngineServer(engine, engine.home.socket_path, catalog=sources)
+    try:
+        await server.start()
+    except (OSError, InfraError) as exc:
+        print(f"autorl-tui: warning: the console cannot attach to this run ({exc})", file=sys.stderr)
+        server = None
+    try:
+        yield server
+    finally:
+        if server is not None:
+            await server.close()

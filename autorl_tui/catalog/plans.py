@@ -1,4 +1,5 @@
-"""Plans: a YAML matrix (tasks x agents x models x seeds [x drivers]) expanded into run specs."""
+"""Plans: a YAML matrix (tasks x agents x models x seeds [x drivers]) expanded into run specs.
+Instead of `tasks` x `models`, `cells: [{task: T, model: M}, ...]` pairs each task with its model."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from autorl_tui.durations import parse_duration
 from autorl_tui.exitcodes import UsageError
 
 ISOLATIONS = ("sandbox", "none")
-PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
+PLAN_KEYS = {"name", "tasks", "cells", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
              "cost_budget", "description", "threads", "log_cap", "isolation", "cluster"}
 CLUSTER_KEYS = {"address", "resources", "cpus", "containers"}
+MAX_BUDGET_S = 7 * 24 * 3600      # a longer budget is a typo (100000h), not a plan
 
 
 @dataclass
@@ -62,6 +64,38 @@ def _as_list(raw: dict, key: str, where: str, default=None) -> list:
     return value
 
 
+def _no_duplicates(values: list, key: str, where: str) -> list:
+    seen, twice = set(), []
+    for v in values:
+        if v in seen and v not in twice:
+            twice.append(v)
+        seen.add(v)
+    if twice:
+        raise UsageError(f"plan {where}: `{key}` lists {', '.join(map(str, twice))} more than once; each "
+                         f"combination runs once (add seeds for repeats)")
+    return values
+
+
+def _combinations(raw: dict, agents: list[str], where: str) -> list[tuple[str, str, str]]:
+    """(task, agent, model) in run order: each of `cells` with every agent when given, else every
+    task with every agent and every model."""
+    if "cells" not in raw:
+        tasks = _no_duplicates([str(t) for t in _as_list(raw, "tasks", where)], "tasks", where)
+        models = _no_duplicates([str(m) for m in _as_list(raw, "models", where, ["tiny"])], "models", where)
+        return list(itertools.product(tasks, agents, models))
+    both = [k for k in ("tasks", "models") if k in raw]
+    if both:
+        raise UsageError(f"plan {where}: `cells` pairs tasks with models; drop `{'` and `'.join(both)}` "
+                         f"(or drop `cells` to run every task with every model)")
+    fix = "e.g. cells: [{task: webshop, model: tiny-webshop}, {task: arith, model: tiny}]"
+    cells = _as_list(raw, "cells", where)
+    if not all(isinstance(c, dict) and set(c) == {"task", "model"} for c in cells):
+        raise UsageError(f"plan {where}: each of `cells` must be a mapping with exactly `task` and `model`; {fix}")
+    pairs = [(str(c["task"]), str(c["model"])) for c in cells]
+    _no_duplicates([f"{t}/{m}" for t, m in pairs], "cells", where)
+    return [(t, a, m) for t, m in pairs for a in agents]
+
+
 def parse_plan(text: str, where: str = "<plan>") -> Plan:
     try:
         raw = yaml.safe_load(text)
@@ -72,18 +106,21 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     unknown = sorted(set(raw) - PLAN_KEYS)
     if unknown:
         raise UsageError(f"plan {where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(PLAN_KEYS))}")
-    tasks = [str(t) for t in _as_list(raw, "tasks", where)]
-    agents = [str(a) for a in _as_list(raw, "agents", where)]
-    models = [str(m) for m in _as_list(raw, "models", where, ["tiny"])]
+    agents = _no_duplicates([str(a) for a in _as_list(raw, "agents", where)], "agents", where)
+    combinations = _combinations(raw, agents, where)
     seeds = _as_list(raw, "seeds", where, [0])
     if not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise UsageError(f"plan {where}: seeds must be integers, got {seeds!r}")
+    _no_duplicates(seeds, "seeds", where)
     drivers = raw.get("drivers") or [None]
     if not isinstance(drivers, list):
         drivers = [drivers]
     if "budget" not in raw:
         raise UsageError(f"plan {where}: `budget` is required (e.g. budget: 10m)")
     budget = parse_duration(raw["budget"])
+    if budget > MAX_BUDGET_S:
+        raise UsageError(f"plan {where}: budget {raw['budget']} is longer than the 7 days a run may take "
+                         f"(a typo?); give at most 168h")
     executor = raw.get("executor", "local")
     if executor not in registry.entries("executors"):
         raise UsageError(f"plan {where}: executor {executor!r} must be one of {', '.join(registry.names('executors'))}")
@@ -106,7 +143,7 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, isolation=isolation,
                        gpus=gpus,
                        driver=d, priority=priority, options=dict(options))
-            for t, a, m, d, s in itertools.product(tasks, agents, models, drivers, seeds)]
+            for (t, a, m), d, s in itertools.product(combinations, drivers, seeds)]
     name = str(raw.get("name") or Path(where).stem)
     return Plan(name=name, source=text, runs=runs, raw=raw)
 

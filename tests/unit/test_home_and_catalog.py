@@ -124,3 +124,31 @@ def test_commands_without_home_never_reach_the_users_home_in_tests():
 
     for path in (resolve_home(None), default_home()):
         assert path.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()), path
+
+
+def test_plans_refuse_duplicates_and_absurd_budgets_and_pair_tasks_with_models():
+    import pytest as _pytest
+
+    from autorl_tui.catalog.plans import parse_plan
+    from autorl_tui.exitcodes import UsageError
+
+    base = "name: p\nagents: [a, b]\nseeds: [0, 1]\nbudget: 1h\n"
+    for text, phrase in ((base + "tasks: [arith, arith]\n", "`tasks` lists arith more than once"),
+                         (base.replace("[0, 1]", "[0, 0]") + "tasks: [arith]\n", "`seeds` lists 0 more than once"),
+                         (base.replace("[a, b]", "[a, a]") + "tasks: [arith]\n", "`agents` lists a"),
+                         (base.replace("1h", "100000h") + "tasks: [arith]\n", "longer than the 7 days"),
+                         (base + "tasks: [arith]\ncells: [{task: arith, model: tiny}]\n", "drop `tasks`"),
+                         (base + "cells: [{task: arith}]\n", "exactly `task` and `model`"),
+                         (base + "cells: [{task: x, model: m}, {task: x, model: m}]\n", "x/m more than once")):
+        with _pytest.raises(UsageError) as err:
+            parse_plan(text)
+        assert phrase in str(err.value), (text, str(err.value))
+    plan = parse_plan(base + "cells: [{task: webshop, model: tiny-webshop}, {task: arith, model: tiny}]\n")
+    assert [(r.task, r.model, r.agent, r.seed) for r in plan.runs][:3] == [
+        ("webshop", "tiny-webshop", "a", 0), ("webshop", "tiny-webshop", "a", 1), ("webshop", "tiny-webshop", "b", 0)]
+    assert {(r.task, r.model) for r in plan.runs} == {("webshop", "tiny-webshop"), ("arith", "tiny")}
+    assert len(plan.runs) == 8
+    # the matrix form keeps its order: task, agent, model, seed
+    plan = parse_plan(base + "tasks: [t1, t2]\nmodels: [m1, m2]\n")
+    assert [(r.task, r.agent, r.model) for r in plan.runs][:4] == [("t1", "a", "m1"), ("t1", "a", "m1"),
+                                                                    ("t1", "a", "m2"), ("t1", "a", "m2")]

@@ -102,13 +102,17 @@ TABLE = (
     ("model", lambda r: r["model"]),
     ("seed", lambda r: str(r["seed"])),
     ("budget", lambda r: f"{r['budget_s']:.0f}s"),
-    ("baseline", lambda r: _fmt(r["baseline_score"])),
+    # Like beside like: the base model's dev score beside the best dev, its test score beside the
+    # selected submission's test score, and Δ = test - base test.
+    ("base dev", lambda r: _fmt(r.get("baseline_dev_score"))),
     ("best dev", lambda r: _fmt(r["best_dev_score"])),
+    ("base test", lambda r: _fmt(r["baseline_score"])),
     ("test", lambda r: "imported: no test" if r.get("imported_from") else _fmt(r["test_score"])),
-    ("Δ", lambda r: _fmt(r["improvement"])),
+    ("Δ test", lambda r: _fmt(r["improvement"])),
     ("ended", _ended),
 )
-DROP_ORDER = ("ended", "model", "budget", "seed", "agent", "task", "baseline", "Δ", "best dev", "test")
+DROP_ORDER = ("ended", "model", "budget", "seed", "agent", "task", "base dev", "base test", "Δ test", "best dev",
+              "test")
 
 
 def fit_columns(table: list[tuple[str, list[str]]], width: int) -> tuple[list, list[str]]:

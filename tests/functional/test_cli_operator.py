@@ -165,6 +165,10 @@ def test_runs_list_in_a_terminal_fits_the_width_and_never_cuts_ids(home_with_run
     assert sorted(line.split()[0] for line in table) == sorted(IDS), out
     header = next(line for line in lines if line.startswith("run "))
     assert "state" in header and "test" in header and "best dev" in header   # scores are the last to go
+    if columns == 200:          # like beside like: base dev / best dev, base test / test
+        names = [c.strip() for c in header.split("  ") if c.strip()]
+        assert names.index("base dev") + 1 == names.index("best dev"), names
+        assert names.index("base test") + 1 == names.index("test"), names
     if columns == 80:
         assert "left out to fit the width" in out and "ended" not in header
     else:

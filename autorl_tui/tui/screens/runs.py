@@ -14,9 +14,11 @@ from autorl_tui.tui.model import Changes
 
 COLUMNS = [("state", "State", 12), ("id", "Run", 6), ("task", "Task", 12), ("agent", "Agent", 14),
            ("model", "Model", 8), ("seed", "Seed", 4), ("gpu", "GPU", 5), ("time", "Elapsed/Budget", 14),
-           ("baseline", "Base dev", 8), ("best", "Best dev", 8), ("test", "Test", 6), ("improvement", "Δ", 10)]
-# Which columns go first when the terminal is narrow: scores last; state and id never.
-DROP_ORDER = ("model", "seed", "gpu", "agent", "time", "task", "baseline", "improvement")
+           ("baseline", "Base dev", 8), ("best", "Best dev", 8), ("base_test", "Base test", 9), ("test", "Test", 6),
+           ("improvement", "Δ", 10)]
+# Which columns go first when the terminal is narrow: state and id never; the agent last (the
+# reference and the control of one task would look alike without it), then the task.
+DROP_ORDER = ("model", "seed", "gpu", "time", "base_test", "baseline", "improvement", "task", "agent")
 
 
 def visible_columns(width: int) -> list[tuple]:
@@ -118,7 +120,8 @@ class RunsScreen(Screen):
         return (Text(label, style=STATE_STYLE.get(state, "")), short_id(run["id"]), run.get("task", ""),
                 run.get("agent", ""), run.get("model", ""), str(run.get("seed", "")), gpu,
                 fmt_elapsed_budget(run, now), fmt_score(dev_baseline(run)),
-                fmt_score(run.get("best_dev_score")), fmt_score(run.get("test_score")),
+                fmt_score(run.get("best_dev_score")), fmt_score(run.get("baseline_score")),
+                fmt_score(run.get("test_score")),
                 Text(fmt_delta(imp) + (" dev" if basis == "dev" and imp is not None else ""),
                      style="green" if imp and imp > 0 else "red" if imp and imp < 0 else ""))
 

@@ -175,6 +175,22 @@ class EngineLock:
                 os.close(self._fd)
                 self._fd = None
 
+    def held(self) -> bool:
+        """Whether an engine (any process) holds the home now; works on a read-only home."""
+        try:
+            fd = os.open(self.home.lock_path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
     def is_held_by_other(self) -> bool:
         fd = os.open(self.home.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:

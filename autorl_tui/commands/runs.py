@@ -8,6 +8,8 @@ import json
 import sys
 import time
 
+from autorl_tui.durations import format_duration
+from autorl_tui.engine.run_journal import ACTIVE_STATES as ACTIVE
 from autorl_tui.exitcodes import UsageError
 
 COLUMNS = ("id", "state", "task", "agent", "model", "seed", "budget_s", "baseline_score", "best_dev_score",
@@ -42,13 +44,13 @@ def _fmt(v) -> str:
 
 
 def list_runs(args) -> int:
-    from autorl_tui.home import Home
+    from autorl_tui.home import EngineLock, Home
     from autorl_tui.store.db import StoreError
     from autorl_tui.store.isolation import recorded_isolation
     from autorl_tui.store.queries import StoreReader
 
     home = Home.open(args.home, create=False)
-    records = []
+    records, last_event = [], {}
     if home.store_path.exists():
         try:
             reader = StoreReader.open(home.store_path)
@@ -56,7 +58,19 @@ def list_runs(args) -> int:
             raise UsageError(str(exc)) from None
         with reader:
             records = reader.runs(states=args.state or (), plan=args.plan or None)
-    rows = [{**r.to_dict(), "isolation": recorded_isolation(r.spec, r.executor)} for r in records]
+            last_event = {r.id: reader.last_event_at(r.id) for r in records if r.state in ACTIVE}
+    engine_alive = EngineLock(home).held()
+    rows = [{**r.to_dict(), "isolation": recorded_isolation(r.spec, r.executor),
+             **({"last_event_at": last_event[r.id], "engine_holds_home": engine_alive} if r.id in last_event else {})}
+            for r in records]
+    stale = [r for r in rows if "last_event_at" in r and not engine_alive]
+    if stale:       # said first, on stderr: pipes and --json keep their shape
+        now = time.time()
+        ages = [now - r["last_event_at"] for r in stale if r["last_event_at"]]
+        since = f"; the newest of their events is {format_duration(min(ages))} old" if ages else ""
+        print(f"no engine holds {home.root}: {len(stale)} run(s) recorded as "
+              f"{'/'.join(sorted({r['state'] for r in stale}))} are not being watched{since}; "
+              f"`autorl-tui resume --home {home.root}` re-adopts them", file=sys.stderr)
     if args.json:
         for r in rows:
             r.pop("spec", None)

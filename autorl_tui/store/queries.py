@@ -61,6 +61,11 @@ class StoreReader:
         sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
         return [RunRecord.from_row(r) for r in self._rows(sql + " ORDER BY created_at DESC, id DESC", params)]
 
+    def last_event_at(self, run_id: str) -> float | None:
+        """When the run's newest event was written (None without events)."""
+        rows = self._rows("SELECT ts FROM events WHERE run_id = ? ORDER BY id DESC LIMIT 1", (run_id,))
+        return rows[0]["ts"] if rows else None
+
     def finished_runs(self) -> list[RunRecord]:
         """Runs done or failed, oldest first."""
         marks = ", ".join("?" for _ in FINISHED)

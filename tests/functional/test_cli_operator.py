@@ -187,3 +187,28 @@ def test_runs_list_json_into_a_closed_pipe_exits_quietly(home_with_runs):
 
 def test_retry_refuses_a_run_that_finished_and_names_what_can_be_retried(home_with_runs):
     assert_clean_error(cli("retry", "r0002", home=home_with_runs), IDS[1], "only failed, cancelled or lost runs")
+
+
+def test_runs_list_says_when_no_engine_watches_runs_recorded_as_active(tmp_path):
+    from autorl_tui.home import EngineLock, Home
+
+    home = tmp_path / "home"
+    home.mkdir()
+    store = Store(home / "store.db")
+    write_run(store, RunShape(run_id="r0001-arith-a-s0", state="running"))
+    write_run(store, RunShape(run_id="r0002-arith-a-s1", seed=1))
+    store.flush()
+    store.close()
+    proc = cli("runs", "list", home=home)
+    assert proc.returncode == 0
+    assert "no engine holds" in proc.stderr and "1 run(s) recorded as running" in proc.stderr, proc.stderr
+    assert "old" in proc.stderr and "autorl-tui resume" in proc.stderr
+    rows = {r["id"]: r for r in json.loads(cli("runs", "list", "--json", home=home).stdout)}
+    assert rows["r0001-arith-a-s0"]["engine_holds_home"] is False
+    assert rows["r0001-arith-a-s0"]["last_event_at"] > 0
+    assert "engine_holds_home" not in rows["r0002-arith-a-s1"]          # a finished run needs no engine
+    with EngineLock(Home.open(str(home))):                               # an engine holds the home: no warning
+        proc = cli("runs", "list", home=home)
+        assert proc.returncode == 0 and "no engine" not in proc.stderr, proc.stderr
+        rows = {r["id"]: r for r in json.loads(cli("runs", "list", "--json", home=home).stdout)}
+        assert rows["r0001-arith-a-s0"]["engine_holds_home"] is True

@@ -4,6 +4,7 @@ otherwise (CI logs). Both render engine events; neither imports Textual."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 
@@ -56,13 +57,21 @@ def best_dev_line(p: dict) -> str:
 
 
 class PlainDisplay:
+    # Lines for CI logs: when nothing was said for this long, a line per active run says where it is
+    # (the demo's agent used to work for minutes without a word).
+    HEARTBEAT_S = float(os.environ.get("AUTORL_PLAIN_HEARTBEAT_S", "30"))
+
     def __init__(self, engine, stream=None):
         self.engine = engine
         self.stream = stream or sys.stdout
         self._task: asyncio.Task | None = None
+        self._beat: asyncio.Task | None = None
         self._sub_status: dict[int, str] = {}
+        self._last_note = time.monotonic()
+        self._last_output: dict[str, str] = {}
 
     def note(self, text: str) -> None:
+        self._last_note = time.monotonic()
         print(f"[{time.strftime('%H:%M:%S')}] {text}", file=self.stream, flush=True)
 
     def start(self, run_ids: list[str], plan_name: str) -> None:
@@ -71,12 +80,32 @@ class PlainDisplay:
         self.order = list(run_ids)
         self._sub = self.engine.bus.subscribe()
         self._task = asyncio.create_task(self._follow())
+        if self.HEARTBEAT_S > 0:
+            self._beat = asyncio.create_task(self._heartbeat())
 
     async def _follow(self) -> None:
         async for e in self._sub:
             if e.run_id not in self.run_ids:
                 continue
+            if isinstance(e, ev.RunEventAppended) and e.kind in ("stdout", "stderr", "action"):
+                self._last_output[e.run_id] = " ".join(e.message.split())[:100]
             self.render(e)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(max(0.2, self.HEARTBEAT_S - (time.monotonic() - self._last_note)))
+            if time.monotonic() - self._last_note < self.HEARTBEAT_S:
+                continue
+            now = time.time()
+            active = [r for r in self.rows() if r.state not in FINAL and r.state != "queued"]
+            for r in active:
+                clock = (f" {format_duration(now - r.started_at)}/{format_duration(r.budget_s)}"
+                         if r.started_at and r.state in ("running", "paused") else "")
+                last = self._last_output.get(r.id)
+                self.note(f"{r.id}: {r.state}{clock}, best dev {_f(r.best_dev_score)}"
+                          + (f"; last output: {last}" if last else ""))
+            if not active:
+                self._last_note = time.monotonic()
 
     def reader(self) -> StoreReader | None:
         store = self.engine.store if self.engine is not None else None
@@ -119,10 +148,13 @@ class PlainDisplay:
         if self._task:
             self._task.cancel()
             self._sub.close()
+        if self._beat:
+            self._beat.cancel()
 
 
 class RichDisplay(PlainDisplay):
     """A live table of the plan's runs, refreshed twice a second."""
+    HEARTBEAT_S = 0       # the table shows each run's progress and last output all the time
 
     def start(self, run_ids: list[str], plan_name: str) -> None:
         from rich.console import Console

@@ -133,3 +133,15 @@ def test_batch_shows_baseline_progress_in_samples_and_ctrl_c_cancels_and_resume_
     assert "nothing to resume" in proc.stdout and "cancelled" in proc.stdout, proc.stdout
     assert f"retry {run_id}" in proc.stdout if run_id else "retry r0001" in proc.stdout
     assert "press r" in proc.stdout
+
+
+def test_a_plain_batch_says_where_a_quiet_run_is_while_its_agent_works(home, tmp_path):
+    plan = write_plan(tmp_path / "plan.yaml", name="quiet", budget="25s", agents=[str(TEST_AGENTS / "budget_hog.yaml")])
+    env = dict(os.environ, PYTHONPATH=str(REPO), AUTORL_PLAIN_HEARTBEAT_S="3")
+    proc = subprocess.run([sys.executable, "-m", "autorl_tui", "--home", str(home), "--tasks-dir", str(TASKS),
+                           "--plain", "--batch", str(plan)], capture_output=True, text=True, timeout=600, env=env,
+                          cwd=REPO)
+    beats = [line for line in proc.stdout.splitlines() if ": running " in line and "best dev" in line]
+    assert beats, proc.stdout
+    assert any("last output: still here" in line for line in beats), beats
+    assert any("/25s" in line for line in beats), beats          # elapsed against the budget

@@ -21,6 +21,7 @@ from autorl_tui.reports.run_report import clean
 SCHEMA_ID = "autorl-tui/compare-report"
 SCHEMA_VERSION = 1
 PASS_AT = re.compile(r"^pass@(\d+)$")
+FINAL = ("done", "failed", "cancelled", "lost")    # a run in any other state has no result yet
 
 
 def describe(values: list[float]) -> dict:
@@ -59,10 +60,14 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
     bands = {rid: paired_band(pairs) for rid, pairs in a.held_out_pairs([r["run_id"] for r in runs]).items()}
 
     def cell(group: list[dict]) -> dict:
-        valid = [r for r in group if r["improvement"] is not None]
+        # Runs still queued or under way count apart: they have no result yet, not "no result".
+        pending = [r for r in group if r["state"] not in FINAL]
+        ended = [r for r in group if r["state"] in FINAL]
+        valid = [r for r in ended if r["improvement"] is not None]
         d = describe([r["improvement"] for r in valid])
-        scores = [final_score(r) for r in group if final_score(r) is not None]
-        return {**d, "n_runs": len(group), "n_missing": len(group) - len(valid),
+        scores = [final_score(r) for r in ended if final_score(r) is not None]
+        return {**d, "n_runs": len(group), "n_missing": len(ended) - len(valid), "n_pending": len(pending),
+                "pending": _count(r["state"] for r in pending), "values": [r["improvement"] for r in valid],
                 "run_ids": [r["run_id"] for r in group], "seeds": sorted({r["seed"] for r in group}),
                 "mean_score": statistics.fmean(scores) if scores else None,
                 "mean_baseline": _mean([r["baseline_score"] for r in group]),
@@ -130,6 +135,7 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
         "matrix": matrix, "by_level": by_level, "by_driver": by_driver, "radar": radar,
         "pass_at_k": pass_at_k, "gates": gates,
         "unisolated_runs": [r["run_id"] for r in runs if recorded_isolation(r.get("spec"), r.get("executor")) == "none"],
+        "pending_runs": _count(r["state"] for r in runs if r["state"] not in FINAL),
     }
     return clean(report)
 
@@ -152,7 +158,11 @@ def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task
                 continue
             noise = noise_of(c)
             band = c.get("band")
-            if noise is None and band is not None and _band_measures(band, c["mean"]):
+            if c["n_pending"]:
+                verdict = "pending"
+                why = (f"{c['n_pending']} run(s) not finished ({_states_text(c['pending'])}): "
+                       f"judged when they have ended")
+            elif noise is None and band is not None and _band_measures(band, c["mean"]):
                 verdict, why = band_verdict(band)
             elif noise is None or c["mean"] is None:
                 verdict = "insufficient"
@@ -172,11 +182,15 @@ def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task
         primary_ok = any(r["verdict"] == "up" for r in primary_rows)
         regressions = [r["task"] for r in others if r["verdict"] == "regressed"]
         insufficient = [r["task"] for r in rows if r["verdict"] == "insufficient"]
-        # one seed (or failed runs) cannot tell: such a gate is "insufficient", never a FAIL
+        # one seed (or failed runs) cannot tell: such a gate is "insufficient", never a FAIL; runs
+        # not yet ended leave it "pending"
         primary_verdict = "pass" if primary_ok else \
+            "pending" if any(r["verdict"] == "pending" for r in primary_rows) else \
             "insufficient" if any(r["verdict"] == "insufficient" for r in primary_rows) else "fail"
         others_insufficient = [r["task"] for r in others if r["verdict"] == "insufficient"]
-        regress_verdict = "fail" if regressions else "insufficient" if others_insufficient else "pass"
+        others_pending = [r["task"] for r in others if r["verdict"] == "pending"]
+        regress_verdict = "fail" if regressions else "pending" if others_pending else \
+            "insufficient" if others_insufficient else "pass"
         gate_primary = {"name": "primary metric up beyond noise (seed band, or the bootstrap band of one seed)",
                         "passed": primary_ok, "verdict": primary_verdict,
                         "detail": (f"{primary_task}: " if primary_task else "any task: ")
@@ -184,13 +198,14 @@ def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task
         gate_regress = {"name": "no regression beyond noise on the other tasks",
                         "passed": not regressions, "verdict": regress_verdict,
                         "detail": ("regressed: " + ", ".join(regressions)) if regressions else
+                        ("not ended yet: " + ", ".join(others_pending)) if others_pending else
                         ("no other tasks" if not others else "none regressed")
                         + (f" (insufficient seeds: {', '.join(insufficient)})" if insufficient else "")}
         verdicts = (primary_verdict, regress_verdict)
         out.append({"agent": agent, "cells": rows, "gates": [gate_primary, gate_regress],
                     "passed": gate_primary["passed"] and gate_regress["passed"],
-                    "verdict": "fail" if "fail" in verdicts else "insufficient" if "insufficient" in verdicts
-                    else "pass"})
+                    "verdict": "fail" if "fail" in verdicts else "pending" if "pending" in verdicts
+                    else "insufficient" if "insufficient" in verdicts else "pass"})
     return out
 
 
@@ -209,6 +224,10 @@ def _clamp(v):
     return None if v is None else max(0.0, min(100.0, v))
 
 
+def _states_text(counts: dict) -> str:
+    return ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+
+
 def _count(values) -> dict:
     out: dict[str, int] = {}
     for v in values:
@@ -220,4 +239,7 @@ def render_compare_html(report: dict) -> str:
     radar_svg = svg.radar(report["radar"]["axes"],
                           [{"label": s["agent"], "values": s["values"]} for s in report["radar"]["series"]])
     cells = {(c["agent"], c["task"]): c for c in report["matrix"]}
-    return render("compare.html.j2", {"r": report, "radar_svg": radar_svg, "cells": cells})
+    seeds_svg = svg.interval_plot([{"label": f"{c['agent']} · {c['task']}", "values": c["values"], "mean": c["mean"],
+                                    "noise": noise_of(c)} for c in report["matrix"] if c["values"]])
+    return render("compare.html.j2", {"r": report, "radar_svg": radar_svg, "cells": cells, "seeds_svg": seeds_svg,
+                                      "pending_text": _states_text(report["pending_runs"])})

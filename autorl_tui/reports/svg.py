@@ -285,6 +285,45 @@ def radar(axes: list[str], series: list[dict], *, size=440) -> str:
     return _svg(size, size + 20, body, "radar across tasks")
 
 
+def interval_plot(rows: list[dict], *, width=720, row_h=26) -> str:
+    """Improvement per seed, one row per (agent, task) cell, for any number of cells: each seed's
+    value a dot, the mean a tick, mean ± noise a bar. rows: [{label, values: [float], mean, noise}]."""
+    values = [v for r in rows for v in r["values"]] + [r["mean"] + s * (r["noise"] or 0) for r in rows
+                                                        if r["mean"] is not None for s in (-1, 1)]
+    if not values:
+        return ""
+    lo, hi = min(min(values), 0.0), max(max(values), 0.0)
+    pad = (hi - lo) * 0.08 or 1.0
+    ticks = nice_ticks(lo - pad, hi + pad)
+    label_w, top, bottom = 230, 12, 34
+    height = top + bottom + row_h * len(rows)
+    x0, x1 = label_w, width - 16
+
+    def x(v):
+        return x0 + (v - ticks[0]) / ((ticks[-1] - ticks[0]) or 1) * (x1 - x0)
+    body = []
+    for t in ticks:
+        body.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top}" y2="{height - bottom}" '
+                    f'stroke="{"#9ca3af" if t == 0 else "#e5e7eb"}"/>')
+        body.append(f'<text class="tick" x="{x(t):.1f}" y="{height - bottom + 14}" text-anchor="middle">'
+                    f'{escape(fmt(t))}</text>')
+    body.append(f'<text class="label" x="{(x0 + x1) / 2:.0f}" y="{height - 4}" text-anchor="middle">'
+                f'improvement (points), one dot per seed; bar: mean ± seed noise</text>')
+    for i, r in enumerate(rows):
+        cy = top + row_h * i + row_h / 2
+        color = PALETTE[i % len(PALETTE)]
+        body.append(f'<text class="legend" x="{label_w - 8}" y="{cy + 4:.1f}" text-anchor="end">{escape(r["label"])}</text>')
+        if r["mean"] is not None and r.get("noise"):
+            body.append(f'<line x1="{x(r["mean"] - r["noise"]):.1f}" x2="{x(r["mean"] + r["noise"]):.1f}" '
+                        f'y1="{cy:.1f}" y2="{cy:.1f}" stroke="{color}" stroke-width="6" stroke-opacity="0.25"/>')
+        if r["mean"] is not None:
+            body.append(f'<line x1="{x(r["mean"]):.1f}" x2="{x(r["mean"]):.1f}" y1="{cy - 8:.1f}" y2="{cy + 8:.1f}" '
+                        f'stroke="{color}" stroke-width="2"/>')
+        for v in r["values"]:
+            body.append(f'<circle cx="{x(v):.1f}" cy="{cy:.1f}" r="3.5" fill="{color}"/>')
+    return _svg(width, height, body, "improvement per seed")
+
+
 def dual_chart(left: dict, right: dict, *, width=920, height=220, x_label="", title="") -> str:
     """Two series over one x axis with their own y axes (left and right), e.g. dev score and mean
     reward per submission. Each: {label, points: [(x, y)], color}."""

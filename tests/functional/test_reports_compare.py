@@ -148,3 +148,40 @@ def test_html_renders_in_headless_chromium(compared):
     assert rendered.screenshot.stat().st_size > 30_000
     for text in ("Improvement: agents × tasks", "Release gates", "Driver-LLM effect", "<polygon"):
         assert text in rendered.dom
+
+
+def test_runs_not_ended_are_pending_not_missing_and_left_out_of_gates(tmp_path):
+    """`compare --plan` while some runs are queued or running: each such cell says pending (with
+    the states), none of them enters a statistic or a gate (it used to count them as "no result"
+    and judge the gates anyway), and a per-seed plot is drawn for two tasks (no radar below 3)."""
+    from tests.support.run_writer import RunShape, write_run
+
+    home = tmp_path / "home"
+    home.mkdir()
+    store = Store(home / "store.db")
+    for seed, gain in ((0, 8.0), (1, 9.0)):
+        write_run(store, RunShape(run_id=f"r000{seed + 1}-arith-a-s{seed}", plan="mix", seed=seed,
+                                  scores=[20.0 + gain], test_delta=0.0))
+    write_run(store, RunShape(run_id="r0003-arith-a-s2", plan="mix", seed=2, state="running", scores=[80.0]))
+    write_run(store, RunShape(run_id="r0004-gsm8k-a-s0", task="gsm8k", plan="mix", state="queued", scores=[]))
+    store.close()
+    out = tmp_path / "out"
+    assert main(["--home", str(home), "compare", "--plan", "mix", "--html", str(out / "c.html"),
+                 "--json", str(out / "c.json")]) == 0
+    r = json.loads((out / "c.json").read_text())
+    jsonschema.validate(r, SCHEMA)
+    cells = {c["task"]: c for c in r["matrix"]}
+    assert cells["arith"]["n"] == 2 and cells["arith"]["n_pending"] == 1 and cells["arith"]["n_missing"] == 0
+    assert cells["arith"]["pending"] == {"running": 1}
+    ended = [x for x in r["runs"] if x["run_id"] in ("r0001-arith-a-s0", "r0002-arith-a-s1")]
+    assert cells["arith"]["mean"] == pytest.approx(statistics.fmean(x["improvement"] for x in ended))
+    assert cells["gsm8k"]["mean"] is None and cells["gsm8k"]["pending"] == {"queued": 1}
+    assert r["pending_runs"] == {"queued": 1, "running": 1}
+    verdicts = {c["task"]: c["verdict"] for c in r["gates"][0]["cells"]}
+    assert verdicts == {"arith": "pending", "gsm8k": "pending"}
+    assert r["gates"][0]["verdict"] == "pending"
+    page = (out / "c.html").read_text()
+    assert "1 queued, 1 running" in page and "not ended yet" in page
+    assert 'pending</span> <span class="note">(1 queued)' in page and "no result" not in page
+    assert 'class="pill pending">PENDING<' in page
+    assert 'aria-label="improvement per seed"' in page and "baseline-copy · arith" in page

@@ -12,7 +12,7 @@ from autorl_tui.scores import FAILURE_KINDS
 from autorl_tui.interop import autorl_bench_metrics
 from autorl_tui.reports import svg
 from autorl_tui.reports.series_order import informative_rank, is_constant
-from autorl_tui.reports.analytics import PHASES, Analytics
+from autorl_tui.reports.analytics import PHASES, Analytics, _decode_json
 from autorl_tui.reports.bootstrap import paired_band
 from autorl_tui.store.isolation import recorded_isolation
 from autorl_tui.reports.diffs import diff_manifests, files_run
@@ -80,6 +80,7 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
             "end_reason": run["end_reason"], "failure_source": run["failure_source"],
             "imported_from": run["imported_from"],
             "held_out_band": paired_band(a.held_out_pairs([run_id]).get(run_id, [])),
+            "cause": _failure_cause(a, run),
         },
         # AutoRL-Bench's ten run diagnostics, computed as its code does (interop/autorl_bench_metrics.py)
         "autorl_bench": autorl_bench_metrics.for_run({**run, "spec": spec}, subs),
@@ -189,6 +190,20 @@ def _samples(a: Analytics, run_id: str, sub: dict | None) -> dict:
 
 
 # ---------------------------------------------------------------------------- HTML
+def _failure_cause(a: Analytics, run: dict) -> dict | None:
+    """For a failed or lost run, what the operator needs beside its outcome: the newest error
+    events (a traceback when the harness recorded one) and the agent's last stderr lines."""
+    if run["state"] not in ("failed", "lost"):
+        return None
+    t0 = run["started_at"] or run["created_at"]
+    errors = []
+    for e in reversed(a.query("failure_cause_errors", run_id=run["run_id"], t0=t0)):
+        data = _decode_json(e.pop("data"))
+        errors.append({**e, "traceback": data.get("traceback") if isinstance(data, dict) else None})
+    stderr = [r["message"] for r in reversed(a.query("failure_cause_stderr", run_id=run["run_id"], n=12))]
+    return {"errors": errors, "stderr_tail": stderr}
+
+
 def session_label(s: dict) -> str:
     seq = s.get("session", s.get("session_seq"))
     kind = s.get("session_kind")
@@ -197,17 +212,37 @@ def session_label(s: dict) -> str:
     return f"session {seq}" + (f" ({kind})" if kind and kind != "unknown" else "")
 
 
-def metric_chart_order(series: list[dict], first: set[str] = frozenset()) -> tuple[list, list]:
-    """(charted, constant): the series grouped by name, one chart each with one line per training
+def metric_chart_order(series: list[dict], first: set[str] = frozenset()) -> tuple[list, list, dict]:
+    """(charted, constant, aliases): the series grouped by name, one chart each with one line per training
     session; flagged names first, then the informative ones (loss, reward, kl, entropy, grad_norm,
     learning_rate, mean length), then the rest by name. A name whose values never change in any
-    session is listed in `constant` ({name, value, n_points}) instead of charted."""
+    session, or that has one point per session (a summary such as train_runtime), is listed in
+    `constant` ({name, value or values, n_points}) instead of charted. A name whose points equal
+    another's in every session (TRL's `reward` and `rewards/<fn>/mean` with one reward function) is
+    charted once, the other name given as its alias."""
     groups: dict[str, list[dict]] = {}
     for s in series:
         groups.setdefault(s["name"], []).append(s)
+    seen: dict[tuple, str] = {}
+    aliases: dict[str, list[str]] = {}
+    for name in sorted(groups, key=lambda n: (informative_rank(n), len(n), n)):
+        key = tuple((session_label(s), tuple((p.get("step"), p["mean"]) for p in s["points"]))
+                    for s in groups[name])
+        if any(s["points"] for s in groups[name]) and key in seen:
+            aliases.setdefault(seen[key], []).append(name)
+        else:
+            seen.setdefault(key, name)
+    for dup in (n for names in aliases.values() for n in names):
+        groups.pop(dup)
     charted, constant = [], []
     for name, group in groups.items():
         values = {v for s in group for p in s["points"] for v in (p["min"], p["max"]) if v is not None}
+        if all(s["n_points"] <= 1 for s in group) and not is_constant(values):
+            constant.append({"name": name, "value": None, "n_points": sum(s["n_points"] for s in group),
+                             "values": [{"session": session_label(s), "value": s["points"][0]["mean"]}
+                                        for s in group if s["points"]],
+                             "sessions": [session_label(s) for s in group]})
+            continue
         if is_constant(values) and not any(s["n_nan"] or s["n_inf"] for s in group):
             constant.append({"name": name, "value": next(iter(values), None), "n_points": sum(s["n_points"] for s in group),
                              "sessions": [session_label(s) for s in group]})
@@ -215,7 +250,9 @@ def metric_chart_order(series: list[dict], first: set[str] = frozenset()) -> tup
             charted.append((name, group))
     charted.sort(key=lambda g: (g[0] not in first, informative_rank(g[0]), g[0]))
     constant.sort(key=lambda c: c["name"])
-    return charted, constant
+    for c in constant:
+        c["aliases"] = aliases.get(c["name"], [])
+    return charted, constant, aliases
 
 
 def charts_for(report: dict) -> dict:
@@ -226,7 +263,7 @@ def charts_for(report: dict) -> dict:
               "metrics": []}
     flagged = {c["series"]: c for c in report["metrics"]["checks"] if c["status"] == "flagged" and c["series"]}
     bad_series = {e["series"] for c in report["metrics"]["checks"] if c["signal"] == "non_finite" for e in c["evidence"]}
-    charted, constant = metric_chart_order(report["metrics"]["series"], set(flagged) | bad_series)
+    charted, constant, aliases = metric_chart_order(report["metrics"]["series"], set(flagged) | bad_series)
     charts["constant"] = constant
     for name, group in charted[:LIMITS["charts"]]:
         xkey = "step" if all(s["x_axis"] == "step" for s in group) else "t_s"
@@ -244,7 +281,8 @@ def charts_for(report: dict) -> dict:
             markers += [{"x": ev["step"], "label": f"KL spike ({session_label(ev)})"}
                         for ev in check["evidence"] if ev.get("flagged", True)]
         charts["metrics"].append({
-            "name": name, "source": ", ".join(sorted({x for s in group for x in s["source"].split(",")})),
+            "name": name, "aliases": aliases.get(name, []),
+            "source": ", ".join(sorted({x for s in group for x in s["source"].split(",")})),
             "n_points": sum(s["n_points"] for s in group), "downsampled": any(s["downsampled"] for s in group),
             "sessions": [session_label(s) for s in group],
             "flag": check["title"] if check else ("NaN / inf values" if name in bad_series else None),

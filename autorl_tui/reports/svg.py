@@ -13,6 +13,9 @@ PHASE_COLORS = {"explore": "#60a5fa", "write_code": "#a78bfa", "train": "#f59e0b
                 "idle": "#e5e7eb"}
 
 
+IN_GRADING = ("received", "grading")      # submission states before a verdict
+
+
 def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     if not math.isfinite(lo) or not math.isfinite(hi):
         return [0.0]
@@ -182,7 +185,8 @@ def line_chart(series: list[dict], *, width=460, height=200, x_label="", y_label
 def score_timeline(submissions: list[dict], *, baseline: float | None, budget_s: float | None,
                    width=920, height=260) -> str:
     """Dev score per submission over time: scored points, running best (step line), baseline
-    (dashed), dropped submissions as crosses on the x axis, the selected one ringed."""
+    (dashed), dropped submissions as crosses on the x axis, those still being graded (a report made
+    mid-run) as hollow grey rings there, the selected one ringed."""
     scored = [s for s in submissions if s["score"] is not None and s["t_s"] is not None]
     ys = [s["score"] for s in scored] + ([baseline] if baseline is not None else [])
     x_hi = max([s["t_s"] for s in submissions if s["t_s"] is not None] + [budget_s or 0, 1])
@@ -222,12 +226,19 @@ def score_timeline(submissions: list[dict], *, baseline: float | None, budget_s:
             if s.get("is_best"):
                 body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="8" fill="none" stroke="#16a34a" stroke-width="2"/>')
             body.append(f'<text class="tick" x="{x:.1f}" y="{y - 9:.1f}" text-anchor="middle">#{s["seq"]}</text>')
+        elif s["status"] in IN_GRADING:
+            y = height - frame.bottom - 8
+            body.append(f'<circle class="grading" cx="{x:.1f}" cy="{y:.1f}" r="4.5" fill="none" stroke="#6b7280" '
+                        f'stroke-width="2"><title>{escape(label)}</title></circle>')
         else:
             y = height - frame.bottom - 8
             body.append(f'<path d="M{x - 4:.1f},{y - 4:.1f}L{x + 4:.1f},{y + 4:.1f}M{x - 4:.1f},{y + 4:.1f}L{x + 4:.1f},{y - 4:.1f}" '
                         f'stroke="#dc2626" stroke-width="2"><title>{escape(label)}</title></path>')
+    grading = any(s["status"] in IN_GRADING for s in submissions)
     body.append(f'<text class="legend" x="{frame.left + 6}" y="{frame.top + 2}">● scored  ◯ selected  '
-                f'<tspan fill="#dc2626">✕ dropped</tspan>  <tspan fill="#16a34a">— best so far</tspan></text>')
+                f'<tspan fill="#dc2626">✕ dropped</tspan>  '
+                + ('<tspan fill="#6b7280">○ being graded</tspan>  ' if grading else "")
+                + '<tspan fill="#16a34a">— best so far</tspan></text>')
     return _svg(width, height, body, "dev score per submission")
 
 

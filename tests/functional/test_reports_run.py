@@ -111,3 +111,40 @@ def test_html_renders_in_headless_chromium(reported):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     for text in ("Run r0001-arith-baseline-copy-s0", "Training monitor", "Drops manifest", "<svg"):
         assert text in rendered.dom
+
+
+def test_a_failed_runs_cause_sits_beside_its_outcome_and_a_grading_submission_is_not_a_drop(tmp_path):
+    """A failed run's report says why next to its outcome (the harness's error with its traceback,
+    the agent's last stderr lines) instead of a collapsed block at the bottom; a report made while
+    a submission is still being graded draws it as such, not as a red 'dropped' cross."""
+    from autorl_tui.reports import svg
+
+    home = tmp_path / "home"
+    home.mkdir()
+    store = Store(home / "store.db")
+    rid = "r0001-arith-a-s0"
+    write_run(store, RunShape(rid, scores=[], drops=[], state="failed", end_reason="internal error: KeyError: 'x'"))
+    for i in range(15):
+        store.append_event(rid, "stderr", f"stderr line {i}", attempt=1, ts=1_790_000_900.0 + i)
+    store.append_event(rid, "error", "internal error: KeyError: 'x'", level="error", attempt=1, ts=1_790_001_000.0,
+                       data={"traceback": "Traceback (most recent call last):\n  File \"x.py\"\nKeyError: 'x'"})
+    store.close()
+    assert main(["--home", str(home), "report", rid, "--html", str(tmp_path / "r.html"),
+                 "--json", str(tmp_path / "r.json")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    jsonschema.validate(report, json.loads((SCHEMAS / "run_report.schema.json").read_text()))
+    cause = report["outcome"]["cause"]
+    assert cause["errors"][-1]["message"] == "internal error: KeyError: 'x'"
+    assert "Traceback" in cause["errors"][-1]["traceback"]
+    assert cause["stderr_tail"] == [f"stderr line {i}" for i in range(3, 15)]
+    html = (tmp_path / "r.html").read_text()
+    outcome = html[html.index('<section id="outcome">'):html.index("</section>", html.index('<section id="outcome">'))]
+    assert "Why it failed" in outcome and "KeyError: &#39;x&#39;" in outcome and "stderr line 14" in outcome
+    # the timeline of a run mid-way: #2 is being graded
+    subs = [{"seq": 1, "status": "scored", "score": 40.0, "t_s": 60.0, "is_best": True},
+            {"seq": 2, "status": "grading", "score": None, "t_s": 120.0}]
+    drawn = svg.score_timeline(subs, baseline=20.0, budget_s=600)
+    assert 'class="grading"' in drawn and "being graded" in drawn and "#2 grading" in drawn
+    assert 'stroke="#dc2626" stroke-width="2"><title>' not in drawn          # no red cross
+    subs[1]["status"] = "error"
+    assert 'stroke="#dc2626" stroke-width="2"><title>#2 error' in svg.score_timeline(subs, baseline=20.0, budget_s=600)

@@ -73,7 +73,7 @@ def test_charts_informative_first_one_line_per_session_constants_listed(store_pa
     with Analytics(store_path) as a:
         series = a.metric_series("r-two")
         checks = a.danger_signals("r-two")
-    charted, constant = metric_chart_order(series)
+    charted, constant, _ = metric_chart_order(series)
     # entropy is flat within each session but not across them: charted, one line per session
     assert [name for name, _ in charted] == ["loss", "reward", "kl", "entropy"]
     assert [len(group) for _, group in charted] == [2, 1, 1, 2]
@@ -100,3 +100,19 @@ def test_a_kl_spike_must_also_be_large(store_path):
     assert kl["status"] == "flagged"
     assert [(e["session"], e["flagged"]) for e in kl["evidence"]] == [(1, False), (2, True)]
     assert kl["evidence"][0]["threshold"] == pytest.approx(0.1)
+
+
+def _series(name, values, session=1):
+    return {"name": name, "session": session, "session_kind": "grpo", "n_points": len(values), "n_nan": 0,
+            "n_inf": 0, "points": [{"step": i + 1, "mean": v, "min": v, "max": v} for i, v in enumerate(values)]}
+
+
+def test_equal_series_are_charted_once_and_one_point_series_are_listed():
+    series = [_series("reward", [0.1, 0.4, 0.6]), _series("rewards/exact_match/mean", [0.1, 0.4, 0.6]),
+              _series("loss", [2.0, 1.5, 1.2]), _series("train_runtime", [12.5], 1), _series("train_runtime", [30.0], 2),
+              _series("rewards/format/mean", [0.2, 0.4, 0.6])]
+    charted, constant, aliases = metric_chart_order(series)
+    assert [name for name, _ in charted] == ["loss", "reward", "rewards/format/mean"]
+    assert aliases == {"reward": ["rewards/exact_match/mean"]}
+    [runtime] = constant
+    assert runtime["name"] == "train_runtime" and [v["value"] for v in runtime["values"]] == [12.5, 30.0]

@@ -270,3 +270,12 @@ SELECT coalesce(started_at, created_at) AS t0 FROM s.runs WHERE id = $run_id;
 
 -- name: last_activity
 SELECT max(ts) AS ts FROM s.events WHERE run_id = $run_id;
+
+-- Why a failed or lost run ended: its newest error events (with their data: a traceback) and the
+-- agent's last stderr lines, newest first.
+-- name: failure_cause_errors
+SELECT ts - $t0 AS t_s, kind, message, data FROM s.events
+WHERE run_id = $run_id AND level = 'error' ORDER BY id DESC LIMIT 3;
+
+-- name: failure_cause_stderr
+SELECT message FROM s.events WHERE run_id = $run_id AND kind = 'stderr' ORDER BY id DESC LIMIT $n;

@@ -428,7 +428,8 @@ class Analytics:
         Heuristic (documented in docs/reports.md): the agent's time, from its start to its end
         (the last attempt's end; else the run's end) is cut into at most `max_buckets` equal buckets (at least 1 s wide). A bucket is
           evaluate    if a submission was being graded (received_at..graded_at) during it;
-          train       else if training metrics were logged or a training command was started;
+          train       else if training metrics were logged or a training command was started (as a
+                      tool call, or announced on the agent's stdout);
           write_code  else if the agent edited a file (file_edit action, or a code/ revision whose
                       content differs from the one before);
           explore     else if the agent did anything else (shell commands, messages, tool results);

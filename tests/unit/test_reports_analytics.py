@@ -358,3 +358,22 @@ def test_reads_a_store_written_before_dev_baselines_sessions_and_imports(tmp_pat
         assert (run["baseline_dev_score"], run["dev_improvement"], run["imported_from"]) == (20.0, 15.0, None)
         assert old.training_sessions("r0001-old") == []
         assert [r["session_id"] for r in old.sql("SELECT session_id FROM metrics_v")] == [None]
+
+
+def test_a_training_command_announced_on_stdout_is_training_not_exploring(tmp_path):
+    """A scripted pipeline prints what it starts (`running python code/sft.py --steps 800`) and has
+    no tool calls: its SFT start-up was shown as exploring."""
+    t0 = 1_790_000_000.0
+    store = Store(tmp_path / "s.db")
+    store.insert("runs", {"id": "r-s", "task": "arith", "agent": "reference", "model": "tiny", "budget_s": 300,
+                          "state": "done", "created_at": t0 - 10, "started_at": t0, "ended_at": t0 + 100, "spec": {}})
+    store.append_event("r-s", "stdout", "reading the task", ts=t0 + 1)
+    store.append_event("r-s", "stdout", "running /venv/bin/python code/sft.py --data data/train.jsonl --steps 800",
+                       ts=t0 + 10)
+    for k in range(6):      # the trainer's model loading, then its first lines, before any metric
+        store.append_event("r-s", "stdout", f"loading {k}", ts=t0 + 20 + 10 * k)
+    store.close()
+    with Analytics(tmp_path / "s.db") as a:
+        p = a.phases("r-s", idle_gap_s=120)
+    assert [s["phase"] for s in p["segments"]] == ["explore", "train"]
+    assert p["totals_s"]["train"] == pytest.approx(90, abs=3)

@@ -91,7 +91,9 @@ GROUP BY ALL ORDER BY subs.seq;
 -- name: phase_event_signals
 SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b,
        count(*) FILTER (WHERE category IN ('action:file_edit', 'action:edit', 'action:write', 'action:create')) AS n_edit,
-       count(*) FILTER (WHERE category IN ('action:shell', 'action:tool_call')
+       -- a training command run as a tool call, or announced on the agent's stdout (a scripted
+       -- pipeline's "running python code/sft.py ..."): its start-up is training, not exploring
+       count(*) FILTER (WHERE (category IN ('action:shell', 'action:tool_call') OR kind = 'stdout')
                         AND regexp_matches(lower(coalesce(detail, message)), $train_re)) AS n_train_cmd,
        count(*) FILTER (WHERE category LIKE 'action:%' AND category NOT IN ('action:usage', 'action:malformed')) AS n_action,
        count(*) FILTER (WHERE kind IN ('stdout', 'stderr')) AS n_output

@@ -252,6 +252,7 @@ def metric_chart_order(series: list[dict], first: set[str] = frozenset()) -> tup
     constant.sort(key=lambda c: c["name"])
     for c in constant:
         c["aliases"] = aliases.get(c["name"], [])
+        c.setdefault("values", [])          # per session, for one-point series only
     return charted, constant, aliases
 
 

@@ -17,7 +17,7 @@ from autorl_tui.exitcodes import UsageError
 ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "cells", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
-             "cost_budget", "description", "threads", "log_cap", "isolation", "cluster"}
+             "cost_budget", "description", "threads", "log_cap", "isolation", "cluster", "model_mismatch"}
 CLUSTER_KEYS = {"address", "resources", "cpus", "containers"}
 MAX_BUDGET_S = 7 * 24 * 3600      # a longer budget is a typo (100000h), not a plan
 
@@ -134,8 +134,11 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     priority = int(raw.get("priority", 0))
     _check_log_cap(raw.get("log_cap"), where)
     _check_cluster(raw.get("cluster"), executor, where)
+    if raw.get("model_mismatch", "refuse") not in ("refuse", "allow"):
+        raise UsageError(f"plan {where}: model_mismatch must be refuse (the default) or allow, "
+                         f"got {raw['model_mismatch']!r}")
     options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap",
-                                   "cluster")
+                                   "cluster", "model_mismatch")
                if k in raw}
     if executor == "ray" and "image" in raw:
         # An image asks for containers: the docker executor on each run's node (docs/cluster.md).

@@ -27,6 +27,18 @@ from autorl_tui.home import EngineLock, Home
 from autorl_tui.store import Store
 from autorl_tui.store.engine_records import QueueEntry
 
+def check_model_fits(card, model: str, override: str | None) -> None:
+    """A card's `models:` names the built-in models made for it (tiny-webshop for webshop): another
+    built-in one would be graded to nothing without a word, so it is refused unless the plan says
+    `model_mismatch: allow`. A model folder of the user's is always taken."""
+    expected = [str(m) for m in card.raw.get("models") or []]
+    if not expected or model in expected or override == "allow":
+        return
+    raise UsageError(f"task {card.id} is made for model {' or '.join(expected)} (its card's `models:`), not the "
+                     f"built-in {model!r}; pair them with `cells: [{{task: {card.id}, model: {expected[0]}}}]`, "
+                     f"or set `model_mismatch: allow` in the plan to run it anyway")
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-")[:24] or "x"
 
@@ -182,6 +194,8 @@ class Engine:
         agent = find_agent(req.agent, self.agent_search_path())
         if req.model not in builtin_models():
             resolve_model(req.model, self.home.models, build=False)
+        else:
+            check_model_fits(card, req.model, req.options.get("model_mismatch"))
         if req.executor == "docker":
             ok, why = self.executor("docker").available()
             if not ok:

@@ -152,3 +152,33 @@ def test_plans_refuse_duplicates_and_absurd_budgets_and_pair_tasks_with_models()
     plan = parse_plan(base + "tasks: [t1, t2]\nmodels: [m1, m2]\n")
     assert [(r.task, r.agent, r.model) for r in plan.runs][:4] == [("t1", "a", "m1"), ("t1", "a", "m1"),
                                                                     ("t1", "a", "m2"), ("t1", "a", "m2")]
+
+
+def test_a_built_in_model_made_for_another_task_is_refused_unless_the_plan_allows_it(tmp_path):
+    import asyncio
+
+    import pytest as _pytest
+
+    from autorl_tui.catalog.plans import parse_plan
+    from autorl_tui.engine.engine import Engine
+    from autorl_tui.exitcodes import UsageError
+    from autorl_tui.home import Home
+
+    plan = "name: p\ntasks: [webshop]\nagents: [baseline-copy]\nmodels: [tiny]\nbudget: 1m\nisolation: none\n"
+
+    async def enqueue(text):
+        engine = Engine(Home.open(str(tmp_path / "h")))
+        await engine.start()
+        engine.queue_paused = True
+        try:
+            return await engine.enqueue_plan(parse_plan(text))
+        finally:
+            await engine.stop()
+
+    with _pytest.raises(UsageError) as err:
+        asyncio.run(enqueue(plan))
+    assert "task webshop is made for model tiny-webshop" in str(err.value)
+    assert "cells: [{task: webshop, model: tiny-webshop}]" in str(err.value) and "model_mismatch: allow" in str(err.value)
+    assert len(asyncio.run(enqueue(plan + "model_mismatch: allow\n"))) == 1
+    with _pytest.raises(UsageError, match="model_mismatch must be refuse"):
+        parse_plan(plan + "model_mismatch: yes-please\n")

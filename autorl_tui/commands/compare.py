@@ -12,7 +12,8 @@ def register(subparsers) -> None:
                               description="Compare runs given by id, or every run of a plan. Without --html/--json, "
                                           "writes both into the home's reports/ folder.")
     p.add_argument("run_ids", nargs="*", metavar="RUN_ID")
-    p.add_argument("--plan", metavar="NAME", help="compare every run of this plan")
+    p.add_argument("--plan", metavar="NAME", action="append",
+                   help="compare every run of this plan (again for several plans: their runs side by side)")
     p.add_argument("--primary-task", metavar="TASK", help="the task whose metric must go up for the release gate")
     p.add_argument("--html", metavar="FILE", help="write the HTML report here")
     p.add_argument("--json", metavar="FILE", help="write the JSON report here")
@@ -30,7 +31,7 @@ def run(args) -> int:
     home = Home.open(args.home, create=False)
     html_path, json_path = args.html, args.json
     if not html_path and not json_path:
-        stem = f"compare-{args.plan}" if args.plan else "compare"
+        stem = f"compare-{'+'.join(args.plan)}" if args.plan else "compare"
         html_path, json_path = str(home.reports / f"{stem}.html"), str(home.reports / f"{stem}.json")
     with Analytics(home.store_path) as a:
         ids = [a.resolve_run_id(r) for r in args.run_ids] or None

@@ -46,11 +46,17 @@ def final_score(run: dict) -> float | None:
     return run["test_score"] if run["test_score"] is not None else run["best_dev_score"]
 
 
-def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str | None = None,
+def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str | list[str] | None = None,
                          primary_task: str | None = None) -> dict:
+    """`plan`: one plan's name, or several (their runs side by side, each run once)."""
     if not ids and not plan:
         raise UsageError("compare needs RUN_ID... or --plan NAME")
-    runs = a.runs(plan=plan) if plan else a.runs(ids=ids)
+    plans = [plan] if isinstance(plan, str) else list(plan or [])
+    if plans:
+        runs = list({r["run_id"]: r for p in plans for r in a.runs(plan=p)}.values())
+        plan = " + ".join(plans)
+    else:
+        runs = a.runs(ids=ids)
     agents = sorted({r["agent"] for r in runs})
     tasks = sorted({r["task"] for r in runs})
     if primary_task and primary_task not in tasks:

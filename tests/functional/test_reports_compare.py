@@ -185,3 +185,21 @@ def test_runs_not_ended_are_pending_not_missing_and_left_out_of_gates(tmp_path):
     assert 'pending</span> <span class="note">(1 queued)' in page and "no result" not in page
     assert 'class="pill pending">PENDING<' in page
     assert 'aria-label="improvement per seed"' in page and "baseline-copy · arith" in page
+
+
+def test_several_plans_compare_side_by_side(tmp_path):
+    from tests.support.run_writer import RunShape, write_run
+
+    home = tmp_path / "home"
+    home.mkdir()
+    store = Store(home / "store.db")
+    write_run(store, RunShape(run_id="r0001-arith-a-s0", plan="webshop-cells", task="arith"))
+    write_run(store, RunShape(run_id="r0002-gsm8k-a-s0", plan="gsm8k-cells", task="gsm8k"))
+    write_run(store, RunShape(run_id="r0003-gsm8k-a-s1", plan="other", task="gsm8k", seed=1))
+    store.close()
+    assert main(["--home", str(home), "compare", "--plan", "webshop-cells", "--plan", "gsm8k-cells",
+                 "--json", str(tmp_path / "c.json")]) == 0
+    r = json.loads((tmp_path / "c.json").read_text())
+    jsonschema.validate(r, SCHEMA)
+    assert sorted(r["selection"]["run_ids"]) == ["r0001-arith-a-s0", "r0002-gsm8k-a-s0"]
+    assert r["tasks"] == ["arith", "gsm8k"] and r["selection"]["plan"] == "webshop-cells + gsm8k-cells"

@@ -177,6 +177,13 @@ class Engine:
             except DataUnavailable:
                 raise
         agent = find_agent(req.agent, self.agent_search_path())
+        if agent.script:      # an AutoRL-Bench folder: the CLIs and checkouts its start script needs
+            from autorl_tui.catalog.script_scan import ScriptNeeds, missing_pieces
+
+            missing = missing_pieces(ScriptNeeds(clis=list(agent.script["clis"]),
+                                                 checkouts=list(agent.script["checkouts"])), os.environ)
+            if missing:
+                raise UsageError(f"agent {agent.name} ({agent.agent_dir}): {'; '.join(missing)}")
         if req.model not in builtin_models():
             resolve_model(req.model, self.home.models, build=False)
         if req.executor == "docker":

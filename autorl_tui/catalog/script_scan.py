@@ -127,3 +127,25 @@ def missing_pieces(needs: ScriptNeeds, environ: Mapping[str, str], path: str | N
             problems.append(f"its start script does `cd {target}`, which is "
                             f"{'not a folder here: ' + where if where else 'empty here'}; {hint}")
     return problems
+
+
+def unsupplied_checkouts(needs: ScriptNeeds, environ: Mapping[str, str], passed: set[str],
+                         binds: list[str]) -> list[str]:
+    """Checkouts that exist here but would not reach the agent: the variable naming one is not
+    passed (the agent gets only declared names), or the folder is not bound into the sandbox."""
+    problems = []
+    for target in needs.checkouts:
+        where = expand(target, environ)
+        if not where or not os.path.isdir(where):
+            continue          # missing_pieces names it
+        names = [m.group(1) for m in re.finditer(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", target)]
+        used = names[:1] if names and environ.get(names[0]) else names[1:]     # `${X:-default}`: X when set
+        unpassed = [n for n in used if environ.get(n) and n not in passed and n not in RESERVED_ENV]
+        if unpassed:
+            problems.append(f"its start script does `cd {target}` and {unpassed[0]} is not passed to the agent: add it "
+                            f"to the plan's agent_overlays.<agent>.env")
+        real = os.path.realpath(where)
+        if not any(real == b or real.startswith(b.rstrip("/") + "/") for b in binds):
+            problems.append(f"its start script does `cd {target}` ({real}), which the sandbox does not show: add it "
+                            f"to the plan's agent_overlays.<agent>.binds")
+    return problems

@@ -77,3 +77,45 @@ def test_a_plan_naming_a_folder_without_its_checkout_is_refused_before_anything_
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "pipeline_checkout" in proc.stderr and "PIPELINE_RL_ROOT" in proc.stderr and "Traceback" not in proc.stderr
     assert not (home / "workspaces").exists() or not any((home / "workspaces").iterdir())
+
+
+def test_overlays_in_a_plan_are_checked_whole_with_one_line_errors(tmp_path):
+    import pytest
+
+    from autorl_tui.catalog.overlays import overlay_env, parse_overlays, place_home_files
+    from autorl_tui.catalog.plans import parse_plan
+    from autorl_tui.exitcodes import UsageError
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('model_provider = "local"\n')
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    plan = parse_plan(json.dumps({"tasks": ["arith-small"], "agents": [str(CODEX), "baseline-copy"], "budget": "1m",
+                                  "agent_overlays": {"codex_provider": {
+                                      "env": ["CODEX_PROVIDER"], "home_files": {".codex/config.toml": "config.toml"},
+                                      "binds": ["checkout"]}}}), str(tmp_path / "plan.yaml"))
+    overlay = {r.agent: r.options.get("overlay") for r in plan.runs}
+    assert overlay[str(CODEX)] == {"env": ["CODEX_PROVIDER"], "home_files": {".codex/config.toml": str(cfg)},
+                                   "binds": [str(checkout)]}
+    assert overlay["baseline-copy"] is None            # only the agent it names
+    bad = [({"x": {"env": ["A"]}}, "not an agent of this plan"),
+           ({"codex_provider": {"env": ["TASK"]}}, "the harness's own"),
+           ({"codex_provider": {"env": ["no-name"]}}, "not a variable name"),
+           ({"codex_provider": {"home_files": {"../x": "config.toml"}}}, "inside the agent's home"),
+           ({"codex_provider": {"home_files": {".x": "missing.toml"}}}, "is not a file"),
+           ({"codex_provider": {"binds": ["/"]}}, "whole filesystem"),
+           ({"codex_provider": {"binds": ["nowhere"]}}, "is not a folder"),
+           ({"codex_provider": {"mounts": []}}, "must be a mapping with keys")]
+    for overlays, message in bad:
+        with pytest.raises(UsageError, match=message):
+            parse_plan(json.dumps({"tasks": ["arith-small"], "agents": [str(CODEX)], "budget": "1m",
+                                   "agent_overlays": overlays}), str(tmp_path / "plan.yaml"))
+    ov = parse_overlays({"a": {"env": ["ONLY_THIS"], "home_files": {".codex/config.toml": str(cfg)}}}, "p", tmp_path)["a"]
+    assert overlay_env(ov, {"ONLY_THIS": "1", "OTHER": "2"}) == {"ONLY_THIS": "1"}      # never the whole environment
+    with pytest.raises(UsageError, match="ONLY_THIS, unset"):
+        overlay_env(ov, {})
+    agent_home = tmp_path / "home"
+    (agent_home / ".codex").mkdir(parents=True)
+    (agent_home / ".codex" / "config.toml").symlink_to(tmp_path / "victim")     # planted by the agent
+    assert place_home_files(ov, agent_home) == [".codex/config.toml"]
+    assert (agent_home / ".codex" / "config.toml").read_text() == cfg.read_text() and not (tmp_path / "victim").exists()

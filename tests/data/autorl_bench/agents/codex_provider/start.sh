@@ -6,5 +6,6 @@ CODEX_PROVIDER="${CODEX_PROVIDER:-litellm}"
 CODEX_MODEL="${CODEX_MODEL:-gpt-5.2}"
 PROMPT="Train $BASE_MODEL on $TASK and submit to $GRADING_SERVER_URL/submit."
 timeout "${CODEX_TIMEOUT:-3600}" codex exec --json -m "$CODEX_MODEL" \
-    -c "model_provider=\"${CODEX_PROVIDER}\"" --skip-git-repo-check -C "$WORKSPACE" "$PROMPT" \
+    -c "model_provider=\"${CODEX_PROVIDER}\"" --dangerously-bypass-approvals-and-sandbox \
+    --skip-git-repo-check -C "$WORKSPACE" "$PROMPT" \
     2>&1 | tee "$WORKSPACE/agent.jsonl"

@@ -9,13 +9,12 @@ PATH without `codex` is refused at validation, naming it."""
 import json
 import os
 import shutil
-import sqlite3
-from pathlib import Path
 
 import pytest
 
 from tests.support.agent_clis import install_agent_clis
 from tests.support.agent_session import LOOK, SUBMIT
+from tests.support.batch_run import the_done_run
 from tests.support.harness import REPO, TASKS, cli, install_model, make_reachable_home
 from tests.support.standin_llm import Step, StandinLLM
 
@@ -60,12 +59,7 @@ def test_a_codex_folder_runs_with_its_provider_file_from_the_operator(tiny_model
             proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, timeout=600,
                        env=dict(env, PATH=f"{cli_bin}:{os.environ['PATH']}"))
             scripted = llm.scripted_requests("responses")
-        db = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
-        db.row_factory = sqlite3.Row
-        run = dict(db.execute("SELECT * FROM runs").fetchone())
-        ws = Path(run["workspace"])
-        log = (ws / "agent.log").read_text() if (ws / "agent.log").exists() else "(no agent.log)"
-        assert proc.returncode == 0 and run["state"] == "done", (run["end_reason"], log[-3000:], proc.stderr[-2000:])
+        db, run, ws = the_done_run(home, proc)
         assert [s["status"] for s in db.execute("SELECT status FROM submissions")] == ["scored"]
         assert [r["step"] for r in scripted][:3] == [0, 1, 2] and all(r["body"]["model"] == "gpt-5.5" for r in scripted)
         assert (ws / "agent.jsonl").is_file()            # its trace through `tee`, as the folder writes it

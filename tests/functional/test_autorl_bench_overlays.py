@@ -9,11 +9,10 @@ the harness's other variables do not reach the agent."""
 import json
 import os
 import shutil
-import sqlite3
-from pathlib import Path
 
 import pytest
 
+from tests.support.batch_run import the_done_run
 from tests.support.harness import REPO, TASKS, cli, install_model, make_reachable_home
 
 pytestmark = pytest.mark.slow
@@ -72,12 +71,7 @@ def test_a_pipeline_folder_runs_with_its_checkout_variables_and_home_file(tiny_m
         assert refused.returncode == 2 and "agent_overlays.<agent>.binds" in refused.stderr, refused.stderr[-2000:]
 
         proc = cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, env=env, timeout=600)
-        db = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
-        db.row_factory = sqlite3.Row
-        run = dict(db.execute("SELECT * FROM runs").fetchone())
-        ws = Path(run["workspace"])
-        log = (ws / "agent.log").read_text() if (ws / "agent.log").exists() else "(no agent.log)"
-        assert proc.returncode == 0 and run["state"] == "done", (run["end_reason"], log[-3000:], proc.stderr[-2000:])
+        db, run, ws = the_done_run(home, proc)
         seen = json.loads((ws / "pipeline.json").read_text())
         assert seen["cwd"] == str(checkout) and seen["argv"][:2] == ["--benchmark", "arith-small"]
         assert seen["llm_key"] == "sk-test" and seen["llm_base"] == "http://127.0.0.1:9/v1"

@@ -44,7 +44,7 @@ class ScriptNeeds:
 
 
 def _code_lines(text: str):
-    for raw in text.splitlines():
+    for raw in text.replace("\\\n", " ").splitlines():       # a `\`-continued command is one line
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -58,7 +58,7 @@ def _commands(line: str):
         try:
             words = shlex.split(part, comments=True)
         except ValueError:
-            words = part.split()
+            words = [w.strip("\"'") for w in part.split()]
         while words and (words[0] in _WRAPPERS or "=" in words[0] and not words[0].startswith("=")):
             words = words[1:]
         if words and words[0] == "timeout":
@@ -72,6 +72,10 @@ def scan_script(text: str) -> ScriptNeeds:
     # the script's own variables (set anywhere in it, or lower-case: shell-local by convention)
     assigned = {m.group(1) for line in _code_lines(text) for m in [_ASSIGN.match(line)] if m}
     assigned |= {m.group(1) for m in re.finditer(r"\b(?:for|read)\s+([A-Za-z_]\w*)", text)}
+    # GEMINI="${GEMINI_BIN:-gemini}" then "$GEMINI" ...: the CLI called through a variable
+    aliases = {m.group(1): m.group(2) for m in re.finditer(
+        r"^\s*(?:export\s+)?([A-Za-z_]\w*)=[\"']?(?:\$\{[A-Za-z_]\w*:-)?(" + "|".join(AGENT_CLIS) + r")\b",
+        text, re.M)}
     heredoc: str | None = None
     for line in _code_lines(text):
         body = heredoc is not None                # a heredoc body is data: its expansions only
@@ -82,6 +86,7 @@ def scan_script(text: str) -> ScriptNeeds:
         if m:
             heredoc = m.group(1)
         for cmd in () if body else _commands(line):
+            cmd = aliases.get(cmd.lstrip("$").strip("{}"), cmd) if cmd.startswith("$") else cmd
             if cmd in AGENT_CLIS and cmd not in needs.clis:
                 needs.clis.append(cmd)
         for e in _EXPANSION.finditer(line):

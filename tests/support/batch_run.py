@@ -1,7 +1,9 @@
-"""Reading back the one run a `--batch` plan made (tests of AutoRL-Bench agent folders)."""
+"""Running one AutoRL-Bench folder `--batch` and reading back its run (tests of agent folders)."""
 
 import sqlite3
 from pathlib import Path
+
+import pytest
 
 
 def the_done_run(home: Path, proc):
@@ -14,3 +16,28 @@ def the_done_run(home: Path, proc):
     log = (ws / "agent.log").read_text() if (ws / "agent.log").exists() else "(no agent.log)"
     assert proc.returncode == 0 and run["state"] == "done", (run["end_reason"], log[-3000:], proc.stderr[-2000:])
     return db, run, ws
+
+
+def run_folder(home: Path, folder: Path, overlay: dict, env: dict, budget: str = "240s", name: str = "folder"):
+    """Write a plan running one AutoRL-Bench folder on arith-small with the tiny model and the
+    operator overlay `overlay`, run it `--batch` with `env`; returns the CompletedProcess."""
+    import json
+
+    from tests.support.harness import TASKS, cli
+
+    plan = home.parent / f"{name}.yaml"
+    plan.write_text(json.dumps({"name": name, "tasks": ["arith-small"], "agents": [str(folder)], "models": ["tiny"],
+                                "seeds": [0], "budget": budget, "executor": "local",
+                                "agent_overlays": {folder.name: overlay}}))
+    return cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, timeout=600, env=env)
+
+
+COPY_BASE_MODEL = 'mkdir -p output && cp -r "$MODEL_PATH" output/v1 && echo copied'   # a scripted LLM's "training"
+
+
+@pytest.fixture
+def folder_home(tiny_model_dir):
+    """A reachable home with the tiny model installed, removed afterwards."""
+    from tests.support.harness import home_with_tiny
+
+    yield from home_with_tiny(tiny_model_dir)

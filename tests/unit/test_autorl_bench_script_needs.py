@@ -25,6 +25,9 @@ def test_the_script_says_which_cli_variables_and_checkout_it_needs():
     pipeline = scan_script((PIPELINE / "start.sh").read_text())
     assert pipeline.clis == [] and pipeline.checkouts == ["${PIPELINE_RL_ROOT:-$HOME/pipeline-rl}"]
     assert pipeline.reads == ["LLM_API_KEY", "OPENAI_API_BASE"]      # the contract's own names are not listed
+    # the gemini shape: the CLI through a variable (GEMINI="${GEMINI_BIN:-gemini}"), on a `\`-continued line
+    gemini = scan_script((AGENTS / "gemini_trusted" / "start.sh").read_text())
+    assert gemini.clis == ["gemini"] and gemini.optional == ["GEMINI_BIN", "GEMINI_MODEL", "GEMINI_TIMEOUT"]
     # the probe (curl, jq, its own lower-case variables) needs nothing beyond the contract
     probe = scan_script((AGENTS / "probe" / "start.sh").read_text())
     assert probe.clis == probe.reads == probe.checkouts == []

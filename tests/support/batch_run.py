@@ -26,9 +26,11 @@ def run_folder(home: Path, folder: Path, overlay: dict, env: dict, budget: str =
     from tests.support.harness import TASKS, cli
 
     plan = home.parent / f"{name}.yaml"
-    plan.write_text(json.dumps({"name": name, "tasks": ["arith-small"], "agents": [str(folder)], "models": ["tiny"],
-                                "seeds": [0], "budget": budget, "executor": "local",
-                                "agent_overlays": {folder.name: overlay}}))
+    raw = {"name": name, "tasks": ["arith-small"], "agents": [str(folder)], "models": ["tiny"], "seeds": [0],
+           "budget": budget, "executor": "local"}
+    if overlay:
+        raw["agent_overlays"] = {folder.name: overlay}
+    plan.write_text(json.dumps(raw))
     return cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, timeout=600, env=env)
 
 

@@ -2,8 +2,8 @@
 (`--batch`, local executor, bwrap sandbox) once the plan's `agent_overlays` supplies it: the tests'
 pipeline-shaped folder (tests/data/autorl_bench/agents/pipeline_checkout, shaped like its
 opencode/openhands folders) `cd`s into an external checkout named by a variable, reads its LLM
-variables, and its pipeline reads a file from the agent's home; it trains nothing, submits a copy
-of the base model and is graded. The overlay is recorded in the run spec and in the run's events;
+variables, and its pipeline reads a file from the agent's home; it trains nothing, submits an empty
+folder (answered and counted as AutoRL-Bench does: a 0.0 entry) and a copy of the base model, graded. The overlay is recorded in the run spec and in the run's events;
 the harness's other variables do not reach the agent."""
 
 import json
@@ -30,11 +30,16 @@ try:
     seen["checkout_writable"] = True
 except OSError:
     seen["checkout_writable"] = False
+def submit(path):
+    req = urllib.request.Request(os.environ["GRADING_SERVER_URL"] + "/submit", method="POST",
+                                 data=json.dumps({"model_path": path}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return r.status, json.loads(r.read())
+os.makedirs(os.path.join(os.environ["OUTPUT_DIR"], "empty"))      # an unusable folder first
+seen["empty"] = submit(os.environ["OUTPUT_DIR"] + "/empty")
 shutil.copytree(os.environ["MODEL_PATH"], os.path.join(os.environ["OUTPUT_DIR"], "v1"))
-req = urllib.request.Request(os.environ["GRADING_SERVER_URL"] + "/submit", method="POST",
-                             data=json.dumps({"model_path": os.environ["OUTPUT_DIR"] + "/v1"}).encode(),
-                             headers={"Content-Type": "application/json"})
-seen["answer"] = json.loads(urllib.request.urlopen(req, timeout=600).read())
+seen["answer"] = submit(os.environ["OUTPUT_DIR"] + "/v1")[1]
 json.dump(seen, open(os.path.join(ws, "pipeline.json"), "w"))
 print("pipeline done", flush=True)
 '''
@@ -77,8 +82,12 @@ def test_a_pipeline_folder_runs_with_its_checkout_variables_and_home_file(tiny_m
         assert seen["llm_key"] == "sk-test" and seen["llm_base"] == "http://127.0.0.1:9/v1"
         assert seen["home_file"] == config.read_text() and seen["secret"] is None
         assert seen["checkout_writable"] is False and not (checkout / "written-by-agent").exists()
-        assert seen["answer"]["submission_id"] == 1 and "score" in seen["answer"]
-        assert [s["status"] for s in db.execute("SELECT status FROM submissions")] == ["scored"]
+        # an unusable folder is answered and counted as AutoRL-Bench does: 200, a 0.0 entry with its error
+        status, empty = seen["empty"]
+        assert status == 200 and empty["score"] == 0.0 and "is empty" in empty["error"] and empty["submission_id"] == 1
+        assert seen["answer"]["submission_id"] == 2 and seen["answer"]["total_submissions"] == 2
+        assert [s["status"] for s in db.execute("SELECT status FROM submissions ORDER BY seq")] == ["error", "scored"]
+        assert [e["score"] for e in json.loads((ws / "scores.json").read_text())] == [0.0, seen["answer"]["score"]]
         spec = json.loads(run["spec"])
         assert spec["options"]["overlay"]["binds"] == [str(checkout)]
         event = db.execute("SELECT message FROM events WHERE message LIKE 'operator overlay:%'").fetchone()

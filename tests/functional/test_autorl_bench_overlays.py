@@ -92,6 +92,10 @@ def test_a_pipeline_folder_runs_with_its_checkout_variables_and_home_file(tiny_m
         assert spec["options"]["overlay"]["binds"] == [str(checkout)]
         event = db.execute("SELECT message FROM events WHERE message LIKE 'operator overlay:%'").fetchone()
         assert event and "PIPELINE_RL_ROOT" in event[0] and ".pipeline/config.toml" in event[0], event
+        report = home.parent / "report.json"       # and the run report shows it
+        cli("report", run["id"], "--json", str(report), home=home, check=True)
+        shown = [e.get("message") for sec in json.loads(report.read_text())["events"]["sections"] for e in sec["entries"]]
+        assert event[0] in shown
         db.close()
     finally:
         shutil.rmtree(home.parent, ignore_errors=True)

@@ -42,6 +42,7 @@ class AgentSpec:
     raw: dict[str, Any] = field(default_factory=dict)
     env_values: dict[str, str] = field(default_factory=dict)   # defaults under the harness's values (AutoRL-Bench env_vars)
     grading_api: str = "autorl-tui"
+    script: dict[str, Any] = field(default_factory=dict)   # what an AutoRL-Bench start script calls (script_scan.py)
 
     @property
     def agent_dir(self) -> Path:
@@ -51,7 +52,7 @@ class AgentSpec:
         return {"name": self.name, "command": self.command, "source": str(self.source),
                 "description": self.description, "env": self.env, "output_format": self.output_format,
                 "network": self.network, "image": self.image, "install": self.install,
-                "driver": self.driver, "needs": self.needs, "grading_api": self.grading_api}
+                "driver": self.driver, "needs": self.needs, "grading_api": self.grading_api, "script": self.script}
 
 
 def load_agent_spec(path: Path) -> AgentSpec:

@@ -15,6 +15,7 @@ import yaml
 from autorl_tui.catalog.agent_spec import (NETWORK_POLICIES, AgentSpec, builtin_agents_dir, known_output_formats,
                                            load_agent_spec)
 from autorl_tui.catalog.autorl_bench import CONFIG, RESERVED_ENV, STACKS, START_DEFAULT
+from autorl_tui.catalog.script_scan import scan_script
 from autorl_tui.exitcodes import UsageError
 
 
@@ -79,6 +80,8 @@ def load_agent_folder(folder: Path):
     command = ["bash", "-c", 'set -o pipefail; bash "$0" 2>&1 | tee -a agent.log', "{agent_dir}/" + start]
     if output_format not in known_output_formats():
         raise UsageError(f"AutoRL-Bench agent {folder}: output_format {output_format!r} unknown")
+    calls = scan_script(script.read_text(errors="replace"))     # what it really needs beyond bash
     return AgentSpec(name=folder.name, command=command, source=script, description=str(raw.get("name") or ""),
                      env=list(dict.fromkeys(names)), output_format=output_format, network=network,
-                     image=raw.get("image"), needs=["bash"], raw=raw, env_values=values, grading_api="autorl-bench")
+                     image=raw.get("image"), needs=["bash", *calls.clis], raw=raw, env_values=values,
+                     grading_api="autorl-bench", script=calls.to_dict())

@@ -12,12 +12,14 @@ import yaml
 
 from autorl_tui import registry
 from autorl_tui.durations import parse_duration
+from autorl_tui.catalog.overlays import parse_overlays
 from autorl_tui.exitcodes import UsageError
 
 ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "cells", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
-             "cost_budget", "description", "threads", "log_cap", "isolation", "cluster", "model_mismatch"}
+             "cost_budget", "description", "threads", "log_cap", "isolation", "cluster", "model_mismatch",
+             "agent_overlays"}
 CLUSTER_KEYS = {"address", "resources", "cpus", "containers"}
 MAX_BUDGET_S = 7 * 24 * 3600      # a longer budget is a typo (100000h), not a plan
 
@@ -143,9 +145,19 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     if executor == "ray" and "image" in raw:
         # An image asks for containers: the docker executor on each run's node (docs/cluster.md).
         options["cluster"] = dict(raw.get("cluster") or {}, containers=True)
+    overlays = parse_overlays(raw.get("agent_overlays"), where, Path(where).parent)
+    stray = sorted(set(overlays) - {n for a in agents for n in (a, Path(a).name)})
+    if stray:
+        raise UsageError(f"plan {where}: agent_overlays names {', '.join(stray)}, not an agent of this plan "
+                         f"({', '.join(agents)})")
+
+    def with_overlay(a: str) -> dict:
+        ov = overlays.get(a) or overlays.get(Path(a).name)
+        return dict(options, overlay=ov) if ov else dict(options)
+
     runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, isolation=isolation,
                        gpus=gpus,
-                       driver=d, priority=priority, options=dict(options))
+                       driver=d, priority=priority, options=with_overlay(a))
             for (t, a, m), d, s in itertools.product(combinations, drivers, seeds)]
     name = str(raw.get("name") or Path(where).stem)
     return Plan(name=name, source=text, runs=runs, raw=raw)

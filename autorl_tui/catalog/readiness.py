@@ -1,7 +1,9 @@
 """Is an agent stack usable on this machine? What `autorl-tui agents` and `doctor` report.
 
 A spec says what it needs: `needs` (executables on PATH), `requires_env` (variables that must
-be set; "A|B" means either), and `env` (everything passed through, the rest being optional)."""
+be set; "A|B" means either), and `env` (everything passed through, the rest being optional). An
+AutoRL-Bench folder's needs are read from its start script (catalog/script_scan.py): the agent
+CLIs it calls join `needs`, and the checkouts it `cd`s into must be folders here."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import shutil
 from typing import Any, Mapping
 
 from autorl_tui.catalog.agents import AgentSpec, known_output_formats
+from autorl_tui.catalog.script_scan import ScriptNeeds, missing_pieces
 
 
 def install_hints(spec: AgentSpec) -> list[str]:
@@ -48,12 +51,17 @@ def agent_readiness(spec: AgentSpec, environ: Mapping[str, str] | None = None,
                         + (f" (install: {'; '.join(install_hints(spec))})" if install_hints(spec) else ""))
     for r in missing_env:
         problems.append(f"set {' or '.join(r.split('|'))} in the harness environment")
+    script = ScriptNeeds(**spec.script) if spec.script else None
+    if script:       # an AutoRL-Bench folder: the checkouts its start script `cd`s into
+        problems += missing_pieces(ScriptNeeds(checkouts=script.checkouts), environ)
     if spec.output_format not in known_output_formats():
         problems.append(f"no parser for output_format {spec.output_format!r}")
     return {"name": spec.name, "output_format": spec.output_format, "ready": not problems,
             "missing_executables": missing_exe, "missing_env": missing_env, "unset_env": unset,
             "found_executables": found, "install": install_hints(spec),
-            "driver_required": bool(spec.driver.get("required")), "problems": problems}
+            "driver_required": bool(spec.driver.get("required")), "problems": problems,
+            "script": None if script is None else dict(script.to_dict(),
+                                                       unset=[n for n in script.reads if not environ.get(n)])}
 
 
 def all_agents_readiness(search_path, environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:

@@ -41,6 +41,9 @@ def run(args) -> int:
         for r in rows:
             notes = "; ".join(r["problems"]) or ("optional, unset: " + ", ".join(r["unset_env"])
                                                  if r["unset_env"] else "")
+            if (r.get("script") or {}).get("unset"):     # an AutoRL-Bench script reads them with no default
+                notes = "; ".join(filter(None, [notes, "its start script reads, unset here: "
+                                                + ", ".join(r["script"]["unset"])]))
             print(f"{r['name']:<{width}}  {r['output_format']:<19} {'yes' if r['ready'] else 'no':<5}  {notes}")
     if args.ready and not all(r["ready"] for r in rows):
         return int(ExitCode.RUN_FAILED)

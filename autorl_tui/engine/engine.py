@@ -22,6 +22,8 @@ from autorl_tui.engine.events import EventBus
 from autorl_tui.engine.executors import get_executor
 from autorl_tui.engine.run_journal import ACTIVE_STATES, FINAL_STATES
 from autorl_tui.engine.supervisor import RunSupervisor
+from autorl_tui.catalog.overlays import overlay_env
+from autorl_tui.catalog.script_scan import ScriptNeeds, missing_pieces, unsupplied_checkouts
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.home import EngineLock, Home
 from autorl_tui.store import Store
@@ -192,6 +194,14 @@ class Engine:
             except DataUnavailable:
                 raise
         agent = find_agent(req.agent, self.agent_search_path())
+        overlay = req.options.get("overlay") or {}
+        passed = set(agent.env) | set(overlay_env(overlay, os.environ))     # refuses a named variable unset here
+        if agent.script:      # an AutoRL-Bench folder: the CLIs and checkouts its start script needs
+            needs = ScriptNeeds(clis=list(agent.script["clis"]), checkouts=list(agent.script["checkouts"]))
+            missing = missing_pieces(needs, os.environ) or unsupplied_checkouts(
+                needs, os.environ, passed, overlay.get("binds") or [] if isolation_of(req) != "none" else ["/"])
+            if missing:
+                raise UsageError(f"agent {agent.name} ({agent.agent_dir}): {'; '.join(missing)}")
         if req.model not in builtin_models():
             resolve_model(req.model, self.home.models, build=False)
         else:

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from autorl_tui.store.engine_records import SubmissionRow
 
 
+# Intake refusals AutoRL-Bench's server does not refuse: its evaluator fails on such a folder and
+# the submission becomes a scored 0.0 entry. In its compat mode they are answered and counted so.
+UNUSABLE = {"missing", "not_a_folder", "empty", "lora_only", "missing_config", "missing_weights", "missing_tokenizer"}
+
 class SubmissionRefused(Exception):
     """A submission the desk does not take, or took and could not grade. `code` says why in one
     word; `extra` holds fields for the answer."""
@@ -119,6 +123,14 @@ class SubmissionDesk:
             try:
                 snap, rev_id = await self._intake(model_path, seq)
             except SubmissionRejected as exc:
+                if exc.code in UNUSABLE and getattr(self.agent, "grading_api", "autorl-tui") == "autorl-bench":
+                    # AutoRL-Bench grades such a folder: its evaluator fails, a 0.0 entry is counted
+                    row = journal.set_submission(sub_id, status="error", error=str(exc), graded_at=time.time())
+                    log("submission", f"submission {seq} could not be graded: {exc} (an entry with score 0.0, as "
+                                      f"AutoRL-Bench counts it)", level="warning",
+                        data={"submission_id": sub_id, "code": exc.code})
+                    self.mirror_scores()
+                    return self._failed_answer(row, seq)
                 journal.set_submission(sub_id, status="rejected", error=str(exc))
                 log("submission", f"submission {seq} rejected: {exc}", level="warning",
                     data={"submission_id": sub_id, "code": exc.code})

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
+from autorl_tui.catalog.overlays import overlay_env, place_home_files
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
 from autorl_tui.engine.agent_watch import AgentWatch
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, ExecutorError, LaunchSpec, Mount
@@ -280,7 +281,16 @@ class RunSupervisor:
         return self.engine.home.run_dir(self.run_id) / f"attempt-{self.attempt}"
 
     def _launch_spec(self, grading_url: str) -> LaunchSpec:
-        passthrough = passthrough_env(self.agent)
+        overlay = self.spec.get("options", {}).get("overlay") or {}
+        passthrough = {**passthrough_env(self.agent), **overlay_env(overlay, os.environ)}
+        placed = place_home_files(overlay, self.workspace.root / ".home")
+        if overlay:
+            self.log("harness", "operator overlay: " + "; ".join(filter(None, [
+                overlay.get("env") and "variables " + ", ".join(overlay["env"]),
+                placed and "home files " + ", ".join(placed),
+                overlay.get("binds") and "read-only folders " + ", ".join(overlay["binds"])])),
+                data={"overlay": {"env": overlay.get("env") or [], "home_files": placed,
+                                  "binds": overlay.get("binds") or []}})
         if self.spec.get("driver"):
             passthrough.setdefault("DRIVER_MODEL", self.spec["driver"])
         if self.spec.get("options", {}).get("driver_url"):
@@ -300,6 +310,7 @@ class RunSupervisor:
         # Containers see the workspace, read-only model and data, and the agent's own program folder.
         mounts = [Mount(self.workspace.model_dir, f"models/{self.workspace.model_name}"),
                   Mount(self.workspace.data, "data"), Mount(self.agent.agent_dir, str(self.agent.agent_dir))]
+        mounts += [Mount(Path(b), b) for b in overlay.get("binds") or []]     # the operator's checkouts, read-only
         return LaunchSpec(mounts=mounts, run_id=self.run_id, attempt=self.attempt, command=self._command(), workspace=self.workspace.root,
                           env=env, log_dir=self._log_dir(), deadline=self.deadline, gpus=list(self.gpus),
                           network=self.agent.network, cpus=limits.get("cpus"), memory_bytes=limits.get("memory_bytes"),

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -141,8 +140,11 @@ def write_run_meta(ws: Workspace, *, card: TaskCard, budget_s: float, start: flo
 
     The workspace root is the agent's: it may have planted links at these names or at any
     temporary name, so both go through `write_replace` (never through a link)."""
-    meta = {"task": card.id, "seed": seed, "start_time": start, "timeout_s": budget_s, "deadline": deadline,
-            "last_submit_time": last_submit_time, "written_at": time.time()}
+    # AutoRL-Bench's four fields as it writes them (whole seconds, `end_time` null while the run
+    # goes on: its instructions have agents do integer arithmetic on them), then ours
+    meta = {"start_time": int(start), "timeout_s": int(budget_s),
+            "last_submit_time": None if last_submit_time is None else int(last_submit_time), "end_time": None,
+            "task": card.id, "seed": seed, "deadline": deadline}
     instructions = render_instructions(card, ws.model_name, budget_s, start, deadline, data_files(ws))
     write_replace(ws.root, ws.run_meta.name, (json.dumps(meta, indent=2) + "\n").encode(), mode=0o444)
     write_replace(ws.root, "instructions.md", instructions.encode(), mode=0o444)

@@ -36,6 +36,18 @@ def _success(reader: StoreReader, run: RunRecord) -> bool:
     return reader.last_exit_code(run.id) == 0
 
 
+def _rerooted(path: str | None, run: dict, folder: Path) -> str | None:
+    """A submission's model path as AutoRL-Bench's entries hold it, absolute inside the exported
+    run folder: ours are relative to the workspace, an imported run's name its original folder.
+    So its path-based `copy_model_count` on the export counts what ours counted."""
+    if not path:
+        return path
+    original = ((run.get("spec") or {}).get("imported") or {}).get("original_workspace")
+    if original and (path == original or path.startswith(original.rstrip("/") + "/")):
+        return str(folder / os.path.relpath(path, original))
+    return path if os.path.isabs(path) else str(folder / path)
+
+
 def export(reader: StoreReader, out: Path, run_ids: list[str] | None = None) -> list[str]:
     """Write the files; returns the run ids exported. Only finished runs (done or failed)."""
     records = reader.finished_runs()
@@ -56,10 +68,10 @@ def export(reader: StoreReader, out: Path, run_ids: list[str] | None = None) -> 
         entries = ledger(graded, run.get("baseline_dev_score"))
         folder = out / "workspace" / run["task"] / run["id"]
         start, end = run.get("started_at") or run["created_at"], run.get("ended_at")
-        last = max((s["graded_at"] or 0 for s in graded), default=0) or None
-        meta = {"start_time": int(start), "timeout_s": int(run["budget_s"]),
-                "last_submit_time": None if last is None else int(last), "end_time": None if end is None else int(end)}
+        meta = autorl_bench_metrics.run_meta(run, subs)
         _write(folder / "run_meta.json", json.dumps(meta, indent=2) + "\n")
+        for e in entries:
+            e["model_path"] = _rerooted(e["model_path"], run, folder)
         _write(folder / "scores.json", json.dumps(entries, indent=2, ensure_ascii=False) + "\n")
         metrics = autorl_bench_metrics.for_run(run, subs)
         _write(folder / "reports" / "metrics.json", json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")

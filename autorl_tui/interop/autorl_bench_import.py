@@ -161,6 +161,7 @@ def _from_folder(run: RunFolder, result: ResultRow | None, csv_path: Path | None
     original = Path(values.get("workspace") or run.path)
     imported = {"path": str(run.path), "run_id": run.run_id, "task": run.task, "original_workspace": str(original),
                 "base_model_path": str(original / "models" / model), "last_submit_time": meta.get("last_submit_time"),
+                "end_time": meta.get("end_time"),
                 "results_csv": f"{csv_path}:{result.line}" if result else None, "success": _success(values.get("success")),
                 "code_files_skipped": run.code_skipped}
     driver = values.get("driver_model")

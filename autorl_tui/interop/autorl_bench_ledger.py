@@ -21,12 +21,15 @@ def parse_iso(value) -> float | None:
         return None
 
 
-def entry(row: dict, baseline: float | None) -> dict:
-    """One submission as an AutoRL-Bench scores.json entry; a failed grading scores 0.0 with `error`."""
+def entry(row: dict, baseline: float | None, submission_id: int | None = None) -> dict:
+    """One submission as an AutoRL-Bench scores.json entry; a failed grading scores 0.0 with `error`.
+    `submission_id` is its place among the graded entries (AutoRL-Bench numbers its scores.json
+    1..N); our `seq` counts every request, refused ones included."""
     failed = row["status"] == "error"
     score = 0.0 if failed or row.get("score") is None else float(row["score"])
     graded = row.get("graded_at") or row.get("received_at")
-    item = {"submission_id": row["seq"], "timestamp": iso(graded), "model_path": row.get("path"),
+    item = {"submission_id": row["seq"] if submission_id is None else submission_id, "timestamp": iso(graded),
+            "model_path": row.get("path"),
             "score": score, "baseline_score": baseline,
             "improvement": None if baseline is None else round(score - baseline, 6),
             "elapsed_seconds": None if row.get("graded_at") is None else round(row["graded_at"] - row["received_at"], 2)}
@@ -35,15 +38,21 @@ def entry(row: dict, baseline: float | None) -> dict:
     return item
 
 
+def _graded(rows: list[dict]) -> list[dict]:
+    return [r for r in sorted(rows, key=lambda r: r["seq"]) if r["status"] in GRADED]
+
+
 def ledger(rows: list[dict], baseline: float | None) -> list[dict]:
-    """The scores.json list: graded submissions (scored or failed) in order."""
-    return [entry(r, baseline) for r in sorted(rows, key=lambda r: r["seq"]) if r["status"] in GRADED]
+    """The scores.json list: graded submissions (scored or failed) in order, numbered 1..N."""
+    return [entry(r, baseline, i) for i, r in enumerate(_graded(rows), start=1)]
 
 
 def response_as_of(rows: list[dict], row: dict, baseline: float | None) -> dict:
     """AutoRL-Bench's /submit answer for `row`: its entry, the best entry and the count of graded
     submissions as they stood once it was graded."""
-    upto = [e for e in ledger(rows, baseline) if e["submission_id"] <= row["seq"]]
-    this = entry(row, baseline)
+    graded = _graded(rows)
+    upto = [entry(r, baseline, i) for i, r in enumerate(graded, start=1) if r["seq"] <= row["seq"]]
+    mine = next((e for e, r in zip(upto, graded) if r["seq"] == row["seq"]), None)
+    this = mine or entry(row, baseline, len(upto) + 1)
     best = max(upto, key=lambda e: e["score"], default=this)   # first of equal scores, as max() keeps it
     return {**this, "best": best, "total_submissions": len(upto)}

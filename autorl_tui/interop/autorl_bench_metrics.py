@@ -81,16 +81,33 @@ def folder_hash(folder: Path) -> str | None:
     return outer.hexdigest()
 
 
+def _whole(t: float | None) -> int | None:
+    return None if t is None else int(t)
+
+
+def run_meta(run: dict, submissions: list[dict]) -> dict:
+    """A run's clock as AutoRL-Bench's run_meta.json holds it: whole seconds, `end_time` null when
+    the run has none (an imported run whose folder had none: a Ctrl-C'd AutoRL-Bench run)."""
+    imported = (run.get("spec") or {}).get("imported") or {}
+    graded = [s for s in submissions if s["status"] in ("scored", "error")]
+    last = max((s.get("graded_at") or 0 for s in graded), default=0) or None
+    start = run.get("started_at") or run.get("created_at")
+    end = imported["end_time"] if "end_time" in imported else run.get("ended_at")
+    return {"start_time": _whole(start), "timeout_s": _whole(run.get("budget_s")),
+            "last_submit_time": _whole(imported.get("last_submit_time", last)), "end_time": _whole(end)}
+
+
 def for_run(run: dict, submissions: list[dict], base_model_hash: str | None = None) -> dict:
     """The diagnostics of a run in our store (ours or imported): its graded submissions as
-    AutoRL-Bench entries, its clock as run_meta's."""
+    AutoRL-Bench entries, its clock as the run_meta.json we export (whole seconds), so that
+    AutoRL-Bench's own code on our export computes the same values."""
     from autorl_tui.interop.autorl_bench_ledger import ledger
 
     graded = [s for s in sorted(submissions, key=lambda s: s["seq"]) if s["status"] in ("scored", "error")]
     entries = ledger(graded, run.get("baseline_dev_score"))
     for e, s in zip(entries, graded):
         e["content_hash"] = s.get("content_hash")
-    last = max((s.get("graded_at") or 0 for s in graded), default=0) or None
+    meta = run_meta(run, submissions)
     spec = run.get("spec") or {}
     imported = spec.get("imported") or {}
     base_path = imported.get("base_model_path")
@@ -98,6 +115,6 @@ def for_run(run: dict, submissions: list[dict], base_model_hash: str | None = No
         base_path = str(Path(run["workspace"]) / "models" / (spec.get("model_name") or run.get("model") or ""))
         if base_model_hash is None:     # our API refuses the base model's own path: a copy shows by content
             base_model_hash = folder_hash(Path(base_path))
-    return compute(entries, start_time=run.get("started_at"), end_time=run.get("ended_at"),
-                   timeout_s=run.get("budget_s"), last_submit_time=imported.get("last_submit_time", last),
+    return compute(entries, start_time=meta["start_time"], end_time=meta["end_time"],
+                   timeout_s=meta["timeout_s"], last_submit_time=meta["last_submit_time"],
                    baseline=run.get("baseline_dev_score"), base_model_path=base_path, base_model_hash=base_model_hash)

@@ -7,14 +7,12 @@ same folder is a second session, and an agent whose metric files are a FIFO and 
 import ast
 import json
 import shutil
-import sqlite3
-import subprocess
 import sys
 
 import pytest
 
-from tests.support.harness import REPO, TASKS, TEST_AGENTS, make_reachable_home, write_plan
-from tests.support.store_watcher import StoreWatcher
+from tests.support.harness import REPO, make_reachable_home, write_plan
+from tests.support.store_watcher import watched_batch
 
 pytestmark = pytest.mark.slow
 AGENTS = ["test-trl-sft", "test-trl-sft-tb", "test-trl-sft-twice", "test-bad-metrics"]
@@ -26,22 +24,9 @@ def batch(tiny_model_dir, tmp_path_factory):
             shutil.which("trl", path=str(__import__("pathlib").Path(sys.executable).parent)) is None:
         pytest.skip("LOUD SKIP: the `trl` command line is not installed next to this Python")
     home = make_reachable_home("autorl-metrics-")
-    (home / "models").mkdir(parents=True)
-    shutil.copytree(tiny_model_dir, home / "models" / "tiny")
     plan = write_plan(tmp_path_factory.mktemp("plan") / "plan.yaml", name="metrics-capture", agents=AGENTS,
                       budget="400s")
-    watcher = StoreWatcher(home / "store.db")
-    watcher.start()
-    env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-m", "autorl_tui", "--home", str(home), "--agents-dir", str(TEST_AGENTS),
-                           "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan)],
-                          capture_output=True, text=True, timeout=1500, env=env, cwd=REPO)
-    watcher.stop.set()
-    watcher.join()
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    db = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
-    db.row_factory = sqlite3.Row
-    runs = {r["agent"]: dict(r) for r in db.execute("SELECT * FROM runs")}
+    watcher, db, runs = watched_batch(home, plan, tiny_model_dir)
     yield home, db, runs, watcher.first_seen
     db.close()
     shutil.rmtree(home.parent, ignore_errors=True)

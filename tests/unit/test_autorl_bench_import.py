@@ -86,3 +86,87 @@ def test_import_command_exit_status_and_messages(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "scores.json: line 14" in proc.stderr and "nowhere: does not exist" in proc.stderr
     assert "Traceback" not in proc.stderr and "0 imported" in proc.stdout
+
+
+def _export_and_recompute(store, out):
+    """Export every run; AutoRL-Bench's metrics code (tests/support/autorl_bench_reference.py,
+    its compute_metrics rewritten from its source) on each exported folder, called as its runner
+    calls it: results.csv's baseline, base model at <workspace>/models/<base_model>."""
+    import csv
+
+    from autorl_tui.interop.autorl_bench_export import export
+    from autorl_tui.store.queries import StoreReader
+    from tests.support.autorl_bench_reference import compute_metrics
+
+    export(StoreReader.over(store), out)
+    result = {}
+    for row in csv.DictReader((out / "results.csv").open()):
+        folder = Path(row["workspace"])
+        baseline = None if row["baseline"] in ("", "None") else float(row["baseline"])
+        theirs = compute_metrics(folder, baseline, str(folder / "models" / row["base_model"]))
+        ours = json.loads((folder / "reports" / "metrics.json").read_text())
+        result[row["run_id"]] = (ours, theirs, json.loads((folder / "run_meta.json").read_text()),
+                                 json.loads((folder / "scores.json").read_text()))
+    return result
+
+
+def test_import_export_then_its_own_metrics_code_gives_the_exported_metrics(store, tmp_path):
+    import_paths(store, [FIXTURES / "workspace", FIXTURES / "results.csv"])
+    runs = _export_and_recompute(store, tmp_path / "out")
+    ours, theirs, meta, scores = runs[GOOD]
+    assert ours == theirs                                   # all ten, exactly (ints stay ints, floats equal)
+    assert ours["copy_model_count"] == 1 and ours["time_used_ratio"] == 1200 / 3600
+    # run_meta.json: its four integer fields; scores.json numbered 1..N over graded entries
+    assert meta == json.loads((FIXTURES / "workspace" / "arith-small" / "20260228T100000_example_agent" /
+                               "run_meta.json").read_text())
+    assert all(isinstance(v, int) for v in meta.values())
+    assert [e["submission_id"] for e in scores] == [1, 2, 3]
+    assert [type(v) for v in ours.values()] == [type(v) for v in theirs.values()]
+
+
+def test_runs_with_fractional_clocks_export_what_its_code_recomputes(store, tmp_path):
+    """Our own runs keep float clocks; the export and our diagnostics both use the whole seconds
+    run_meta.json holds, so its code on the export does not land a second off."""
+    import_paths(store, [FIXTURES / "workspace"])
+    import sqlite3
+
+    store.flush()
+    db = sqlite3.connect(tmp_path / "store.db")
+    with db:         # a run of ours: float clocks, no imported clock
+        db.execute("UPDATE runs SET started_at = started_at + 0.7, ended_at = ended_at + 0.2, spec = ? WHERE id = ?",
+                   (json.dumps({"model_name": "tiny"}), GOOD))
+        db.execute("UPDATE submissions SET graded_at = graded_at + 0.4, received_at = received_at + 0.4")
+    db.close()
+    ours, theirs, meta, _ = _export_and_recompute(store, tmp_path / "out")[GOOD]
+    assert ours == theirs and all(isinstance(v, int) for v in meta.values())
+    assert ours["first_valid_delay"] == 600 and ours["time_used_ratio"] == (meta["end_time"] - meta["start_time"]) / 3600
+
+
+def test_a_run_without_end_time_gives_its_nulls(store, tmp_path):
+    src = FIXTURES / "workspace" / "arith-small" / "20260228T100000_example_agent"
+    ctrl_c = tmp_path / "ws" / "arith-small" / src.name
+    shutil.copytree(src, ctrl_c)
+    meta = json.loads((ctrl_c / "run_meta.json").read_text())
+    del meta["end_time"]                                   # what a Ctrl-C'd AutoRL-Bench run leaves
+    (ctrl_c / "run_meta.json").write_text(json.dumps(meta))
+    assert import_paths(store, [tmp_path / "ws"]).imported == [GOOD]
+    run = decode_row("runs", store.one("SELECT * FROM runs WHERE id=?", (GOOD,)))
+    m = autorl_bench_metrics.for_run(run, store.query("SELECT * FROM submissions WHERE run_id=?", (GOOD,)))
+    assert m["time_used_ratio"] is None and m["last_submit_gap"] is None
+    assert m["first_valid_delay"] == 600 and m["time_to_best"] == 600          # the rest as before
+    ours, theirs, exported_meta, _ = _export_and_recompute(store, tmp_path / "out")[GOOD]
+    assert exported_meta["end_time"] is None and ours == theirs == m
+
+
+def test_the_workspace_run_meta_has_its_integer_fields(tmp_path):
+    from autorl_tui.catalog.tasks import load_task_card
+    from autorl_tui.engine.workspace import Workspace, write_run_meta
+
+    card = load_task_card(REPO / "tests" / "data" / "tasks" / "arith-small" / "task.yaml")
+    ws = Workspace(tmp_path / "ws", "tiny")
+    (ws.root / "data").mkdir(parents=True)
+    write_run_meta(ws, card=card, budget_s=120.0, start=1772272800.83, deadline=1772272920.83,
+                   last_submit_time=1772272850.6)
+    meta = json.loads((ws.root / "run_meta.json").read_text())
+    assert {k: meta[k] for k in ("start_time", "timeout_s", "last_submit_time", "end_time")} == {
+        "start_time": 1772272800, "timeout_s": 120, "last_submit_time": 1772272850, "end_time": None}

@@ -44,7 +44,7 @@ def test_log_dict_lines_parse_and_nothing_else_does():
         "loss": 0.5, "learning_rate": 1e-05, "epoch": 1.0}                      # transformers 4.x: numbers
     for line in ("{'a': 1, 'epoch': 2}",                                      # no trainer key
                  "{'loss': 1.0}",                                             # no epoch
-                 "step 3: {'loss': '1.0', 'epoch': '0.1'}",                   # not a whole line
+                 "step 3: {'loss': '1.0', 'epoch': '0.1'} done",              # words after the dict
                  '{"type": "assistant", "loss": 1, "epoch": 1}',              # a stream-JSON event
                  "{'loss': {'a': 1}, 'epoch': 1}",                            # nested value
                  "{'loss': '1.0', 'epoch': 0.1, 3: 4}",                       # non-string key
@@ -220,3 +220,70 @@ def test_a_fifo_metrics_file_and_a_dev_zero_trainer_state_are_agent_errors(tmp_p
     assert set(bad) == {"logs/metrics.jsonl", "output/ckpt/trainer_state.json", "output/tb/events.out.tfevents.1"}
     assert "FIFO" in bad["logs/metrics.jsonl"].message or "regular" in bad["logs/metrics.jsonl"].message
     assert c.poll(final=True)[1] == []                 # reported once, not on every poll
+
+
+# What `trl sft ... 2>&1 | tee` gives: tqdm's `\r` redraws (stderr) and the dict `tqdm.write` prints
+# (stdout) on one line, with the cursor-up sequence tqdm uses for nested bars.
+BAR = "\r{p:3d}%|##        | {i}/12 [00:0{i}<00:10,  1.10it/s]"
+
+
+def _merged(i: int, line: str) -> str:
+    return "".join(BAR.format(p=8 * k, i=k) for k in range(i + 1)) + "\x1b[A\x1b[2K" + line
+
+
+def test_log_dicts_survive_merged_streams_after_the_last_carriage_return_and_ansi():
+    for i, line in enumerate(SFT_LINES):
+        assert parse_log_dict(_merged(i, line)) == parse_log_dict(line) is not None
+    assert parse_log_dict("Step 3 done: " + SFT_LINES[0]) == parse_log_dict(SFT_LINES[0])   # words before it
+    assert parse_log_dict(SFT_LINES[0] + "\r  8%|#   | 1/12") is None     # the dict was redrawn over
+    assert parse_log_dict("\x1b[32m" + SFT_LINES[0] + "\x1b[0m") == parse_log_dict(SFT_LINES[0])
+
+
+def test_a_dict_after_more_than_a_line_cap_of_progress_redraws_is_still_read(tmp_path):
+    from autorl_tui.engine.instrument.filetail import FileTail
+
+    f = tmp_path / "stdout.log"
+    redraws = "".join(BAR.format(p=k % 100, i=k % 10) for k in range(2000))      # ~100 KB without a newline
+    f.write_text(redraws)
+    tail = FileTail(f)
+    split = tail.read_lines()          # a partial line over the cap is cut, before a `\r`
+    assert split and all(part.startswith("\r") for part in split) and sum(map(len, split)) < len(redraws)
+    with f.open("a") as out:
+        out.write("\r 99%|######### | 9/10" + SFT_LINES[0] + "\n")
+    lines = tail.read_lines()
+    assert parse_log_dict(lines[-1]) == parse_log_dict(SFT_LINES[0])
+
+
+def test_a_lone_summary_closes_the_session_it_belongs_to_and_opens_none(tmp_path, store):
+    c = _collector(tmp_path, store=store)
+    _write_state(c.workspace / "output" / "checkpoint-6", EXACT[:3])     # the log dicts came only from a file
+    c.feed_stdout([_merged(3, SFT_LINES[3])])
+    _pump(store, c)
+    sessions = [decode_row("training_sessions", r) for r in store.query("SELECT * FROM training_sessions")]
+    assert len(sessions) == 1 and sessions[0]["kind"] == "sft" and sessions[0]["ended_at"] is not None
+    rows = store.query("SELECT name, session_id FROM metrics")
+    assert len(rows) == N_VALUES and {r["session_id"] for r in rows} == {sessions[0]["id"]}
+    # a summary with no trainer run at all is not stored as a session of its own
+    lone = _collector(tmp_path / "other")
+    lone.feed_stdout([SFT_LINES[3]])
+    pts, _ = lone.poll(final=True)
+    assert pts == [] and lone.tracker.sessions == {}
+
+
+def test_tensorboard_epoch_and_flos_are_not_series_and_the_summary_is_stored_once(tmp_path, store):
+    from torch.utils.tensorboard import SummaryWriter
+
+    c = _collector(tmp_path, store=store)
+    c.feed_stdout([_merged(i, line) for i, line in enumerate(SFT_LINES)])
+    _pump(store, c, final=False)
+    writer = SummaryWriter(str(c.workspace / "output" / "runs" / "x"))
+    for entry in EXACT:       # TensorBoardCallback: every numeric value, epoch and total_flos too
+        for k, v in {**entry, "total_flos": 1234.0}.items():
+            if k != "step":
+                writer.add_scalar(f"train/{k}", v, entry["step"])
+    writer.close()
+    _pump(store, c)
+    rows = store.query("SELECT name, source FROM metrics")
+    assert len(rows) == N_VALUES and not {"epoch", "total_flos"} & {r["name"] for r in rows}
+    assert [r["source"] for r in rows if r["name"] == "train_runtime"] == ["tensorboard"]
+    assert store.one("SELECT count(*) AS n FROM training_sessions")["n"] == 1

@@ -63,7 +63,10 @@ class FileTail:
                     self.offset += len(part) + 1
                     lines.append(part.decode("utf-8", errors="replace").rstrip("\r"))
                 while len(self._partial) > MAX_LINE:
-                    head, self._partial = self._partial[:MAX_LINE], self._partial[MAX_LINE:]
+                    # cut before a `\r` if there is one: a progress bar's redraws, not the text they precede
+                    cut = self._partial.rfind(b"\r", 1, MAX_LINE)
+                    cut = cut if cut > 0 else MAX_LINE
+                    head, self._partial = self._partial[:cut], self._partial[cut:]
                     self.offset += len(head)
                     lines.append(head.decode("utf-8", errors="replace"))
                 if len(chunk) < want:

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autorl_tui.engine.instrument.filetail import FileTail
-from autorl_tui.engine.instrument.sessions import Instance, NewPoint, SessionTracker, Upgrade
+from autorl_tui.engine.instrument.sessions import NOT_STORED, Instance, NewPoint, SessionTracker, Upgrade
 from autorl_tui.engine.instrument.trainer_log import StdoutSessions, parse_log_dict
 from autorl_tui.engine.safe_files import FileTooLarge, UnsafeFile, open_regular, read_slice, walk_files
 
 MAX_STATE_BYTES = 32 * 1024 * 1024     # one trainer_state.json
 TB_SLICE = 8 * 1024 * 1024             # TensorBoard bytes read per file per scan
-SKIP_KEYS = ("step", "epoch", "total_flos")
+SKIP_KEYS = tuple(NOT_STORED)
 
 
 @dataclass
@@ -128,6 +128,7 @@ class MetricsCollector:
         so = o.get("stdout") or {}
         self._stdout_inst = Instance.from_dict(so["inst"]) if so.get("inst") else None
         self._stdout = StdoutSessions(so.get("sessions"))
+        self._pending_summary: list | None = so.get("pending_summary")
         self._stdout_lines: list[tuple[float, str]] = []
         self._states: dict[str, dict] = {k: v for k, v in (o.get("trainer_state") or {}).items() if isinstance(v, dict)}
         self._tb: dict[str, dict] = {k: v for k, v in (o.get("tensorboard") or {}).items() if isinstance(v, dict)}
@@ -142,7 +143,7 @@ class MetricsCollector:
             "metrics_jsonl": {"offset": self.jsonl.offset, "inst": self._jsonl_inst.to_dict() if self._jsonl_inst else None,
                               "last_step": self._jsonl_last[0], "phase": self._jsonl_last[1]},
             "stdout": {"inst": self._stdout_inst.to_dict() if self._stdout_inst else None,
-                       "sessions": self._stdout.state()},
+                       "sessions": self._stdout.state(), "pending_summary": self._pending_summary},
             "trainer_state": self._states,
             "tensorboard": self._tb}))
 
@@ -164,6 +165,7 @@ class MetricsCollector:
                     self._read_trainer_state(rel, now, notes)
                 for rel in walk_files(self.workspace, top, lambda n: n.startswith("events.out.tfevents")):
                     self._read_tensorboard(rel, final, notes)
+        self._place_summary(final)
         points, self._upgrades = self.tracker.drain()
         return points, notes
 
@@ -190,12 +192,37 @@ class MetricsCollector:
             if values is None:
                 continue
             new, summary = self._stdout.feed(values)
+            if summary and (new or self._stdout_inst is None):
+                # a summary with no log dict of its own trainer before it on stdout: it closes the
+                # session that trainer's other sources opened; none yet: it waits for one
+                self._pending_summary = [ts, values]
+                self._stdout_inst = None
+                continue
             if new or self._stdout_inst is None:
+                self._place_summary(final=True)      # a waiting summary belongs before this new trainer
                 self._stdout_inst = Instance("stdout", "stdout")
-            self.tracker.record(self._stdout_inst, _values(values), ts=ts)
-            self.stdout_points += 1
-            if summary:
-                self.tracker.close(self._stdout_inst, ts)
+            self._record_stdout(values, ts, summary)
+
+    def _record_stdout(self, values: dict, ts: float, summary: bool) -> None:
+        self.tracker.record(self._stdout_inst, _values(values), ts=ts)
+        self.stdout_points += 1
+        if summary:
+            self.tracker.close(self._stdout_inst, ts)
+
+    def _place_summary(self, final: bool) -> None:
+        """A lone summary joins the latest open session once there is one; at the end, with none,
+        it is dropped (a session of summary keys only would be a phantom trainer run)."""
+        if not self._pending_summary:
+            return
+        sid = self.tracker.latest_open()
+        if sid is None and not final:
+            return
+        ts, values = self._pending_summary
+        self._pending_summary = None
+        if sid is not None:
+            self._stdout_inst = Instance("stdout", "stdout")
+            self.tracker.join(self._stdout_inst, sid)
+            self._record_stdout(values, ts, True)
 
     def _poll_jsonl(self, final: bool, now: float, notes: list[Note]) -> None:
         try:

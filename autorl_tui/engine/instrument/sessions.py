@@ -27,6 +27,8 @@ MULTI_INSTANCE = {"trainer_state"}
 # Values that are the same across two runs of one configuration: they never decide a match alone.
 WEAK_NAMES = {"learning_rate", "epoch", "num_tokens", "step", "total_flos"}
 KINDS = ("sft", "grpo", "dpo", "ppo", "rm", "unknown")
+# Not metrics: the x position and bookkeeping every source repeats (TensorBoard's `train/epoch` too).
+NOT_STORED = {"epoch", "step", "total_flos"}
 
 
 def canonical(name: str) -> str:
@@ -154,7 +156,7 @@ class SessionTracker:
     # ---------------------------------------------------------------- records
     def record(self, inst: Instance, values: dict[str, float | None], *, ts: float, step: int | None = None,
                phase: str | None = None) -> None:
-        values = {canonical(k): v for k, v in values.items()}
+        values = {c: v for c, v in ((canonical(k), v) for k, v in values.items()) if c not in NOT_STORED}
         if not values:
             return
         if inst.session is None:
@@ -205,6 +207,11 @@ class SessionTracker:
             self.sessions[inst.session].ended_at = ts
             self._update(inst.session, {"ended_at": ts})
 
+    def latest_open(self) -> int | None:
+        """The most recent session that has not ended (the trainer a lone summary belongs to)."""
+        open_ = [sid for sid, s in self.sessions.items() if s.ended_at is None]
+        return max(open_) if open_ else None
+
     def drain(self) -> tuple[list[NewPoint], list[Upgrade]]:
         out = self.points, self.upgrades
         self.points, self.upgrades, self._pending = [], [], {}
@@ -232,7 +239,12 @@ class SessionTracker:
             sid = self._open(row)
             self.sessions[sid] = Session(sid, kind, ts, [inst.label])
             inst.session = sid
-        s = self.sessions[inst.session]
+        self.join(inst, inst.session)
+
+    def join(self, inst: Instance, sid: int) -> None:
+        """Bind a source instance to a known session."""
+        inst.session = sid
+        s = self.sessions[sid]
         s.source_kinds.add(inst.source)
         if inst.label not in s.sources:
             s.sources.append(inst.label)

@@ -14,8 +14,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autorl_tui.engine.submission_errors import SubmissionRejected, check_model_path_text  # noqa: F401 (re-exported)
-from autorl_tui.engine.submitted_folder import SubmittedFolder, hold_folder, open_submission  # noqa: F401
+# SubmissionRejected and check_model_path_text are re-exported: the desk and the API take them from here
+from autorl_tui.engine.submission_errors import SubmissionRejected, check_model_path_text  # noqa: F401
+from autorl_tui.engine.submitted_folder import SubmittedFolder, hold_folder, open_submission
 
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.safetensors")
 # A submission may be at most SIZE_FACTOR times the base model's size (the card's
@@ -85,7 +86,8 @@ def _human(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-def check_snapshot_size(folder: "SubmittedFolder | Path", cap: int, base_model_bytes: int, size_factor: float | None = None) -> None:
+def check_snapshot_size(folder: "SubmittedFolder | Path", cap: int, base_model_bytes: int,
+                        size_factor: float | None = None) -> None:
     """Refuse, before anything is copied, a folder whose apparent or allocated size is over the cap.
 
     Sparse files count at their apparent size: the snapshot and the grader read every byte of it,

@@ -94,14 +94,20 @@ class TaskCard:
     def splits(self) -> list[str]:
         return list(self.data.get("splits", {}))
 
-    def protocol_hash(self) -> str:
+    def protocol_hash(self, cache_root: Path | None = None) -> str:
         """Keys the data cache and the cached baselines: the card's protocol and data spec, plus where
-        data from outside the card comes from (another GSM8K_PATH is another dataset)."""
+        data from outside the card comes from (another GSM8K_PATH is another dataset) and, for a
+        provider that draws its partition from the home's secret (`SECRET_PARTITION = True` in its
+        module), a commitment to the secret of the home whose cache root is given."""
         payload = {"protocol": self.protocol.to_dict(), "scorer": self.scorer, "data": self.data,
                    "scorer_options": self.scorer_options, "version": self.version}
         source = data_source_fingerprint(self)
         if source:          # only cards reading outside data get the key: the others keep their hashes
             payload["source"] = source
+        if cache_root is not None and uses_partition_secret(self):
+            from autorl_tui.catalog.partition_secret import commitment, home_secret
+
+            payload["partition_secret"] = commitment(home_secret(cache_root))
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict:
@@ -184,7 +190,7 @@ class DataUnavailable(UsageError):
 
 
 def split_cache_dir(card: TaskCard, cache_root: Path) -> Path:
-    return cache_root / card.id / card.protocol_hash()
+    return cache_root / card.id / card.protocol_hash(cache_root)
 
 
 def materialize(card: TaskCard, split: str, cache_root: Path) -> Path:
@@ -283,6 +289,16 @@ def data_source_fingerprint(card: TaskCard) -> str:
         fingerprint = getattr(provider_module(card), "source_fingerprint", None)
         return fingerprint(card) if fingerprint else ""
     return ""
+
+
+def uses_partition_secret(card: TaskCard) -> bool:
+    """The card's provider draws its partition from the home's secret (catalog/partition_secret.py)."""
+    if card.data.get("provider", "files") != "python":
+        return False
+    try:
+        return bool(getattr(provider_module(card), "SECRET_PARTITION", False))
+    except Exception:  # noqa: BLE001 - a provider that cannot load fails where it is used, not here
+        return False
 
 
 def provider_function(card: TaskCard):

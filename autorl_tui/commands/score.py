@@ -11,6 +11,7 @@ operator (the completions come from the operator, not from an agent).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import tempfile
@@ -72,6 +73,17 @@ def read_completions(path: Path) -> list[tuple[str, str]]:
     return rows
 
 
+def _code_server(card, scratch: Path):
+    """Generated code runs where the engine runs it: in the engine's code server (its sandbox
+    root shows no host folder beyond the system, the runtime and the package), started for a scorer
+    that executes code."""
+    from autorl_tui.engine.grading_client import RUNS_GENERATED_CODE, scoring_code_server
+
+    if card.scorer not in RUNS_GENERATED_CODE:
+        return contextlib.nullcontext()
+    return scoring_code_server(dict(card.scorer_options or {}), scratch)
+
+
 def run(args) -> int:
     from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path
     from autorl_tui.grading.scorers import get_scorer
@@ -104,7 +116,12 @@ def run(args) -> int:
     protocol.k = sorted({1, *(k for k in (protocol.k or [1]) if k <= n)})
     from autorl_tui.grading.types import ScorerContext
 
-    with tempfile.TemporaryDirectory(prefix="autorl-score-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="autorl-score-") as scratch, contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(_code_server(card, Path(scratch)))
+        except OSError as exc:       # no free uid to lease, bubblewrap failing, ...
+            raise InfraError(f"cannot start the sandbox for generated code: {exc}; `autorl-tui doctor` checks "
+                             f"the sandbox") from None
         ctx = ScorerContext(task_dir=card.dir, split=args.split, split_path=split_path, scratch_dir=Path(scratch),
                             options=dict(card.scorer_options or {}), log=lambda msg: print(msg, file=sys.stderr))
         try:

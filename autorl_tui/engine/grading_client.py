@@ -17,6 +17,7 @@ the code server never sees the model, the split or the worker's files."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -169,6 +170,32 @@ async def _stop_code_server(server: _CodeServer) -> None:
     await _kill_group(server.proc)
     for lease in server.leases:
         lease.release()
+
+
+@contextlib.contextmanager
+def scoring_code_server(scorer_options: dict, work_dir: Path):
+    """For scoring generated code in this process (`autorl-tui score`): the engine's own code server
+    (the same sandbox root: system, runtime and package read-only, task folders covered, no
+    network, leased uids), its socket in $AUTORL_CODE_SANDBOX_FD while the block runs, so the
+    scorer's `code_sandbox()` sends every program there. Yields False, starting nothing, where the
+    engine would not sandbox its grader either (not root, or no working bubblewrap)."""
+    from autorl_tui.grading.sandbox_remote import FD_ENV
+
+    if not sandbox_probe()[0]:
+        yield False
+        return
+    loop = asyncio.new_event_loop()
+    try:
+        server = loop.run_until_complete(_start_code_server({"scorer_options": scorer_options}, Path(work_dir),
+                                                            None, dict(os.environ)))
+        os.environ[FD_ENV] = str(server.worker_fd)
+        try:
+            yield True
+        finally:
+            os.environ.pop(FD_ENV, None)
+            loop.run_until_complete(_stop_code_server(server))
+    finally:
+        loop.close()
 
 
 @dataclass

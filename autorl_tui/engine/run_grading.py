@@ -157,6 +157,10 @@ class RunGrading:
         self.journal.store.add_samples(rows)
 
     # ------------------------------------------------------------------ baselines
+    def _protocol_hash(self) -> str:
+        """The card's protocol hash in this home (a secret partition's commitment included)."""
+        return self.card.protocol_hash(self.host.home.cache / "tasks")
+
     async def baselines(self, model_path: Path, model_name: str, check_cancel: Callable[[], None]) -> None:
         """The base model on dev and test, recorded on the run (cached when already computed)."""
         model_key = f"{model_name}@{model_fingerprint(model_path)}"
@@ -164,7 +168,7 @@ class RunGrading:
         for split in ("dev", "test"):
             check_cancel()
             # One computation per baseline key even when several runs of a task start together.
-            async with self.host.baseline_lock((self.card.id, model_key, self.card.protocol_hash(), split)):
+            async with self.host.baseline_lock((self.card.id, model_key, self._protocol_hash(), split)):
                 scores[split] = await self._baseline(model_path, split, model_key)
         self.baseline_dev = scores["dev"]
         self.journal.update_run(baseline_dev_score=scores["dev"], baseline_score=scores["test"])
@@ -182,7 +186,7 @@ class RunGrading:
 
     async def _baseline(self, model_path: Path, split: str, model_key: str) -> float:
         store, log = self.journal.store, self.journal.log
-        cached = store.cached_baseline(self.card.id, model_key, self.card.protocol_hash(), GRADER_VERSION, split)
+        cached = store.cached_baseline(self.card.id, model_key, self._protocol_hash(), GRADER_VERSION, split)
         if cached:
             if split == "dev":
                 self.baseline_grading_s = ((cached.get("metrics") or {}).get("timings") or {}).get("total_s")
@@ -206,7 +210,7 @@ class RunGrading:
             log("harness", f"grader reports version {outcome.grader_version}, engine expects {GRADER_VERSION}",
                 level="warning")
         baseline_id = store.add_baseline({
-            "task": self.card.id, "model": model_key, "protocol_hash": self.card.protocol_hash(),
+            "task": self.card.id, "model": model_key, "protocol_hash": self._protocol_hash(),
             "grader_version": GRADER_VERSION, "split": split, "score": outcome.score,
             "metrics": {**outcome.metrics, "timings": outcome.timings}, "created_at": time.time()})
         self.store_samples(outcome.samples, split, baseline_id=baseline_id)

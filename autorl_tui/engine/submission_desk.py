@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 from autorl_tui.engine import autorl_bench_api as abapi
 from autorl_tui.engine import events as ev
 from autorl_tui.engine.run_revisions import revision_tracker, snapshot_revision
-from autorl_tui.engine.submissions import (SubmissionRejected, check_model_folder, check_model_path_text,
-                                           check_snapshot_size, folder_bytes, resolve_submission_path, snapshot_cap,
-                                           snapshot_folder)
+from autorl_tui.engine.submissions import (SubmissionRejected, check_model_path_text, folder_bytes, snapshot_cap,
+                                           take_submission)
 from autorl_tui.engine.workspace import write_run_meta
 
 if TYPE_CHECKING:
@@ -170,14 +169,12 @@ class SubmissionDesk:
         return self._response(row)
 
     async def _intake(self, model_path: str, seq: int) -> tuple[Any, int | None]:
-        """Resolve, check, measure and snapshot the folder; the code revision it was submitted with."""
+        """Open (by descriptor, no link followed), check, measure and snapshot the folder; the code
+        revision it was submitted with."""
         try:
-            real = resolve_submission_path(self.workspace.root, model_path)
-            check_model_folder(real)
             base_bytes, cap, factor = self._snapshot_cap()
-            await asyncio.to_thread(check_snapshot_size, real, cap, base_bytes, factor)
-            snap = await asyncio.to_thread(snapshot_folder, real,
-                                           self.home.snapshots / self.run_id / f"{seq:03d}", cap)
+            snap = await asyncio.to_thread(take_submission, self.workspace.root, model_path,
+                                           self.home.snapshots / self.run_id / f"{seq:03d}", cap, base_bytes, factor)
         except (OSError, RuntimeError) as exc:    # unreadable files, name too long, a symlink loop, ...
             raise SubmissionRejected(f"cannot read {model_path[:300]!r}: {exc}: make the folder and its files "
                                      f"readable regular files (no symlink loops, names under 255 bytes)",

@@ -109,6 +109,26 @@ def _cut_at_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:
     return (text[:cut], True) if cut >= 0 else (text, False)
 
 
+def protocol_generation_config(tokenizer, *, max_new_tokens: int = 64, n: int = 1, temperature: float = 0.0,
+                               top_p: float = 1.0):
+    """Every decoding setting of a grading, from the protocol alone (issue 31): a fresh
+    GenerationConfig, so each field the protocol does not name keeps the library's neutral default —
+    one beam and one beam group, no repetition, length or diversity penalty, no n-gram ban, no bad or
+    forced words, no forced BOS/EOS, no suppressed tokens, no sequence bias, no minimum length, no
+    time limit, no watermark, no assistant model — whatever the submission's generation_config.json
+    or config.json say. EOS and padding come from the tokenizer; stop strings are cut by the caller."""
+    from transformers import GenerationConfig
+
+    greedy = temperature <= 0
+    return GenerationConfig(
+        max_new_tokens=max_new_tokens, min_new_tokens=None, min_length=0, num_return_sequences=n,
+        do_sample=not greedy, temperature=None if greedy else temperature, top_p=None if greedy else top_p,
+        top_k=None if greedy else 0, num_beams=1, num_beam_groups=1, repetition_penalty=1.0, length_penalty=1.0,
+        no_repeat_ngram_size=0, bad_words_ids=None, forced_bos_token_id=None, forced_eos_token_id=None,
+        suppress_tokens=None, begin_suppress_tokens=None, sequence_bias=None, stop_strings=None,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id)
+
+
 class TransformersPolicy:
     """Batched generation with a Hugging Face causal LM."""
 
@@ -143,6 +163,9 @@ class TransformersPolicy:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        # The submission's generation_config.json (beams, penalties, biases, forced tokens, ...) is
+        # dropped: transformers fills every field a call leaves unset from model.generation_config.
+        self.model.generation_config = protocol_generation_config(self.tokenizer)
         if prompt_format == "chat" and not getattr(self.tokenizer, "chat_template", None):
             raise InvalidModel(f"{self.path}: the task uses chat prompts but the tokenizer has no chat_template")
         self.max_positions = getattr(self.model.config, "max_position_embeddings", None)
@@ -170,14 +193,10 @@ class TransformersPolicy:
             budget = max_tokens
             if self.max_positions:
                 budget = max(1, min(max_tokens, self.max_positions - width))
-            kwargs: dict[str, Any] = dict(max_new_tokens=budget, eos_token_id=eos,
-                                          pad_token_id=self.tokenizer.pad_token_id, num_return_sequences=n_gen)
-            if greedy:
-                kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-            else:
-                kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+            config = protocol_generation_config(self.tokenizer, max_new_tokens=budget, n=n_gen,
+                                                temperature=temperature, top_p=top_p)
             with torch.no_grad():
-                out = self.model.generate(**enc, **kwargs)
+                out = self.model.generate(**enc, generation_config=config)
             new = out[:, width:]
             for row_i in range(len(chunk)):
                 samples = []

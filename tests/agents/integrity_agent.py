@@ -37,7 +37,9 @@ results["lora"] = post(json.dumps({"model_path": "output/lora"}).encode())
 results["garbage"] = post(b"{not json")
 results["no_path"] = post(json.dumps({"path": "output/v1"}).encode())
 shutil.copytree(model, os.path.join(out, "v1"))
-os.symlink("model.safetensors", os.path.join(out, "v1", "inner-link"))   # a link inside output/ is fine
+os.symlink("model.safetensors", os.path.join(out, "v1", "inner-link"))   # a link anywhere is refused
+results["inner_link"] = post(json.dumps({"model_path": "output/v1"}).encode())
+os.unlink(os.path.join(out, "v1", "inner-link"))
 results["valid"] = post(json.dumps({"model_path": "output/v1"}).encode())
 results["duplicate"] = post(json.dumps({"model_path": "output/v1"}).encode())
 for name in ("health", "time", "submissions"):

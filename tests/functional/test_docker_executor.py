@@ -189,6 +189,9 @@ async def test_container_past_its_deadline_is_killed_by_its_own_guard(harness):
     info = json.loads(spec.exit_path.read_text())
     assert info["deadline_reached"] is True and info["reason"] == "deadline"   # ended by its budget
     assert "deadline reached" in spec.stderr_path.read_text()
+    # what the engine reads (engine/agent_watch.py): the guard won the race against the engine's own
+    # deadline kill, so the engine finds it dead and kills nothing; its end is still the budget's
+    assert not handle.is_alive() and handle.exit_info()["reason"] == "deadline"
 
 
 async def test_extend_deadline_pause_and_kill(harness):

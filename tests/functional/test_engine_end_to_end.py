@@ -80,6 +80,7 @@ def test_integrity_rules_of_the_grading_api(home, tmp_path):
     assert probe["outside"][0] == 400 and probe["outside"][1]["code"] == "outside_output"
     assert probe["dotdot"][0] == 400 and probe["dotdot"][1]["code"] == "outside_output"
     assert probe["symlink"][0] == 400 and probe["symlink"][1]["code"] == "symlink_out"
+    assert probe["inner_link"][0] == 400 and "output/v1/inner-link is a symbolic link" in probe["inner_link"][1]["error"]
     assert probe["empty"][0] == 400 and probe["empty"][1]["code"] == "empty"
     assert probe["lora"][0] == 400 and "merge" in probe["lora"][1]["error"]
     assert probe["garbage"][0] == 400 and probe["garbage"][1]["code"] == "bad_json"
@@ -92,8 +93,8 @@ def test_integrity_rules_of_the_grading_api(home, tmp_path):
     # rejected submissions are recorded with their reasons (the drops manifest), not dropped; a
     # request that names no folder at all (garbage, no model_path) leaves no row
     rows = [dict(r) for r in db.execute("SELECT status, error FROM submissions ORDER BY seq")]
-    assert [r["status"] for r in rows] == ["rejected"] * 5 + ["scored", "duplicate"]
-    assert all(r["error"] for r in rows[:5])
+    assert [r["status"] for r in rows] == ["rejected"] * 6 + ["scored", "duplicate"]
+    assert all(r["error"] for r in rows[:6])
     # the agent's environment holds the contract and nothing of the harness
     env = probe["env"]
     for key in ("TASK", "BASE_MODEL", "MODEL_PATH", "DATA_PATH", "OUTPUT_DIR", "WORKSPACE", "GRADING_SERVER_URL",

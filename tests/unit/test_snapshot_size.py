@@ -58,13 +58,20 @@ def test_a_folder_within_the_cap_is_copied_and_one_that_grows_past_it_is_refused
 
 
 def test_the_copy_opens_a_fifo_without_blocking_and_refuses_it(tmp_path):
-    """A FIFO swapped in after the folder was listed (the listing skips FIFOs): the open used by the
-    copy returns at once and refuses it."""
-    from autorl_tui.engine.submissions import _open_regular_file
+    """A FIFO swapped in after the folder was listed (the listing refuses FIFOs): the open used by
+    the copy returns at once and refuses it."""
+    from autorl_tui.engine.submitted_folder import hold_folder
 
-    os.mkfifo(tmp_path / "model.safetensors")
-    with pytest.raises(SubmissionRejected) as err:
-        _open_regular_file(tmp_path / "model.safetensors")
-    assert err.value.code == "not_a_file"
-    with _open_regular_file(_model(tmp_path / "v1") / "config.json") as fh:
-        assert fh.read() == b"{}"
+    folder = _model(tmp_path / "v1")
+    with hold_folder(folder) as held:
+        os.unlink(folder / "model.safetensors")
+        os.mkfifo(folder / "model.safetensors")
+        with pytest.raises(SubmissionRejected) as err:
+            held.open_file("model.safetensors")
+        assert err.value.code == "not_a_file"
+        fd = held.open_file("config.json")
+        assert os.read(fd, 10) == b"{}"
+        os.close(fd)
+    with pytest.raises(SubmissionRejected) as listed:
+        hold_folder(folder)
+    assert listed.value.code == "not_a_file"

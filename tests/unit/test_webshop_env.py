@@ -162,7 +162,7 @@ def test_an_id_length_out_of_range_is_refused_with_what_to_set(tmp_path, bad):
     from autorl_tui.tasks.webshop.provider import WebshopDataError, build_split
 
     with pytest.raises(WebshopDataError, match="id_chars must be a whole number from 2 to 8"):
-        build_split(small_card(tmp_path, id_chars=bad), "train")
+        build_split(small_card(tmp_path, id_chars=bad), "train", b"s" * 32)
 
 
 def test_the_environment_plays_the_split_and_a_silent_model_wins_nothing(splits):

@@ -169,6 +169,18 @@ class DockerHandle(AgentHandle):
     def ident(self) -> dict:
         return {"container_id": self.container.id}
 
+    def exit_info(self) -> dict | None:
+        """What wait() recorded (exit.json), None before: the engine takes the end's reason from it.
+        Without it a container its own guard killed at the deadline before the engine's kill (the
+        engine then finds it no longer alive and never kills it) was recorded as exiting on its own
+        with 137, a failure of the agent (issue 31)."""
+        if self._exit_code is None:
+            return None
+        try:
+            return json.loads(self.spec.exit_path.read_text())
+        except (OSError, ValueError):
+            return None
+
     def _state(self) -> dict:
         self.container.reload()
         return self.container.attrs.get("State", {})
@@ -283,6 +295,9 @@ class FinishedHandle(AgentHandle):
 
     def ident(self) -> dict:
         return {"container_id": self.record.get("container_id")}
+
+    def exit_info(self) -> dict | None:
+        return self.record
 
     def is_alive(self) -> bool:
         return False

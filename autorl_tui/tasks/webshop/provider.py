@@ -12,8 +12,9 @@ and, for `train` only (the split copied into the agent's workspace): the expert'
 
 The catalog is generated (catalog.py) unless the official data is present ($WEBSHOP_DATA, see
 official.py) and `params.source` is `auto` or `official`. Either way the splits' goals come from
-disjoint target products: the products are shuffled with `params.partition_seed` and divided by
-`params.fractions`.
+disjoint target products: the products are shuffled with a seed drawn from `params.partition_seed`
+keyed with the home's partition secret (catalog/partition_secret.py: the agent cannot recompute the
+held-out targets from the catalog) and divided by `params.fractions`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import random
 import shutil
 from pathlib import Path
 
+from autorl_tui.catalog import partition_secret
 from autorl_tui.grading import episodes as generic_runner
 from autorl_tui.tasks.webshop import catalog as C
 from autorl_tui.tasks.webshop.official import load_official, official_root
@@ -35,6 +37,7 @@ API_FILES = {**{name: PACKAGE_DIR / name for name in ("api.py", "experts.py", "p
                                                     "shop.py")},
              "episodes.py": Path(generic_runner.__file__)}
 DEFAULT_FRACTIONS = {"train": 0.7, "dev": 0.1, "test": 0.2}
+SECRET_PARTITION = True     # the protocol hash records the home's partition-secret commitment
 
 
 class WebshopDataError(RuntimeError):
@@ -60,9 +63,10 @@ def source_fingerprint(card) -> str:
     return f"official:{root.resolve()}" if root is not None else ""
 
 
-def build_split(card, split: str) -> tuple[list[dict], list[dict]]:
-    """(products, the split's goals)."""
+def build_split(card, split: str, secret: bytes) -> tuple[list[dict], list[dict]]:
+    """(products, the split's goals); `secret` is the home's partition secret."""
     params = dict(card.data.get("params") or {})
+    partition_seed = partition_secret.keyed_seed(secret, card.id, int(params.get("partition_seed", 0)))
     source = _source(card)
     root = official_root() if source != "generated" else None
     if source == "official" and root is None:
@@ -76,7 +80,7 @@ def build_split(card, split: str) -> tuple[list[dict], list[dict]]:
     if root is not None:
         products, goals = load_official(root)
         parts = C.partition([p for p in products if any(g["asin"] == p["asin"] for g in goals)],
-                            int(params.get("partition_seed", 0)), fractions)
+                            partition_seed, fractions)
         mine = {p["asin"] for p in parts[split]}
         pool = [g for g in goals if g["asin"] in mine]
         random.Random(seed).shuffle(pool)
@@ -86,7 +90,7 @@ def build_split(card, split: str) -> tuple[list[dict], list[dict]]:
         raise WebshopDataError(f"task {card.id}: data.params.id_chars must be a whole number from 2 to 8 giving at "
                                f"least twice as many ids as products ({per_type * len(C.TYPES)}), got {id_chars!r}")
     products = C.generate_products(int(params.get("catalog_seed", 0)), per_type, id_chars)
-    parts = C.partition(products, int(params.get("partition_seed", 0)), fractions)
+    parts = C.partition(products, partition_seed, fractions)
     return products, C.make_goals(parts[split], n, seed, split)
 
 
@@ -95,7 +99,8 @@ def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
     final = out_dir / split
     if (final / "items.jsonl").exists():
         return final
-    products, goals = build_split(card, split)
+    products, goals = build_split(card, split,
+                                  partition_secret.home_secret(partition_secret.cache_root_of(out_dir)))
     work = out_dir / f".{split}.partial"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)

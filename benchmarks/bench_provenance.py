@@ -51,6 +51,8 @@ def build_pair(root: Path) -> tuple[Path, Path, int]:
             p.add_(torch.randn_like(p) * (0.01 * p.std().clamp_min(1e-3)))
     model.save_pretrained(sub, safe_serialization=True)
     tok.save_pretrained(sub)
+    for path in [root, *root.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
     n_bytes = sum(f.stat().st_size for f in sub.glob("*.safetensors"))
     return base, sub, n_bytes
 
@@ -75,6 +77,7 @@ def main() -> None:
     from autorl_tui.engine.trust_provenance import run_provenance
 
     root = Path(tempfile.mkdtemp(prefix="bench-provenance-"))
+    os.chmod(root, 0o755)          # the sandboxed grader's uid reads the submission
     try:
         t0 = time.perf_counter()
         base, sub, n_bytes = build_pair(root)

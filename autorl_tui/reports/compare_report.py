@@ -12,7 +12,7 @@ import time
 from autorl_tui import __version__
 from autorl_tui.store.isolation import recorded_isolation
 from autorl_tui.exitcodes import UsageError
-from autorl_tui.reports import svg
+from autorl_tui.reports import efficiency, svg, trust
 from autorl_tui.reports.bootstrap import band_verdict, paired_band
 from autorl_tui.reports.analytics import Analytics, _decode_json
 from autorl_tui.reports.render import render
@@ -46,10 +46,16 @@ def final_score(run: dict) -> float | None:
 
 
 def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str | None = None,
-                         primary_task: str | None = None) -> dict:
+                         primary_task: str | None = None, exclude_flagged: bool = False) -> dict:
+    """exclude_flagged: runs with trust flags (reports/trust.py) stay in the run list, marked, and
+    are left out of the matrix, the gates and every aggregate; the report names them."""
     if not ids and not plan:
         raise UsageError("compare needs RUN_ID... or --plan NAME")
-    runs = a.runs(plan=plan) if plan else a.runs(ids=ids)
+    listed = a.runs(plan=plan) if plan else a.runs(ids=ids)
+    trust_of = {rid: trust.summary(f) for rid, f in trust.findings_by_run(a, [r["run_id"] for r in listed]).items()}
+    cost_of = {r["run_id"]: trust.cost_per_point(a.cost(r["run_id"]), r["improvement"]) for r in listed}
+    excluded = [r["run_id"] for r in listed if exclude_flagged and trust_of[r["run_id"]]["flagged"]]
+    runs = [r for r in listed if r["run_id"] not in excluded]
     agents = sorted({r["agent"] for r in runs})
     tasks = sorted({r["task"] for r in runs})
     if primary_task and primary_task not in tasks:
@@ -126,11 +132,15 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
                                     "baseline_score", "baseline_dev_score", "best_dev_score", "test_score",
                                     "improvement", "n_submissions", "n_dropped", "wall_s", "imported_from")}
                  | {"isolation": recorded_isolation(r.get("spec"), r.get("executor")),
-                    "held_out_band": bands.get(r["run_id"])} for r in runs],
+                    "held_out_band": bands.get(r["run_id"]), "trust": trust_of[r["run_id"]],
+                    "cost_per_point": cost_of[r["run_id"]]} for r in listed],
+        "excluded_flagged": {"enabled": exclude_flagged, "run_ids": excluded},
+        "efficiency": None,
         "matrix": matrix, "by_level": by_level, "by_driver": by_driver, "radar": radar,
         "pass_at_k": pass_at_k, "gates": gates,
         "unisolated_runs": [r["run_id"] for r in runs if recorded_isolation(r.get("spec"), r.get("executor")) == "none"],
     }
+    report["efficiency"] = efficiency.efficiency(report["runs"])
     return clean(report)
 
 
@@ -220,4 +230,6 @@ def render_compare_html(report: dict) -> str:
     radar_svg = svg.radar(report["radar"]["axes"],
                           [{"label": s["agent"], "values": s["values"]} for s in report["radar"]["series"]])
     cells = {(c["agent"], c["task"]): c for c in report["matrix"]}
-    return render("compare.html.j2", {"r": report, "radar_svg": radar_svg, "cells": cells})
+    efficiency_svg = efficiency.scatter_svg(report["efficiency"])
+    return render("compare.html.j2", {"r": report, "radar_svg": radar_svg, "cells": cells,
+                                      "efficiency_svg": efficiency_svg})

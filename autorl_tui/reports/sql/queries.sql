@@ -270,3 +270,8 @@ SELECT coalesce(started_at, created_at) AS t0 FROM s.runs WHERE id = $run_id;
 
 -- name: last_activity
 SELECT max(ts) AS ts FROM s.events WHERE run_id = $run_id;
+
+-- Trust findings of the given runs (store/findings.py), in time order.
+-- name: findings
+SELECT f.*, x.seq AS submission_seq FROM findings_v f LEFT JOIN s.submissions x ON x.id = f.submission_id
+WHERE list_contains(string_split($ids, chr(31)), f.run_id) ORDER BY f.run_id, f.ts, f.id;

@@ -36,7 +36,7 @@ async def run_provenance(base: Path, snapshot: Path, out: Path, timeout_s: float
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "autorl_tui.grading.provenance", str(base), str(snapshot), str(out),
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        env=dict(os.environ, OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES=""))
+        env=dict(os.environ, OMP_NUM_THREADS="1", GOMP_SPINCOUNT="1000", CUDA_VISIBLE_DEVICES=""))
     try:
         _, err = await asyncio.wait_for(proc.communicate(), timeout_s)
     except (asyncio.TimeoutError, asyncio.CancelledError):

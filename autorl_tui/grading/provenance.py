@@ -14,8 +14,9 @@ the base:
   LOW_RANK_MAX_ROWS rows: near 1 for a merged LoRA adapter, far lower for a full fine-tune.
 
 Verdict: `not_derived` when the architecture differs (tensors missing, added or reshaped) or when
-more than half of the parameters (by count) lie in tensors that moved further than FAR_REL or
-whose cosine fell under FAR_COS; `partly_replaced` when some do but fewer than half;
+more than half of the parameters (by count) lie in tensors whose cosine with the base fell under
+FAR_COS (a fine-tune may scale and move a tensor a long way, yet it still points where the base's
+did); `partly_replaced` when some do but fewer than half;
 `derived` otherwise. The evidence names the furthest tensors and the reference: a full fine-tune
 of the 1 M-parameter tiny model for 60 steps at a learning rate 50x TRL's default
 (tests/unit/test_provenance.py), far more than a run's budget moves a real model, moved its tensors
@@ -32,18 +33,19 @@ import sys
 import time
 from pathlib import Path
 
-FAR_REL = 0.8            # a fine-tune of any budget we run stays well below (see the docstring)
-FAR_COS = 0.6
+FAR_REL = 0.8            # reported: a fine-tune of any budget we run stays below (see the docstring)
+FAR_COS = 0.5            # decides: a fine-tune keeps every tensor's cosine with the base far above
 REPLACED_SHARE = 0.5     # share of parameters in far tensors above which the model is not the base's
 LOW_RANK_R = 16
 LOW_RANK_SHARE = 0.9     # energy share in the top r that reads as a merged low-rank adapter
 LOW_RANK_MAX_ROWS = 1024
 CHUNK_ELEMENTS = 8 << 20
 SHOWN = 8                # tensors listed in the evidence, furthest first
-REFERENCE = (f"a full fine-tune keeps every tensor within a relative distance of {FAR_REL} and a cosine "
-             f"above {FAR_COS} (the 1 M-parameter tiny model after 60 SFT steps at 50x TRL's default learning "
-             "rate: median 0.23, max 0.48, cosine >= 0.88); weights trained from another seed or "
-             "re-initialised sit near 1.2-1.4 with cosine near 0")
+REFERENCE = (f"a full fine-tune keeps every tensor's cosine with the base far above {FAR_COS} (the "
+             "1 M-parameter tiny model after 60 SFT steps at 50x TRL's default learning rate: relative distance "
+             "median 0.23, max 0.48, cosine >= 0.88; the engine test's scripted trl sft runs: max 0.66, cosine "
+             ">= 0.87); weights trained from another seed or re-initialised sit at a distance near 1.2-1.4 with "
+             "cosine near 0")
 
 
 class ProvenanceError(Exception):
@@ -140,7 +142,7 @@ def compare_models(base_dir: Path | str, sub_dir: Path | str) -> dict:
     reshaped = [n for n in sorted(set(base.where) & set(sub.where)) if base.shape(n) != sub.shape(n)]
     tensors = [compare_tensor(base, sub, n) for n in sorted(set(base.where) & set(sub.where)) if n not in reshaped]
     total = sum(t["numel"] for t in tensors) or 1
-    far = [t for t in tensors if t["rel"] > FAR_REL or t["cos"] < FAR_COS]
+    far = [t for t in tensors if t["cos"] < FAR_COS]
     far_share = sum(t["numel"] for t in far) / total
     changed = [t for t in tensors if t["rel"] > 0]
     two_d = [t for t in changed if t["low_rank"] is not None]
@@ -153,13 +155,13 @@ def compare_models(base_dir: Path | str, sub_dir: Path | str) -> dict:
                f"{len(reshaped)} reshaped" + (f" (e.g. {(missing or added or reshaped)[0]})"))
     elif far_share > REPLACED_SHARE:
         verdict = "not_derived"
-        why = (f"{far_share:.0%} of the parameters lie in {len(far)} of {len(tensors)} tensors that moved further "
-               f"than a fine-tune does (relative distance > {FAR_REL} or cosine < {FAR_COS}; median distance "
+        why = (f"{far_share:.0%} of the parameters lie in {len(far)} of {len(tensors)} tensors that no longer point "
+               f"where the base's do, as a fine-tune's still do (cosine < {FAR_COS}; median relative distance "
                f"{median:.3g})")
     elif far:
         verdict = "partly_replaced"
-        why = (f"{len(far)} of {len(tensors)} tensors ({far_share:.0%} of the parameters) moved further than a "
-               f"fine-tune does; the rest stayed close (median distance {median:.3g})")
+        why = (f"{len(far)} of {len(tensors)} tensors ({far_share:.0%} of the parameters) no longer point where the "
+               f"base's do (cosine < {FAR_COS}); the rest stayed close (median distance {median:.3g})")
     else:
         verdict = "derived"
         why = (f"every tensor stayed within a fine-tune's reach of the base (median relative distance "
@@ -188,7 +190,7 @@ def main(argv: list[str]) -> int:
     try:
         import torch
 
-        torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+        torch.set_num_threads(1)     # beside gradings on a shared CPU: no OpenMP threads spinning
         result = {"ok": True, **compare_models(base_dir, sub_dir)}
     except ProvenanceError as exc:
         result = {"ok": False, "error": str(exc)}

@@ -15,6 +15,9 @@ def register(subparsers) -> None:
     p.add_argument("--plan", metavar="NAME", action="append",
                    help="compare every run of this plan (again for several plans: their runs side by side)")
     p.add_argument("--primary-task", metavar="TASK", help="the task whose metric must go up for the release gate")
+    p.add_argument("--exclude-flagged", action="store_true",
+                   help="leave runs with trust flags (docs/trust.md) out of the matrix and the gates; the report "
+                        "names them")
     p.add_argument("--html", metavar="FILE", help="write the HTML report here")
     p.add_argument("--json", metavar="FILE", help="write the JSON report here")
     p.set_defaults(func=run)
@@ -35,7 +38,8 @@ def run(args) -> int:
         html_path, json_path = str(home.reports / f"{stem}.html"), str(home.reports / f"{stem}.json")
     with Analytics(home.store_path) as a:
         ids = [a.resolve_run_id(r) for r in args.run_ids] or None
-        report = build_compare_report(a, ids=ids, plan=args.plan, primary_task=args.primary_task)
+        report = build_compare_report(a, ids=ids, plan=args.plan, primary_task=args.primary_task,
+                                      exclude_flagged=args.exclude_flagged)
     html = render_compare_html(report) if html_path else None
     for path in write_outputs(report, html, html_path, json_path):
         print(path, file=sys.stdout)

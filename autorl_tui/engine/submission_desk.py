@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from autorl_tui.engine import autorl_bench_api as abapi
 from autorl_tui.engine import events as ev
+from autorl_tui.engine import trust_provenance
 from autorl_tui.engine.run_revisions import revision_tracker, snapshot_revision
 from autorl_tui.engine.submissions import (SubmissionRejected, check_model_path_text, folder_bytes, snapshot_cap,
                                            take_submission)
@@ -146,6 +147,7 @@ class SubmissionDesk:
             earlier = self.store.scored_with_content(self.run_id, snap.content_hash, sub_id)
             if earlier:
                 return self._mark_duplicate(sub_id, seq, earlier)
+            trust_provenance.check_in_background(self, sub_id, seq, snap.path)
             task = self._grading_by_hash.get(snap.content_hash)
             if task is None:
                 task = asyncio.create_task(self._grade_submission(sub_id, snap.path, snap.content_hash, seq,

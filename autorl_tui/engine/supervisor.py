@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
 from autorl_tui.catalog.overlays import overlay_env, place_home_files
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
+from autorl_tui.engine import honey_tokens, trust_sweep
 from autorl_tui.engine.agent_watch import AgentWatch
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.finalization import finalize
@@ -180,6 +181,7 @@ class RunSupervisor:
             train_path=Path(self.grading.split_paths["train"]),
             link=self.isolated or self.spec.get("executor", "local") != "local")
         self.journal.update_run(workspace=str(ws_root))
+        honey_tokens.plant(self.engine.home.run_dir(self.run_id), ws_root, self.run_id)
         from autorl_tui.engine.executors.ray import wants_containers
 
         in_container = self.spec.get("executor") == "docker" or (
@@ -388,7 +390,8 @@ class RunSupervisor:
         """Until the agent ends; then the API closes once the gradings under way are recorded."""
         watch = AgentWatch(self.journal, self.engine, self.handle, workspace=self.workspace, agent=self.agent,
                            spec=self.spec, gpus=self.gpus, cancel_reason=lambda: self._cancel_reason)
-        self.agent_exit = await watch.run(offsets)
+        async with honey_tokens.watching(self.journal, self.engine.home.run_dir(self.run_id)):
+            self.agent_exit = await watch.run(offsets)
         # Submissions received before the deadline are graded even if grading finishes after it.
         await self._stop_server(wait_inflight=True)
 
@@ -440,6 +443,8 @@ class RunSupervisor:
     async def _finish(self) -> None:
         self._check_cancel()
         self.journal.transition("finalizing")
+        await trust_sweep.sweep(self.journal, self.grading.split_paths, self.workspace and self.workspace.root,
+                                self.engine.private_paths())
         result = await finalize(self.journal, self.grading, self.engine.home, self.agent_exit)
         self.journal.transition("done", reason=result.reason, **result.fields)
 

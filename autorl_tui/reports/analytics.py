@@ -136,7 +136,8 @@ def _compat_views(conn) -> list[str]:
     """runs_v (s.runs, plus the dev-baseline columns computed for stores that predate them: there
     the only baseline is the dev one), metrics_v (s.metrics with session_id) and sessions_v
     (s.training_sessions), also for stores written before training sessions existed (every point
-    then has no session). The SQL is sql/compat.sql."""
+    then has no session), findings_v (s.findings; empty for stores older than trust findings).
+    The SQL is sql/compat.sql."""
     sql = named_queries("compat.sql")
     tables = {r[0]: r[1] for r in conn.execute(sql["store_columns"]).fetchall()}
     if not tables.get("runs"):
@@ -146,7 +147,8 @@ def _compat_views(conn) -> list[str]:
     has_sessions = "session_id" in tables.get("metrics", [])
     return [sql["runs_view"].replace("{missing_columns}", "".join(", " + m for m in missing)),
             sql["metrics_view" if has_sessions else "metrics_view_before_sessions"],
-            sql["sessions_view" if "training_sessions" in tables else "sessions_view_before_sessions"]]
+            sql["sessions_view" if "training_sessions" in tables else "sessions_view_before_sessions"],
+            sql["findings_view" if "findings" in tables else "findings_view_before_trust"]]
 
 
 def _id_list(ids) -> str:

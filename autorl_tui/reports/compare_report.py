@@ -12,7 +12,7 @@ import time
 from autorl_tui import __version__
 from autorl_tui.store.isolation import recorded_isolation
 from autorl_tui.exitcodes import UsageError
-from autorl_tui.reports import svg
+from autorl_tui.reports import efficiency, svg, trust
 from autorl_tui.reports.bootstrap import band_verdict, paired_band
 from autorl_tui.reports.analytics import Analytics, _decode_json
 from autorl_tui.reports.render import render
@@ -47,16 +47,22 @@ def final_score(run: dict) -> float | None:
 
 
 def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str | list[str] | None = None,
-                         primary_task: str | None = None) -> dict:
-    """`plan`: one plan's name, or several (their runs side by side, each run once)."""
+                         primary_task: str | None = None, exclude_flagged: bool = False) -> dict:
+    """`plan`: one plan's name, or several (their runs side by side, each run once).
+    exclude_flagged: runs with trust flags (reports/trust.py) stay in the run list, marked, and
+    are left out of the matrix, the gates and every aggregate; the report names them."""
     if not ids and not plan:
         raise UsageError("compare needs RUN_ID... or --plan NAME")
     plans = [plan] if isinstance(plan, str) else list(plan or [])
     if plans:
-        runs = list({r["run_id"]: r for p in plans for r in a.runs(plan=p)}.values())
+        listed = list({r["run_id"]: r for p in plans for r in a.runs(plan=p)}.values())
         plan = " + ".join(plans)
     else:
-        runs = a.runs(ids=ids)
+        listed = a.runs(ids=ids)
+    trust_of = {rid: trust.summary(f) for rid, f in trust.findings_by_run(a, [r["run_id"] for r in listed]).items()}
+    cost_of = {r["run_id"]: trust.cost_per_point(a.cost(r["run_id"]), r["improvement"]) for r in listed}
+    excluded = [r["run_id"] for r in listed if exclude_flagged and trust_of[r["run_id"]]["flagged"]]
+    runs = [r for r in listed if r["run_id"] not in excluded]
     agents = sorted({r["agent"] for r in runs})
     tasks = sorted({r["task"] for r in runs})
     if primary_task and primary_task not in tasks:
@@ -137,12 +143,16 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
                                     "baseline_score", "baseline_dev_score", "best_dev_score", "test_score",
                                     "improvement", "n_submissions", "n_dropped", "wall_s", "imported_from")}
                  | {"isolation": recorded_isolation(r.get("spec"), r.get("executor")),
-                    "held_out_band": bands.get(r["run_id"])} for r in runs],
+                    "held_out_band": bands.get(r["run_id"]), "trust": trust_of[r["run_id"]],
+                    "cost_per_point": cost_of[r["run_id"]]} for r in listed],
+        "excluded_flagged": {"enabled": exclude_flagged, "run_ids": excluded},
+        "efficiency": None,
         "matrix": matrix, "by_level": by_level, "by_driver": by_driver, "radar": radar,
         "pass_at_k": pass_at_k, "gates": gates,
         "unisolated_runs": [r["run_id"] for r in runs if recorded_isolation(r.get("spec"), r.get("executor")) == "none"],
         "pending_runs": _count(r["state"] for r in runs if r["state"] not in FINAL),
     }
+    report["efficiency"] = efficiency.efficiency(report["runs"])
     return clean(report)
 
 
@@ -247,5 +257,7 @@ def render_compare_html(report: dict) -> str:
     cells = {(c["agent"], c["task"]): c for c in report["matrix"]}
     seeds_svg = svg.interval_plot([{"label": f"{c['agent']} · {c['task']}", "values": c["values"], "mean": c["mean"],
                                     "noise": noise_of(c)} for c in report["matrix"] if c["values"]])
+    efficiency_svg = efficiency.scatter_svg(report["efficiency"])
     return render("compare.html.j2", {"r": report, "radar_svg": radar_svg, "cells": cells, "seeds_svg": seeds_svg,
-                                      "pending_text": _states_text(report["pending_runs"])})
+                                      "pending_text": _states_text(report["pending_runs"]),
+                                      "efficiency_svg": efficiency_svg})

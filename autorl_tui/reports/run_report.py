@@ -10,7 +10,7 @@ from typing import Any
 from autorl_tui import __version__
 from autorl_tui.scores import FAILURE_KINDS
 from autorl_tui.interop import autorl_bench_metrics
-from autorl_tui.reports import svg
+from autorl_tui.reports import svg, trust
 from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.reports.analytics import PHASES, Analytics, _decode_json
 from autorl_tui.reports.bootstrap import paired_band
@@ -102,8 +102,10 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
         "samples": _samples(a, run_id, best or next((s for s in reversed(subs) if s["status"] == "scored"), None)),
         "drops": a.drops(run_id),
         "cost": a.cost(run_id),
+        "trust": trust.run_trust(a, run_id),
         "limits": LIMITS,
     }
+    report["cost_per_point"] = trust.cost_per_point(report["cost"], run["improvement"])
     for d in report["drops"]:
         d.pop("run_id", None)
     return clean(report)

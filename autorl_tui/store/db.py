@@ -18,6 +18,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from autorl_tui.store.findings import FindingQueries
 from autorl_tui.store.run_state import RunStateQueries
 from autorl_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -31,6 +32,7 @@ JSON_COLUMNS = {
     "revisions": ("manifest", "skipped"),
     "resources": ("gpus",),
     "training_sessions": ("sources",),
+    "findings": ("evidence",),
 }
 
 
@@ -56,7 +58,7 @@ class StoreError(Exception):
     pass
 
 
-class Store(RunStateQueries):
+class Store(RunStateQueries, FindingQueries):
     """Read-write handle. Create one per process that owns the home (the engine). The engine's
     named queries and writes are its methods too (store/run_state.py)."""
 

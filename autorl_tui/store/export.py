@@ -63,6 +63,7 @@ def export_run(rows: Rows, run_id: str, *, include_events: bool = True, include_
         "revisions": _rows(rows, "revisions", "SELECT * FROM revisions WHERE run_id=? ORDER BY seq", (run_id,)),
         "metrics": rows("SELECT ts, step, name, value, source, phase FROM metrics WHERE run_id=? ORDER BY id",
                         (run_id,)),
+        "findings": _findings(rows, run_id),
         "resources": _rows(rows, "resources", "SELECT ts, cpu_percent, rss_bytes, n_procs, gpus FROM resources "
                                               "WHERE run_id=? ORDER BY id", (run_id,)),
     }
@@ -70,6 +71,13 @@ def export_run(rows: Rows, run_id: str, *, include_events: bool = True, include_
         out["events"] = _rows(rows, "events", "SELECT id, attempt, ts, kind, level, message, data FROM events "
                                               "WHERE run_id=? ORDER BY id", (run_id,))
     return out
+
+
+def _findings(rows: Rows, run_id: str) -> list[dict]:
+    """The run's trust findings with their evidence (store/findings.py); none in a store before them."""
+    if not rows("SELECT name FROM sqlite_master WHERE type='table' AND name='findings'"):
+        return []
+    return _rows(rows, "findings", "SELECT * FROM findings WHERE run_id=? ORDER BY ts, id", (run_id,))
 
 
 def write_json_atomic(path: Path, data) -> None:

@@ -216,4 +216,21 @@ MIGRATIONS.append(
     """
     ALTER TABLE runs ADD COLUMN imported_from TEXT
     """)
+
+MIGRATIONS.append(
+    # 5: trust findings: evidence about how a run's scores were earned (model provenance of every
+    # submission, contamination, honey-token reads, attempts on protected paths): docs/trust.md
+    """
+    CREATE TABLE findings (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        submission_id INTEGER,    -- provenance: the submission it is about
+        ts REAL NOT NULL,         -- when the harness saw it (a decoy read: the kernel event's time)
+        kind TEXT NOT NULL,       -- provenance | contamination | honey_token | protected_path
+        severity TEXT NOT NULL,   -- info (recorded, not a flag) | warning | critical
+        summary TEXT NOT NULL,
+        evidence TEXT             -- JSON: what the summary rests on
+    );
+    CREATE INDEX findings_run ON findings(run_id, ts)
+    """)
 SCHEMA_VERSION = len(MIGRATIONS)

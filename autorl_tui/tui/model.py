@@ -19,6 +19,7 @@ class Changes:
     unknown_runs: set[str] = field(default_factory=set)      # events for runs not in our snapshot
     states: list[RunStateChanged] = field(default_factory=list)
     beat_baseline: list[str] = field(default_factory=list)
+    trust_flags: list[RunEventAppended] = field(default_factory=list)   # trust findings that are flags (toasts)
     log: dict[str, list[LogLine]] = field(default_factory=dict)
     metrics: dict[str, list[MetricPoint]] = field(default_factory=dict)
     submissions: dict[str, list[dict]] = field(default_factory=dict)
@@ -72,6 +73,8 @@ class ConsoleModel:
             if isinstance(ev, RunEventAppended):
                 ch.log.setdefault(rid, []).append(LogLine(ev.ts, ev.kind, ev.level, ev.message,
                                                                   getattr(ev, "recv_seq", 0)))
+                if ev.kind == "trust" and ev.level in ("warning", "error"):
+                    ch.trust_flags.append(ev)
             elif isinstance(ev, MetricPoint):
                 ch.metrics.setdefault(rid, []).append(ev)
             elif isinstance(ev, ResourceSample):

@@ -330,6 +330,23 @@ def check_run_report(db, r: dict) -> set[str]:
     assert ab["copy_model_count"] is None or ab["copy_model_count"] >= 0
     checked.add("autorl_bench")
 
+    # trust: the run's findings as stored (none in a store written before them), and cost per point
+    has_findings = rows(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'findings'")
+    found = rows(db, "SELECT id, kind, severity FROM findings WHERE run_id = ? ORDER BY ts, id",
+                 (run_id,)) if has_findings else []
+    tr = r["trust"]
+    assert [f["id"] for f in tr["findings"]] == [f["id"] for f in found]
+    assert tr["n_flags"] == sum(f["severity"] in ("warning", "critical") for f in found)
+    assert len(tr["provenance"]) == sum(f["kind"] == "provenance" for f in found)
+    checked.add("trust")
+    cp, improvement = r["cost_per_point"], run["improvement"]
+    assert cp["improvement"] == improvement
+    if improvement is not None and improvement > 0 and c["agent_s"] is not None:
+        assert cp["agent_hours_per_point"] == pytest.approx(c["agent_s"] / 3600 / improvement)
+    else:
+        assert cp["agent_hours_per_point"] is None and cp["gpu_hours_per_point"] is None
+    checked.add("cost_per_point")
+
     numeric_sections = {k for k, v in r.items() if has_number(v)}
     assert numeric_sections - checked <= {"schema_version", "generated_at", "limits"}
     return checked

@@ -151,6 +151,15 @@ def test_model_applies_a_batch_and_reports_what_changed():
     assert marks.resync and marks.disconnected == "bye"
 
 
+def test_trust_flags_become_toasts_and_records_do_not():
+    model = ConsoleModel()
+    model.load_snapshot({"runs": [{"id": "r1", "state": "running"}]})
+    ch = model.apply([RunEventAppended("r1", kind="trust", level="error", message="the agent read the decoy x"),
+                      RunEventAppended("r1", kind="trust", level="info", message="submission 1: derived"),
+                      RunEventAppended("r1", kind="stdout", level="error", message="not a finding")])
+    assert [e.message for e in ch.trust_flags] == ["the agent read the decoy x"]
+
+
 def test_filter_terms_and_fields():
     run = {"id": "r0001-arith-x-s0", "task": "arith", "agent": "scripted", "state": "failed", "model": "tiny"}
     assert matches(run, "arith") and matches(run, "state:fail agent:script") and not matches(run, "state:done")

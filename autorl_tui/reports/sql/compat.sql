@@ -5,7 +5,7 @@
 
 -- name: store_columns
 SELECT table_name, list(column_name) AS columns FROM duckdb_columns()
-WHERE database_name = 's' AND table_name IN ('runs', 'metrics', 'training_sessions') GROUP BY table_name
+WHERE database_name = 's' AND table_name IN ('runs', 'metrics', 'training_sessions', 'findings') GROUP BY table_name
 
 -- name: runs_view
 CREATE OR REPLACE TEMP VIEW runs_v AS SELECT r.*{missing_columns} FROM s.runs r
@@ -34,3 +34,13 @@ SELECT * FROM (VALUES (CAST(NULL AS BIGINT), CAST(NULL AS VARCHAR), CAST(NULL AS
                        CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS DOUBLE), CAST(NULL AS DOUBLE)))
     t(id, run_id, attempt, seq, kind, sources, started_at, ended_at)
 WHERE false
+
+-- name: findings_view
+CREATE OR REPLACE TEMP VIEW findings_v AS
+SELECT id, run_id, submission_id, ts, kind, severity, summary, evidence FROM s.findings
+
+-- name: findings_view_before_trust
+CREATE OR REPLACE TEMP VIEW findings_v AS
+SELECT CAST(NULL AS BIGINT) AS id, CAST(NULL AS VARCHAR) AS run_id, CAST(NULL AS BIGINT) AS submission_id,
+       CAST(NULL AS DOUBLE) AS ts, CAST(NULL AS VARCHAR) AS kind, CAST(NULL AS VARCHAR) AS severity,
+       CAST(NULL AS VARCHAR) AS summary, CAST(NULL AS VARCHAR) AS evidence WHERE false

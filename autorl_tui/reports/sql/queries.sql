@@ -281,3 +281,8 @@ WHERE run_id = $run_id AND level = 'error' ORDER BY id DESC LIMIT 3;
 
 -- name: failure_cause_stderr
 SELECT message FROM s.events WHERE run_id = $run_id AND kind = 'stderr' ORDER BY id DESC LIMIT $n;
+
+-- Trust findings of the given runs (store/findings.py), in time order.
+-- name: findings
+SELECT f.*, x.seq AS submission_seq FROM findings_v f LEFT JOIN s.submissions x ON x.id = f.submission_id
+WHERE list_contains(string_split($ids, chr(31)), f.run_id) ORDER BY f.run_id, f.ts, f.id;

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from autorl_tui import registry
-from autorl_tui.catalog.protocol import EvalProtocol
+from autorl_tui.catalog.protocol import OVERRIDE_KEYS, EvalProtocol, card_protocols
 from autorl_tui.catalog.tasks import (HELD_OUT_SPLITS, REQUIRED, DataUnavailable, TaskCard, load_task_card,
                                       local_data_root, materialize, provider_module, read_items)
 from autorl_tui.exitcodes import UsageError
@@ -71,7 +71,9 @@ def data_available(card: TaskCard) -> tuple[bool, str]:
         return (not missing, "missing " + ", ".join(missing) if missing else "shipped files")
     if provider == "local":
         root = local_data_root(card)
-        return (root is not None, str(root) if root else f"not found (set ${card.data.get('env')} or put it in {card.data.get('default')})")
+        get = f"`autorl-tui data get {card.id}`, " if card.data.get("official") else ""
+        return (root is not None, str(root) if root else
+                f"not found ({get}set ${card.data.get('env')} or put it in {card.data.get('default')})")
     if provider == "generator":
         return True, f"generated ({card.data.get('generator')})"
     if provider == "python":
@@ -87,7 +89,7 @@ def data_available(card: TaskCard) -> tuple[bool, str]:
     return False, f"unknown provider {provider!r}"
 
 
-def validate_card(path: Path, cache_root: Path | None = None) -> Report:
+def validate_card(path: Path, cache_root: Path | None = None, data_home: Path | None = None) -> Report:
     card_path = path / "task.yaml" if path.is_dir() else path
     problems: list[Problem] = []
     sizes: dict[str, int] = {}
@@ -104,6 +106,8 @@ def validate_card(path: Path, cache_root: Path | None = None) -> Report:
     for key in REQUIRED:
         if key not in raw:
             problems.append(Problem(f"required field `{key}` is missing", _FIELD_HELP[key]))
+    if "protocol" not in raw and "protocols" not in raw:
+        problems.append(Problem("required field `protocol` is missing", _FIELD_HELP["protocol"]))
     if "id" in raw and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", str(raw["id"])):
         problems.append(Problem(f"id {raw['id']!r} has characters other than letters, digits, '-', '_', '.'",
                                 "use a short slug such as my-task"))
@@ -149,7 +153,7 @@ def validate_card(path: Path, cache_root: Path | None = None) -> Report:
     card = None
     if not problems:
         try:
-            card = load_task_card(card_path)
+            card = load_task_card(card_path, data_home=data_home)
         except UsageError as exc:
             problems.append(Problem(str(exc), "see docs/tasks.md"))
     if data is not None:   # check the data even when other fields are wrong: report everything at once
@@ -171,6 +175,21 @@ def _lenient_card(raw: dict, card_path: Path) -> TaskCard:
 
 
 def _check_protocol(raw: dict) -> list[Problem]:
+    """The card's protocol, or each of its named protocols (`protocols:`, less what they override)."""
+    if "protocols" not in raw:
+        return _check_one_protocol(raw)
+    try:
+        named, _ = card_protocols(raw)
+    except ValueError as exc:
+        return [Problem(f"protocols: {exc}", "see docs/tasks.md, named protocols")]
+    problems = []
+    for name, fields in named.items():
+        proto = {k: v for k, v in fields.items() if k not in OVERRIDE_KEYS}
+        problems += [Problem(f"protocols.{name}: {p.what}", p.fix) for p in _check_one_protocol({"protocol": proto})]
+    return problems
+
+
+def _check_one_protocol(raw: dict) -> list[Problem]:
     problems = []
     proto = raw.get("protocol")
     if "protocol" not in raw:

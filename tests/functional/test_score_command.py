@@ -109,6 +109,50 @@ CHEATS = {
         __ne__ = __eq__
     return Weird()
 ''',
+    # (b2) the conversions added for honest standard values, tried with lying objects
+    "counter_subclass_own_eq": '''
+    from collections import Counter
+    class Sly(Counter):
+        def __eq__(self, other): return True
+        def __ne__(self, other): return False
+    return Sly()
+''',
+    "numpy_array_subclass": '''
+    import numpy as np
+    class Sly(np.ndarray):
+        def __eq__(self, other): return True
+        def __ne__(self, other): return False
+        def __bool__(self): return True
+    return np.zeros(1).view(Sly)
+''',
+    "dict_whose_items_lies": '''
+    class Sly(dict):
+        def items(self): return [(k, k) for k in range(3)]
+        def __eq__(self, other): return True
+    return Sly()
+''',
+    "counter_instance_items_patched": '''
+    from collections import Counter
+    import collections
+    c = Counter()
+    c.items = lambda: [(0, 0)]
+    class Fake(Counter):
+        def __eq__(self, other): return True
+    collections.Counter = Fake          # the codec looks the type up after this
+    return Fake()
+''',
+    "numpy_scalar_subclass_named_numpy": '''
+    import numpy as np
+    class Sly(np.float64):
+        __module__ = "numpy"
+        def __eq__(self, other): return True
+        def __ne__(self, other): return False
+        def __sub__(self, other): return 0.0
+        __rsub__ = __sub__
+        def __abs__(self): return 0.0
+        __hash__ = np.float64.__hash__
+    return Sly(0.5)
+''',
     # (c) reading the expected values: caller's frame, gc, the test's source files on disk
     "caller_frame_source": LOOKUP + '''
     import sys, linecache

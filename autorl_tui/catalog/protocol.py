@@ -10,6 +10,7 @@ A card names one protocol (`protocol: {...}`, called `default`) or several:
         max_tokens: 512              # EvalProtocol fields
         data: {splits: {...}}        # optional: replaces these keys of the card's `data`
         scorer_options: {...}        # optional: merged over the card's scorer options
+        description: other.md        # optional: the agent-visible description under this protocol
       ours: {...}
 
 The chosen protocol's name is part of the card's protocol hash, the run spec, reports and exports.
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 DEFAULT_NAME = "default"
-OVERRIDE_KEYS = ("about", "data", "scorer_options")
+OVERRIDE_KEYS = ("about", "data", "scorer_options", "description")
 # Fields added after hashes were first recorded: left out of `to_dict` at their default, so the
 # protocol hashes (and cached baselines) of cards that do not use them stay what they were.
 _OPTIONAL_FIELDS = {"shots": None, "prompt_template": None}
@@ -89,6 +90,7 @@ class ProtocolChoice:
     about: str = ""
     data: dict = field(default_factory=dict)
     scorer_options: dict = field(default_factory=dict)
+    description: str | None = None
 
 
 def card_protocols(raw: dict) -> tuple[dict[str, dict], str]:
@@ -121,4 +123,5 @@ def choose_protocol(raw: dict, name: str | None) -> ProtocolChoice:
         if not isinstance(overrides.get(key, {}), dict):
             raise ValueError(f"protocol {name}: `{key}` must be a mapping")
     return ProtocolChoice(name=name, protocol=EvalProtocol.from_dict(fields), about=str(overrides.get("about", "")),
-                          data=dict(overrides.get("data") or {}), scorer_options=dict(overrides.get("scorer_options") or {}))
+                          data=dict(overrides.get("data") or {}), scorer_options=dict(overrides.get("scorer_options") or {}),
+                          description=str(overrides["description"]) if overrides.get("description") else None)

@@ -54,8 +54,9 @@ class Report:
 
 def _content_key(item: dict) -> str:
     """What identifies an item's content: its prompt (whitespace-normalized), else all but its id."""
-    if isinstance(item.get("prompt"), str):
-        text = " ".join(item["prompt"].split())
+    prompt = item.get("prompt") if isinstance(item.get("prompt"), str) else item.get("question")
+    if isinstance(prompt, str):           # `question`: a benchmark's own row shape (GSM8K, AutoRL-Bench's HumanEval)
+        text = " ".join(prompt.split())
     else:
         text = json.dumps({k: v for k, v in item.items() if k not in ("id", "answer")}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -286,11 +287,13 @@ def _check_data(card: TaskCard, scorer_obj, sizes: dict, cache_root: Path | None
             seen: set = set()
             dups, lacking = [], {}
             contents[split] = {}
+            # `rows: benchmark`: the agent's rows in the benchmark's own shape (never scored)
+            fields = () if (splits.get(split) or {}).get("rows") == "benchmark" else item_fields
             for n, item in enumerate(items, 1):
                 if not isinstance(item, dict):
                     problems.append(Problem(f"split {split} item {n} is not a JSON object", "one object per line"))
                     break
-                for f in item_fields:
+                for f in fields:
                     if f not in item:
                         lacking.setdefault(f, []).append(str(item.get("id", f"#{n}")))
                 if "id" in item:
@@ -310,6 +313,8 @@ def _check_data(card: TaskCard, scorer_obj, sizes: dict, cache_root: Path | None
     names = list(contents)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
+            if (splits.get(a) or {}).get("overlaps") == b or (splits.get(b) or {}).get("overlaps") == a:
+                continue          # declared: e.g. a dev split drawn from train (the protocol's own partition)
             shared = ids.get(a, set()) & ids.get(b, set())
             if shared:
                 problems.append(Problem(f"splits {a} and {b} share {len(shared)} id(s), e.g. {sorted(map(str, shared))[:3]}",

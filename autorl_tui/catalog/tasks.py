@@ -166,7 +166,7 @@ def load_task_card(path: Path, protocol: str | None = None, data_home: Path | No
         id=str(raw["id"]), name=str(raw.get("name", raw["id"])), level=int(raw["level"]),
         scorer=str(raw["scorer"]), primary_metric=str(raw["primary_metric"]), protocol=choice.protocol,
         data={**dict(raw["data"]), **choice.data}, dir=card_path.parent.resolve(),
-        description_file=raw.get("description", "description.md"),
+        description_file=choice.description or raw.get("description", "description.md"),
         default_budget=str(raw.get("budget", "10m")), submission_cap=dict(raw.get("submission_cap") or {}),
         scorer_options={**dict(raw.get("scorer_options") or {}), **choice.scorer_options},
         workspace_files=list(raw.get("workspace_files") or []), version=str(raw.get("version", "1")), raw=raw,
@@ -363,7 +363,7 @@ def _materialize_local(card: TaskCard, split: str, out_dir: Path) -> Path:
             raise DataUnavailable(f"task {card.id}: expected {path} (split {split}); see the task's description")
         items = read_items(path)
         for other in card.data["splits"].values():   # a split other splits are carved from loses them
-            if other.get("from") == split and not other.get("overlap"):   # overlap: true keeps them
+            if other.get("from") == split and other.get("overlaps") != split:   # overlaps: keeps them
                 n = int(other.get("last", 0))
                 items = items[:-n] if n else items[int(other.get("first", 0)):]
     normalize = card.data.get("normalize")

@@ -51,6 +51,9 @@ def test_data_get_fetches_verifies_and_the_task_reads_it(tmp_path, monkeypatch):
     assert (folder / "train.jsonl").read_bytes() == gsm8k_rows(520)
     assert official[0]["sha256"] in proc.stdout
     assert sorted(p.name for p in (home / "data").iterdir()) == ["gsm8k"]     # no staging folder left
+    # `tasks validate` finds it there too (the dev split drawn from train is a declared overlap).
+    valid = cli("--tasks-dir", str(tasks), "tasks", "validate", "gsm8k", home=home, env={"GSM8K_PATH": ""})
+    assert valid.returncode == 0 and "valid (train 520, dev 500, test 9)" in valid.stdout, valid.stdout
     # The card reads it from the home, and says where it came from.
     monkeypatch.delenv("GSM8K_PATH", raising=False)
     card = find_task("gsm8k", task_search_path([tasks]), data_home=home / "data")

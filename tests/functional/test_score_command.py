@@ -255,7 +255,7 @@ def test_forged_always_equal_and_peeking_completions_pass_none(dev_problems, tmp
     rows.append({"id": helper["task_id"], "completion": inner_helper_completion(helper)})
     expect[helper["task_id"]] = ("inner helper", True)
     home = tmp_path / "home"
-    proc = cli("score", "humaneval", "--completions", str(write_lines(tmp_path / "c.jsonl", rows)), "--json",
+    proc = cli("score", "humaneval", "--protocol", "subset", "--completions", str(write_lines(tmp_path / "c.jsonl", rows)), "--json",
                home=home, timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -274,10 +274,10 @@ def test_forged_always_equal_and_peeking_completions_pass_none(dev_problems, tmp
 def test_table_output_and_the_split_option(dev_problems, tmp_path):
     p = dev_problems[0]
     f = write_lines(tmp_path / "c.jsonl", [{"id": p["task_id"], "completion": p["canonical_solution"]}])
-    proc = cli("score", "humaneval", "--completions", str(f), home=tmp_path / "home", timeout=300)
+    proc = cli("score", "humaneval", "--protocol", "subset", "--completions", str(f), home=tmp_path / "home", timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert p["task_id"] in proc.stdout and "pass" in proc.stdout and "pass@1 = 100.00" in proc.stdout
-    wrong_split = cli("score", "humaneval", "--completions", str(f), "--split", "train", home=tmp_path / "home")
+    wrong_split = cli("score", "humaneval", "--protocol", "subset", "--completions", str(f), "--split", "train", home=tmp_path / "home")
     assert wrong_split.returncode == 2 and "unknown id" in wrong_split.stderr and "--split" in wrong_split.stderr
 
 

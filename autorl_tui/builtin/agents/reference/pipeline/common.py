@@ -26,7 +26,18 @@ def load_train(path):
     if os.path.isdir(path):
         path = os.path.join(path, "train.jsonl")
     with open(path) as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+        return [as_item(json.loads(line)) for line in fh if line.strip()]
+
+
+def as_item(row):
+    """A benchmark's own row shape (GSM8K: {question, answer: "...#### N"}) as the pipeline's
+    {prompt, answer: N, solution}; rows already in that shape unchanged."""
+    if "prompt" in row or "question" not in row:
+        return row
+    solution = str(row.get("answer", ""))
+    final = ANSWER_RE.findall(solution)
+    return {**row, "prompt": row["question"], "solution": solution,
+            "answer": final[-1].replace(",", "") if final else solution}
 
 
 def final_answer(text):

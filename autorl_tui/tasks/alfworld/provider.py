@@ -31,7 +31,7 @@ from autorl_tui.tasks.alfworld.official import copy_official_game, official_game
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
 # the workspace's alfworld_api/: file name -> source (the generic runner is the grader's own file)
-API_FILES = {"env.py": PACKAGE_DIR / "env.py", "prompts.py": PACKAGE_DIR / "prompts.py",
+API_FILES = {"env.py": PACKAGE_DIR / "env.py", "prompts.py": PACKAGE_DIR / "prompts.py", "react.py": PACKAGE_DIR / "react.py",
              "api.py": PACKAGE_DIR / "api.py", "episodes.py": Path(generic_runner.__file__)}
 
 

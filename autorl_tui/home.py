@@ -93,6 +93,12 @@ class Home:
         return self.root / "models"
 
     @property
+    def data(self) -> Path:
+        """Official data fetched by `autorl-tui data get TASK`, one folder per task (harness-private:
+        it holds held-out splits)."""
+        return self.root / "data"
+
+    @property
     def workspaces(self) -> Path:
         return self.root / "workspaces"
 

@@ -87,7 +87,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     },
     "commands": {
         **{name: f"autorl_tui.commands.{name}:register"
-           for name in ("agents", "compare", "demo", "doctor", "engine", "export", "gpus", "models",
+           for name in ("agents", "compare", "data", "demo", "doctor", "engine", "export", "gpus", "models",
                         "report", "resume", "retry", "runs", "score", "tasks")},
         "import": "autorl_tui.commands.import_:register",   # `import` is a Python keyword
         "cluster": "autorl_tui.commands.cluster:register",

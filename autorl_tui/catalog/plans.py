@@ -16,7 +16,8 @@ from autorl_tui.exitcodes import UsageError
 ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
-             "cost_budget", "description", "threads", "log_cap", "isolation", "cluster"}
+             "cost_budget", "description", "threads", "log_cap", "isolation", "cluster", "protocol"}
+TASK_ENTRY_KEYS = {"id", "protocol"}
 CLUSTER_KEYS = {"address", "resources", "cpus", "containers"}
 
 
@@ -32,6 +33,7 @@ class RunRequest:
     gpus: int = 0
     driver: str | None = None
     priority: int = 0
+    protocol: str | None = None      # a named protocol of the task card (None: the card's default)
     options: dict[str, Any] = field(default_factory=dict)   # driver_url, limits, image, token/cost budgets
 
 
@@ -72,7 +74,7 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     unknown = sorted(set(raw) - PLAN_KEYS)
     if unknown:
         raise UsageError(f"plan {where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(PLAN_KEYS))}")
-    tasks = [str(t) for t in _as_list(raw, "tasks", where)]
+    tasks = [_task_entry(t, raw.get("protocol"), where) for t in _as_list(raw, "tasks", where)]
     agents = [str(a) for a in _as_list(raw, "agents", where)]
     models = [str(m) for m in _as_list(raw, "models", where, ["tiny"])]
     seeds = _as_list(raw, "seeds", where, [0])
@@ -103,12 +105,26 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     if executor == "ray" and "image" in raw:
         # An image asks for containers: the docker executor on each run's node (docs/cluster.md).
         options["cluster"] = dict(raw.get("cluster") or {}, containers=True)
-    runs = [RunRequest(task=t, agent=a, model=m, seed=s, budget_s=budget, executor=executor, isolation=isolation,
-                       gpus=gpus,
+    runs = [RunRequest(task=t, protocol=proto, agent=a, model=m, seed=s, budget_s=budget, executor=executor,
+                       isolation=isolation, gpus=gpus,
                        driver=d, priority=priority, options=dict(options))
-            for t, a, m, d, s in itertools.product(tasks, agents, models, drivers, seeds)]
+            for (t, proto), a, m, d, s in itertools.product(tasks, agents, models, drivers, seeds)]
     name = str(raw.get("name") or Path(where).stem)
     return Plan(name=name, source=text, runs=runs, raw=raw)
+
+
+def _task_entry(entry, default_protocol, where: str) -> tuple[str, str | None]:
+    """A `tasks:` entry: a task id, or {id: TASK, protocol: NAME} (a named protocol of its card;
+    the plan's `protocol:` applies to entries that name none). Names are checked against the
+    cards when the plan is validated."""
+    if isinstance(entry, dict):
+        unknown = sorted(set(entry) - TASK_ENTRY_KEYS)
+        if unknown or "id" not in entry:
+            raise UsageError(f"plan {where}: a task entry must be a task id or {{id: TASK, protocol: NAME}}, "
+                             f"got {entry!r}")
+        proto = entry.get("protocol", default_protocol)
+        return str(entry["id"]), (str(proto) if proto is not None else None)
+    return str(entry), (str(default_protocol) if default_protocol is not None else None)
 
 
 def _check_cluster(cluster, executor: str, where: str) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from autorl_tui import registry
-from autorl_tui.catalog.protocol import EvalProtocol
+from autorl_tui.catalog.protocol import OVERRIDE_KEYS, EvalProtocol, card_protocols
 from autorl_tui.catalog.tasks import (HELD_OUT_SPLITS, REQUIRED, DataUnavailable, TaskCard, load_task_card,
                                       local_data_root, materialize, provider_module, read_items)
 from autorl_tui.exitcodes import UsageError
@@ -54,8 +54,9 @@ class Report:
 
 def _content_key(item: dict) -> str:
     """What identifies an item's content: its prompt (whitespace-normalized), else all but its id."""
-    if isinstance(item.get("prompt"), str):
-        text = " ".join(item["prompt"].split())
+    prompt = item.get("prompt") if isinstance(item.get("prompt"), str) else item.get("question")
+    if isinstance(prompt, str):           # `question`: a benchmark's own row shape (GSM8K, AutoRL-Bench's HumanEval)
+        text = " ".join(prompt.split())
     else:
         text = json.dumps({k: v for k, v in item.items() if k not in ("id", "answer")}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -71,7 +72,9 @@ def data_available(card: TaskCard) -> tuple[bool, str]:
         return (not missing, "missing " + ", ".join(missing) if missing else "shipped files")
     if provider == "local":
         root = local_data_root(card)
-        return (root is not None, str(root) if root else f"not found (set ${card.data.get('env')} or put it in {card.data.get('default')})")
+        get = f"`autorl-tui data get {card.id}`, " if card.data.get("official") else ""
+        return (root is not None, str(root) if root else
+                f"not found ({get}set ${card.data.get('env')} or put it in {card.data.get('default')})")
     if provider == "generator":
         return True, f"generated ({card.data.get('generator')})"
     if provider == "python":
@@ -87,7 +90,7 @@ def data_available(card: TaskCard) -> tuple[bool, str]:
     return False, f"unknown provider {provider!r}"
 
 
-def validate_card(path: Path, cache_root: Path | None = None) -> Report:
+def validate_card(path: Path, cache_root: Path | None = None, data_home: Path | None = None) -> Report:
     card_path = path / "task.yaml" if path.is_dir() else path
     problems: list[Problem] = []
     sizes: dict[str, int] = {}
@@ -104,6 +107,8 @@ def validate_card(path: Path, cache_root: Path | None = None) -> Report:
     for key in REQUIRED:
         if key not in raw:
             problems.append(Problem(f"required field `{key}` is missing", _FIELD_HELP[key]))
+    if "protocol" not in raw and "protocols" not in raw:
+        problems.append(Problem("required field `protocol` is missing", _FIELD_HELP["protocol"]))
     if "id" in raw and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", str(raw["id"])):
         problems.append(Problem(f"id {raw['id']!r} has characters other than letters, digits, '-', '_', '.'",
                                 "use a short slug such as my-task"))
@@ -149,7 +154,7 @@ def validate_card(path: Path, cache_root: Path | None = None) -> Report:
     card = None
     if not problems:
         try:
-            card = load_task_card(card_path)
+            card = load_task_card(card_path, data_home=data_home)
         except UsageError as exc:
             problems.append(Problem(str(exc), "see docs/tasks.md"))
     if data is not None:   # check the data even when other fields are wrong: report everything at once
@@ -171,6 +176,21 @@ def _lenient_card(raw: dict, card_path: Path) -> TaskCard:
 
 
 def _check_protocol(raw: dict) -> list[Problem]:
+    """The card's protocol, or each of its named protocols (`protocols:`, less what they override)."""
+    if "protocols" not in raw:
+        return _check_one_protocol(raw)
+    try:
+        named, _ = card_protocols(raw)
+    except ValueError as exc:
+        return [Problem(f"protocols: {exc}", "see docs/tasks.md, named protocols")]
+    problems = []
+    for name, fields in named.items():
+        proto = {k: v for k, v in fields.items() if k not in OVERRIDE_KEYS}
+        problems += [Problem(f"protocols.{name}: {p.what}", p.fix) for p in _check_one_protocol({"protocol": proto})]
+    return problems
+
+
+def _check_one_protocol(raw: dict) -> list[Problem]:
     problems = []
     proto = raw.get("protocol")
     if "protocol" not in raw:
@@ -267,11 +287,13 @@ def _check_data(card: TaskCard, scorer_obj, sizes: dict, cache_root: Path | None
             seen: set = set()
             dups, lacking = [], {}
             contents[split] = {}
+            # `rows: benchmark`: the agent's rows in the benchmark's own shape (never scored)
+            fields = () if (splits.get(split) or {}).get("rows") == "benchmark" else item_fields
             for n, item in enumerate(items, 1):
                 if not isinstance(item, dict):
                     problems.append(Problem(f"split {split} item {n} is not a JSON object", "one object per line"))
                     break
-                for f in item_fields:
+                for f in fields:
                     if f not in item:
                         lacking.setdefault(f, []).append(str(item.get("id", f"#{n}")))
                 if "id" in item:
@@ -291,6 +313,8 @@ def _check_data(card: TaskCard, scorer_obj, sizes: dict, cache_root: Path | None
     names = list(contents)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
+            if (splits.get(a) or {}).get("overlaps") == b or (splits.get(b) or {}).get("overlaps") == a:
+                continue          # declared: e.g. a dev split drawn from train (the protocol's own partition)
             shared = ids.get(a, set()) & ids.get(b, set())
             if shared:
                 problems.append(Problem(f"splits {a} and {b} share {len(shared)} id(s), e.g. {sorted(map(str, shared))[:3]}",

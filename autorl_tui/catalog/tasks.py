@@ -47,7 +47,9 @@ from typing import Any
 import yaml
 
 from autorl_tui import registry
-from autorl_tui.catalog.protocol import EvalProtocol
+from autorl_tui.catalog.official_data import official_files
+from autorl_tui.catalog.official_data import origin as official_origin
+from autorl_tui.catalog.protocol import DEFAULT_NAME, EvalProtocol, card_protocols, choose_protocol
 from autorl_tui.exitcodes import UsageError
 
 SPLITS_AGENT_VISIBLE = ("train",)
@@ -85,6 +87,13 @@ class TaskCard:
     workspace_files: list[str] = field(default_factory=list)        # extra agent-visible files beside the card
     version: str = "1"
     raw: dict[str, Any] = field(default_factory=dict)
+    protocol_name: str = DEFAULT_NAME       # which of the card's named protocols this card is under
+    protocol_about: str = ""
+    data_home: Path | None = None           # the home's `data/` folder (`autorl-tui data get` puts files there)
+
+    @property
+    def protocol_names(self) -> list[str]:
+        return list(card_protocols(self.raw)[0]) if self.raw else [self.protocol_name]
 
     @property
     def description(self) -> str:
@@ -99,6 +108,8 @@ class TaskCard:
         data from outside the card comes from (another GSM8K_PATH is another dataset)."""
         payload = {"protocol": self.protocol.to_dict(), "scorer": self.scorer, "data": self.data,
                    "scorer_options": self.scorer_options, "version": self.version}
+        if self.protocol_name != DEFAULT_NAME:   # single-protocol cards keep their hashes
+            payload["protocol_name"] = self.protocol_name
         source = data_source_fingerprint(self)
         if source:          # only cards reading outside data get the key: the others keep their hashes
             payload["source"] = source
@@ -107,15 +118,19 @@ class TaskCard:
     def to_dict(self) -> dict:
         return {"id": self.id, "name": self.name, "level": self.level, "scorer": self.scorer,
                 "primary_metric": self.primary_metric, "protocol": self.protocol.to_dict(),
+                "protocol_name": self.protocol_name, "protocol_about": self.protocol_about,
+                "data_origin": data_origin(self),
                 "data": self.data, "dir": str(self.dir), "default_budget": self.default_budget,
                 "submission_cap": self.submission_cap, "scorer_options": self.scorer_options,
                 "workspace_files": self.workspace_files, "version": self.version}
 
 
-REQUIRED = ("id", "level", "scorer", "primary_metric", "protocol", "data")
+REQUIRED = ("id", "level", "scorer", "primary_metric", "data")
 
 
-def load_task_card(path: Path) -> TaskCard:
+def load_task_card(path: Path, protocol: str | None = None, data_home: Path | None = None) -> TaskCard:
+    """The card at `path` under its protocol `protocol` (the card's default when None): the
+    protocol's `data` keys replace the card's, its `scorer_options` are merged over the card's."""
     card_path = path / "task.yaml" if path.is_dir() else path
     where = str(card_path)
     try:
@@ -127,52 +142,63 @@ def load_task_card(path: Path) -> TaskCard:
     if not isinstance(raw, dict):
         raise UsageError(f"task card {where} must be a mapping of fields, got {type(raw).__name__}")
     missing = [k for k in REQUIRED if k not in raw]
+    if "protocol" not in raw and "protocols" not in raw:
+        missing.append("protocol (or protocols)")
     if missing:
         raise UsageError(f"task card {where} lacks required field(s): {', '.join(missing)}")
     try:
-        protocol = EvalProtocol.from_dict(raw["protocol"])
+        choice = choose_protocol(raw, protocol)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"task card {where}: protocol: {exc}") from None
     if raw["level"] not in (1, 2, 3):
         raise UsageError(f"task card {where}: level must be 1, 2 or 3, got {raw['level']!r}")
+    if not isinstance(raw["data"], dict):
+        raise UsageError(f"task card {where}: data must be a mapping")
+    try:
+        official_files({**raw["data"], **choice.data}, f"task card {where}")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     factor = (raw.get("submission_cap") or {}).get("size_factor")
     if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0):
         raise UsageError(f"task card {where}: submission_cap.size_factor must be a positive number (a submission may "
                          f"be that many times the base model's size), got {factor!r}")
     return TaskCard(
         id=str(raw["id"]), name=str(raw.get("name", raw["id"])), level=int(raw["level"]),
-        scorer=str(raw["scorer"]), primary_metric=str(raw["primary_metric"]), protocol=protocol,
-        data=dict(raw["data"]), dir=card_path.parent.resolve(),
-        description_file=raw.get("description", "description.md"),
+        scorer=str(raw["scorer"]), primary_metric=str(raw["primary_metric"]), protocol=choice.protocol,
+        data={**dict(raw["data"]), **choice.data}, dir=card_path.parent.resolve(),
+        description_file=choice.description or raw.get("description", "description.md"),
         default_budget=str(raw.get("budget", "10m")), submission_cap=dict(raw.get("submission_cap") or {}),
-        scorer_options=dict(raw.get("scorer_options") or {}),
-        workspace_files=list(raw.get("workspace_files") or []), version=str(raw.get("version", "1")), raw=raw)
+        scorer_options={**dict(raw.get("scorer_options") or {}), **choice.scorer_options},
+        workspace_files=list(raw.get("workspace_files") or []), version=str(raw.get("version", "1")), raw=raw,
+        protocol_name=choice.name, protocol_about=choice.about,
+        data_home=Path(data_home) if data_home is not None else None)
 
 
-def list_tasks(search_path: list[Path]) -> dict[str, TaskCard]:
+def list_tasks(search_path: list[Path], data_home: Path | None = None) -> dict[str, TaskCard]:
     found: dict[str, TaskCard] = {}
     for root in search_path:
         if not root.is_dir():
             continue
         for card in sorted(root.glob("*/task.yaml")):
             try:
-                task = load_task_card(card)
+                task = load_task_card(card, data_home=data_home)
             except UsageError:
                 continue
             found.setdefault(task.id, task)
     return found
 
 
-def find_task(task_id: str, search_path: list[Path]) -> TaskCard:
+def find_task(task_id: str, search_path: list[Path], protocol: str | None = None,
+              data_home: Path | None = None) -> TaskCard:
     for root in search_path:
         card = root / task_id / "task.yaml"
         if card.exists():
-            return load_task_card(card)
+            return load_task_card(card, protocol, data_home)
     from autorl_tui.catalog.autorl_bench import task_alias
 
     ours = task_alias(task_id)     # AutoRL-Bench's task ids (e.g. alpacaeval → alpaca-judge)
     if ours is not None and ours != task_id:
-        return find_task(ours, search_path)
+        return find_task(ours, search_path, protocol, data_home)
     known = ", ".join(sorted(list_tasks(search_path))) or "none"
     raise UsageError(f"unknown task {task_id!r}; known tasks: {known} (searched {', '.join(map(str, search_path))})")
 
@@ -299,10 +325,14 @@ def provider_module(card: TaskCard):
 
 
 def local_data_root(card: TaskCard) -> Path | None:
+    """Where a `local` card's data is: the folder its variable names, else the copy `autorl-tui
+    data get` made in the home, else the card's default folder."""
     candidates = []
     env = card.data.get("env")
     if env and os.environ.get(env):
         candidates.append(Path(os.environ[env]).expanduser())
+    if card.data_home is not None:
+        candidates.append(card.data_home / card.id)
     if card.data.get("default"):
         candidates.append(Path(card.data["default"]).expanduser())
     for c in candidates:
@@ -317,8 +347,10 @@ def _materialize_local(card: TaskCard, split: str, out_dir: Path) -> Path:
     if root is None:
         files = sorted({s.get("file") for s in card.data["splits"].values() if s.get("file")})
         env = card.data.get("env")
+        get = (f"run `autorl-tui data get {card.id}` (fetches the official files into the home and verifies "
+               f"them), or put " if card.data.get("official") else "Put ")
         raise DataUnavailable(
-            f"task {card.id} needs its data on this machine and none was found. Put "
+            f"task {card.id} needs its data on this machine and none was found. {get}"
             f"{' and '.join(files)} in {card.data.get('default', '<a folder>')}"
             + (f" or set {env}=/path/to/folder" if env else "")
             + (f". {card.data['hint']}" if card.data.get("hint") else ""))
@@ -331,7 +363,7 @@ def _materialize_local(card: TaskCard, split: str, out_dir: Path) -> Path:
             raise DataUnavailable(f"task {card.id}: expected {path} (split {split}); see the task's description")
         items = read_items(path)
         for other in card.data["splits"].values():   # a split other splits are carved from loses them
-            if other.get("from") == split:
+            if other.get("from") == split and other.get("overlaps") != split:   # overlaps: keeps them
                 n = int(other.get("last", 0))
                 items = items[:-n] if n else items[int(other.get("first", 0)):]
     normalize = card.data.get("normalize")
@@ -339,6 +371,17 @@ def _materialize_local(card: TaskCard, split: str, out_dir: Path) -> Path:
         fn = registry.resolve("item_normalizers", normalize, card.dir)
         items = [fn(x, i, split) for i, x in enumerate(items)]
     return _write_jsonl(out_dir / f"{split}.jsonl", items)
+
+
+def data_origin(card: TaskCard) -> dict:
+    """Where the card's data comes from (official files and their checksums, a user's copy, or a
+    stand-in), for the run spec and reports."""
+    provider = card.data.get("provider", "files")
+    root = local_data_root(card) if provider == "local" else None
+    if provider == "python" and card.data_home is not None and card.data.get("official"):
+        root = card.data_home / card.id
+        root = root if root.is_dir() else None
+    return official_origin(card.data, root, card.data.get("env"))
 
 
 def read_items(path: Path) -> list[dict]:

@@ -56,7 +56,8 @@ def list_runs(args) -> int:
             raise UsageError(str(exc)) from None
         with reader:
             records = reader.runs(states=args.state or (), plan=args.plan or None)
-    rows = [{**r.to_dict(), "isolation": recorded_isolation(r.spec, r.executor)} for r in records]
+    rows = [{**r.to_dict(), "isolation": recorded_isolation(r.spec, r.executor),
+             "protocol": (r.spec or {}).get("protocol_name") or "default"} for r in records]
     if args.json:
         for r in rows:
             r.pop("spec", None)

@@ -29,6 +29,8 @@ def register(subparsers) -> None:
     p.add_argument("task", metavar="TASK", help="task id (see `autorl-tui tasks`)")
     p.add_argument("--completions", required=True, metavar="FILE", help='JSON lines {"id": ..., "completion": ...}')
     p.add_argument("--split", default="dev", help="the split the ids belong to (default: dev)")
+    p.add_argument("--protocol", default=None, metavar="NAME",
+                   help="a named protocol of the task card (default: the card's default, e.g. autorl-bench)")
     p.add_argument("--json", action="store_true", help="print one JSON object (items and aggregate) instead of a table")
     p.set_defaults(func=run)
 
@@ -79,7 +81,8 @@ def run(args) -> int:
 
     rows = read_completions(Path(args.completions).expanduser())
     home = Home.open(getattr(args, "home", None))
-    card = find_task(args.task, task_search_path([Path(d) for d in (args.tasks_dir or [])], home_root=home.root))
+    card = find_task(args.task, task_search_path([Path(d) for d in (args.tasks_dir or [])], home_root=home.root),
+                     protocol=args.protocol, data_home=home.data)
     if card.scorer in UNSUPPORTED_SCORERS:
         raise UsageError(f"task {card.id} uses the {card.scorer} scorer: {UNSUPPORTED_SCORERS[card.scorer]}")
     if args.split not in card.splits:
@@ -117,7 +120,8 @@ def run(args) -> int:
                 "error": s.error} for s in result.samples]
     aggregate = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float, str, bool)) or v is None}
     if args.json:
-        print(json.dumps({"task": card.id, "split": args.split, "scorer": card.scorer,
+        print(json.dumps({"task": card.id, "protocol": card.protocol_name, "data_origin": card.to_dict()["data_origin"],
+                          "split": args.split, "scorer": card.scorer,
                           "primary_metric": card.primary_metric, "score": result.score, "n_items": len(items),
                           "n_samples_per_item": n, "items": samples, "metrics": aggregate}))
         return int(ExitCode.OK)
@@ -128,6 +132,7 @@ def run(args) -> int:
         error = (s["error"] or "").replace("\n", " ")
         print(f"{s['id'].ljust(width)}  {result_text:<14}  {error[:100]}")
     passed = sum(1 for s in samples if s["passed"])
-    print(f"\n{card.id} ({args.split}, {card.scorer}): {card.primary_metric} = {result.score:.2f}  "
+    print(f"\n{card.id} ({args.split}, protocol {card.protocol_name}, {card.scorer}): {card.primary_metric} = "
+          f"{result.score:.2f}  "
           f"({passed}/{len(samples)} samples passed, {len(items)} items)")
     return int(ExitCode.OK)

@@ -39,7 +39,9 @@ def list_tasks(args) -> int:
     from autorl_tui.catalog.task_checks import data_available
     from autorl_tui.catalog.tasks import list_tasks as find_all
 
-    tasks = find_all(_search_path(args))
+    from autorl_tui.home import Home
+
+    tasks = find_all(_search_path(args), data_home=Home.open(getattr(args, "home", None), create=False).data)
     rows = []
     for task in sorted(tasks.values(), key=lambda t: (t.level, t.id)):
         ok, where = data_available(task)
@@ -73,7 +75,8 @@ def validate(args) -> int:
     from autorl_tui.home import Home
 
     # The home's cache: splits materialized here are reused by runs (and by the next validation).
-    report = validate_card(path, cache_root=Home.open(args.home).cache / "tasks")
+    home = Home.open(args.home)
+    report = validate_card(path, cache_root=home.cache / "tasks", data_home=home.data)
     if report.ok:
         sizes = ", ".join(f"{k} {v}" for k, v in report.split_sizes.items())
         print(f"{report.card_path}: valid ({sizes})")

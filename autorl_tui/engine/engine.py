@@ -144,7 +144,7 @@ class Engine:
         procedural held-out split)."""
         h = self.home
         paths = [h.root / n for n in ("store.db", "store.db-wal", "store.db-shm", "engine.lock")]
-        paths += [h.cache, h.snapshots, h.runs_dir, h.reports, h.models]
+        paths += [h.cache, h.snapshots, h.runs_dir, h.reports, h.models, h.data]
         paths += [p for p in self.task_search_path() if p.is_dir()]
         package = Path(__file__).resolve().parents[1]
         paths += [package / "catalog" / "generators", package / "grading"]
@@ -168,7 +168,8 @@ class Engine:
 
     # ------------------------------------------------------------------ queue
     def _validate(self, req: RunRequest) -> dict:
-        card = find_task(req.task, self.task_search_path())
+        card = find_task(req.task, self.task_search_path(), protocol=req.protocol,
+                         data_home=self.home.data)
         if card.data.get("provider") == "local" and local_data_root(card) is None:
             try:
                 from autorl_tui.catalog.tasks import materialize
@@ -196,7 +197,8 @@ class Engine:
         model_name = Path(req.model).name if ("/" in req.model) else req.model
         return {"task": card.to_dict(), "agent": agent.to_dict(), "model": req.model, "model_name": model_name,
                 "seed": req.seed, "executor": req.executor, "driver": req.driver, "options": req.options,
-                "protocol": card.protocol.to_dict(), "level": card.level,
+                "protocol": card.protocol.to_dict(), "protocol_name": card.protocol_name, "level": card.level,
+                "data_origin": card.to_dict()["data_origin"],
                 "isolation": isolation_of(req)}
 
     def _next_run_number(self) -> int:
@@ -438,7 +440,8 @@ class Engine:
         spec = row["spec"]
         req = RunRequest(task=row["task"], agent=row["agent"], model=row["model"], seed=row["seed"],
                          budget_s=row["budget_s"], executor=row["executor"], gpus=row["gpus_requested"],
-                         driver=row["driver"], priority=row["priority"], options=spec.get("options", {}))
+                         driver=row["driver"], priority=row["priority"], options=spec.get("options", {}),
+                         protocol=spec.get("protocol_name"))
         plan = Plan(name=f"retry of {run_id}", source=f"retry: {run_id}", runs=[req], raw={})
         [new_id] = await self.enqueue_plan(plan)
         self.store.append_event(run_id, "harness", f"retried as {new_id}", data={"retry": new_id})

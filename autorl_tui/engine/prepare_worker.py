@@ -21,7 +21,8 @@ def main(request_json: str) -> int:
 
         progress.set_sink(lambda p: print(json.dumps({"progress": p}), flush=True))
         try:
-            card = load_task_card(Path(req["task_dir"]))
+            card = load_task_card(Path(req["task_dir"]), req.get("protocol"),
+                                  data_home=Path(req["data_home"]) if req.get("data_home") else None)
             progress.report(f"model {req['model']}: locating (built-in models are built on first use)")
             model_path = resolve_model(req["model"], Path(req["models_root"]), build=True)
             splits = {}

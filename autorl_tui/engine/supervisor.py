@@ -174,13 +174,15 @@ class RunSupervisor:
                        "isolation": "container" if in_container else "bwrap" if self.isolated else "none"})
 
     def _load_catalog(self) -> None:
-        self.card = load_task_card(Path(self.spec["task"]["dir"]))
+        self.card = load_task_card(Path(self.spec["task"]["dir"]), self.spec["task"].get("protocol_name"),
+                                   data_home=self.engine.home.data)
         self.agent = find_agent(self.spec["agent"]["name"], [Path(self.spec["agent"]["source"]).parent]
                                 + self.engine.agent_search_path())
 
     async def _materialize(self) -> dict:
         """The base model and the task's splits, materialized by the prepare worker."""
-        request = {"task_dir": str(self.card.dir), "model": self.spec["model"], "models_root": str(self.engine.home.models),
+        request = {"task_dir": str(self.card.dir), "protocol": self.card.protocol_name,
+                   "data_home": str(self.engine.home.data), "model": self.spec["model"], "models_root": str(self.engine.home.models),
                    "cache_root": str(self.engine.home.cache / "tasks"), "splits": ["train", "dev", "test"]}
         return await self._subprocess_json([sys.executable, "-m", "autorl_tui.engine.prepare_worker", json.dumps(request)])
 

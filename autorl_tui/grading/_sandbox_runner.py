@@ -34,6 +34,23 @@ import sys
 if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
 
+
+class AllowedPackages:
+    """Finds the few packages the harness lets programs import ("numpy=/site/dir" pairs in
+    $AUTORL_SANDBOX_PACKAGES), each in its own folder only: no other module of site-packages."""
+
+    def __init__(self, spec):
+        self.dirs = dict(p.split("=", 1) for p in spec.split(os.pathsep) if "=" in p)
+
+    def find_spec(self, name, path=None, target=None):
+        if path is None and name in self.dirs:
+            from importlib.machinery import PathFinder
+            return PathFinder.find_spec(name, [self.dirs[name]])
+        return None
+
+
+sys.meta_path.append(AllowedPackages(os.environ.pop("AUTORL_SANDBOX_PACKAGES", "")))
+
 import marshal  # noqa: E402
 import resource  # noqa: E402
 import select  # noqa: E402

@@ -67,6 +67,24 @@ RUNNER = Path(__file__).with_name("_sandbox_runner.py")
 # programs' output) is the same on every run: same protocol, same numbers.
 PYTHON_FLAGS = ("-s", "-S", "-B")
 RUNNER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+# The one package beyond the stdlib that programs may import (HumanEval solutions use it and the
+# official harness lets them): the runner finds it in its own folder, and nothing else of
+# site-packages (_sandbox_runner.py, AUTORL_SANDBOX_PACKAGES).
+SANDBOX_PACKAGES = ("numpy",)
+
+
+def _package_dirs() -> str:
+    import importlib.util
+
+    found = []
+    for name in SANDBOX_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            found.append(f"{name}={os.path.dirname(list(spec.submodule_search_locations)[0])}")
+    return os.pathsep.join(found)
+
+
+RUNNER_ENV["AUTORL_SANDBOX_PACKAGES"] = _package_dirs()
 SANDBOX_HOME = "/tmp/sandbox"            # the work dir inside the private /tmp
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")   # fresh tmpfs per program (the runner's PRIVATE_TMPFS)
 
@@ -469,7 +487,7 @@ def _rlimits(limits: SandboxLimits) -> dict:
 
 def _minimal_env(workdir: str) -> dict:
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8",
-            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 class _ForkServer:

@@ -51,7 +51,10 @@ def protocol_of(spec: dict) -> dict:
     return {"temperature": proto.get("temperature"), "top_p": proto.get("top_p"), "n": proto.get("n"),
             "max_tokens": proto.get("max_tokens"), "max_steps": proto.get("max_steps"),
             "k": proto.get("k"), "splits": splits, "scorer": task.get("scorer"),
-            "primary_metric": task.get("primary_metric")}
+            "primary_metric": task.get("primary_metric"),
+            "name": spec.get("protocol_name") or task.get("protocol_name") or "default",
+            "about": task.get("protocol_about") or None,
+            "data_origin": spec.get("data_origin") or task.get("data_origin")}
 
 
 def build_run_report(a: Analytics, run_id: str) -> dict:

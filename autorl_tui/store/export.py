@@ -46,6 +46,8 @@ def export_run(rows: Rows, run_id: str, *, include_events: bool = True, include_
         "task": run["task"], "agent": run["agent"], "model": run["model"], "seed": run["seed"],
         "state": run["state"],
         "isolation": recorded_isolation(run.get("spec"), run["executor"]),   # "none": the agent ran unisolated
+        "protocol": (run.get("spec") or {}).get("protocol_name") or "default",   # the task card's named protocol
+        "data_origin": (run.get("spec") or {}).get("data_origin"),
         "baseline_score": run["baseline_score"],
         "baseline_dev_score": run["baseline_dev_score"],
         "best_dev_score": run["best_dev_score"],

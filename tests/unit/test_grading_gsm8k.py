@@ -22,9 +22,10 @@ def write_gsm8k(folder, n_train=510, n_test=7):
 
 
 def test_local_gsm8k_is_normalized_and_dev_carved_from_train(tmp_path, monkeypatch):
+    """The `zero-shot` protocol (this project's earlier one): our item shape, dev carved out of train."""
     write_gsm8k(tmp_path / "gsm8k")
     monkeypatch.setenv("GSM8K_PATH", str(tmp_path / "gsm8k"))
-    card = find_task("gsm8k", task_search_path())
+    card = find_task("gsm8k", task_search_path(), protocol="zero-shot")
     cache = tmp_path / "cache"
     train = read_items(materialize(card, "train", cache))
     dev = read_items(materialize(card, "dev", cache))
@@ -37,6 +38,29 @@ def test_local_gsm8k_is_normalized_and_dev_carved_from_train(tmp_path, monkeypat
     assert test[3]["answer"] == "6"
 
 
+def test_autorl_bench_protocol_keeps_gsm8k_rows_and_all_of_train(tmp_path, monkeypatch):
+    """Under `autorl-bench` (the default) the agent's train split is every official training row in
+    GSM8K's own {question, answer} shape, as AutoRL-Bench hands it to agents; dev overlaps it."""
+    write_gsm8k(tmp_path / "gsm8k")
+    monkeypatch.setenv("GSM8K_PATH", str(tmp_path / "gsm8k"))
+    card = find_task("gsm8k", task_search_path())
+    assert card.protocol_name == "autorl-bench"
+    cache = tmp_path / "cache"
+    train = read_items(materialize(card, "train", cache))
+    dev = read_items(materialize(card, "dev", cache))
+    test = read_items(materialize(card, "test", cache))
+    assert (len(train), len(dev), len(test)) == (510, 500, 7)
+    assert train[0] == {"question": "Ann has 0 pens and buys 1,000 more. How many now?",
+                        "answer": "She has 0 + 1000 = <<0+1000=1000>>1000 pens.\n#### 1,000"}
+    assert test[3] == {"id": "gsm8k-test-00003", "prompt": "What is 3 times 2?", "question": "What is 3 times 2?",
+                       "answer": "3 * 2 = 6\n#### 6"}
+    prompt = card.protocol.build_prompt(test[3])
+    assert [m["role"] for m in prompt] == ["user", "assistant"] * 4 + ["user"]
+    assert prompt[-1]["content"] == "Question: What is 3 times 2?\nLet's think step by step\nAnswer:"
+    assert prompt[1]["content"].endswith("The answer is 4\n")
+    assert (card.protocol.max_tokens, card.protocol.stop) == (512, ["Question:"])
+
+
 def test_missing_gsm8k_says_where_to_put_the_files(tmp_path, monkeypatch):
     monkeypatch.setenv("GSM8K_PATH", str(tmp_path / "nowhere"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -46,7 +70,7 @@ def test_missing_gsm8k_says_where_to_put_the_files(tmp_path, monkeypatch):
         materialize(card, "test", tmp_path / "cache")
     msg = str(err.value)
     assert "train.jsonl" in msg and "test.jsonl" in msg and str(tmp_path / "default-place") in msg
-    assert "GSM8K_PATH" in msg and "####" in msg
+    assert "GSM8K_PATH" in msg and "####" in msg and "autorl-tui data get gsm8k" in msg
 
 
 def test_wrong_format_is_explained(tmp_path, monkeypatch):

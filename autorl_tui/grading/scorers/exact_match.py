@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from math import comb
 
+from autorl_tui.catalog import answers_opencompass
 from autorl_tui.catalog.answers import answers_match, extract_answer, gold_answer
 from autorl_tui.grading.types import Completion, EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
 
@@ -42,6 +43,23 @@ def classify(completion: Completion, expected: str) -> tuple[str | None, str | N
     return found.value, "wrong_answer"
 
 
+def classify_opencompass(completion: Completion, expected: str) -> tuple[str | None, str | None]:
+    """As `classify`, with OpenCompass's GSM8K extraction and comparison (scorer option
+    `extraction: opencompass-gsm8k`; catalog/answers_opencompass.py): `expected` is its gold."""
+    if not completion.text.strip():
+        return None, "empty"
+    pred = answers_opencompass.extract(completion.text)
+    if answers_opencompass.is_equal(pred, expected):
+        return pred, None
+    if pred == "NULL":
+        return None, "truncated" if completion.finish_reason == "length" else "format_error"
+    return pred, "wrong_answer"
+
+
+EXTRACTIONS = {"default": (classify, gold_answer),
+               "opencompass-gsm8k": (classify_opencompass, lambda item: answers_opencompass.gold(str(item["answer"])))}
+
+
 class ExactMatchScorer:
     name = "exact_match"
     version = "1"
@@ -50,13 +68,17 @@ class ExactMatchScorer:
                  ctx: ScorerContext) -> EvalResult:
         if not items:
             raise ValueError(f"split {ctx.split} has no items to score")
+        extraction = str(ctx.options.get("extraction", "default"))
+        if extraction not in EXTRACTIONS:
+            raise ValueError(f"unknown extraction {extraction!r}; known: {', '.join(EXTRACTIONS)}")
+        judge, gold_of = EXTRACTIONS[extraction]
         expected = []
         for item in items:
             if "prompt" not in item:
                 raise ValueError(f"item {item.get('id', '?')} of split {ctx.split} has no `prompt`")
-            expected.append(gold_answer(item))
+            expected.append(gold_of(item))
         t0 = time.perf_counter()
-        outputs = policy.generate([it["prompt"] for it in items], n=protocol.n, temperature=protocol.temperature,
+        outputs = policy.generate([protocol.build_prompt(it) for it in items], n=protocol.n, temperature=protocol.temperature,
                                   top_p=protocol.top_p, max_tokens=protocol.max_tokens, stop=protocol.stop)
         t_inf = time.perf_counter() - t0
         samples: list[SampleResult] = []
@@ -64,7 +86,7 @@ class ExactMatchScorer:
         correct_per_prompt: list[int] = []
         total_tokens = 0
         for item, gold, completions in zip(items, expected, outputs):
-            verdicts = [classify(c, gold) for c in completions]
+            verdicts = [judge(c, gold) for c in completions]
             n_ok = sum(kind is None for _, kind in verdicts)
             correct_per_prompt.append(n_ok)
             first, (extracted, kind) = completions[0], verdicts[0]

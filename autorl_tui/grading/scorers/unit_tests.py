@@ -13,7 +13,9 @@ they never enter its process. The task's data files are hidden from the sandbox 
 With protocol n > 1, pass@k uses the unbiased estimator of Chen et al. (2021):
 pass@k = E_problems[1 - C(n-c, k) / C(n, k)] for c correct of n samples.
 
-Scorer options: timeout_s (wall time per completion, its tests included), call_timeout_s (per
+Scorer options: extraction (`default`: as above; `opencompass-v2`: OpenCompass's
+humaneval_postprocess_v2, the first fenced block else the text, left-stripped, after the prompt,
+as AutoRL-Bench runs HumanEval), timeout_s (wall time per completion, its tests included), call_timeout_s (per
 call of the candidate; default timeout_s), cpu_s, memory_mb, workers, nproc, output_bytes (sandbox
 limits); hide_packages (Python packages whose folders the sandbox must not see, e.g. the one that
 ships the problems and their tests).
@@ -86,6 +88,20 @@ def solution_source(item: dict, completion: str) -> str:
     return item["prompt"] + code
 
 
+def opencompass_v2(text: str) -> str:
+    """OpenCompass's `humaneval_postprocess_v2` (opencompass/datasets/humaneval.py), as
+    AutoRL-Bench's HumanEval runs it: the first fenced block, else the text; left-stripped."""
+    blocks = re.findall(r"```\w*\n(.*?)```", text, re.DOTALL)
+    if len(blocks) >= 1:
+        text = blocks[0]
+    return text.lstrip()
+
+
+# Scorer option `extraction`: how the program is made from a completion.
+EXTRACTIONS = {"default": solution_source,
+               "opencompass-v2": lambda item, completion: item["prompt"] + opencompass_v2(completion)}
+
+
 def failure_kind(check: CheckResult, completion: Completion) -> str:
     if check.failure_kind == "format_error" and completion.finish_reason == "length":
         return "truncated"
@@ -137,8 +153,14 @@ class UnitTestsScorer:
         if too_big:
             raise ValueError(f"unit_tests: pass@{too_big[0]} needs protocol n >= {too_big[0]} (n is {protocol.n}); "
                              "raise protocol.n or drop it from protocol.k")
+        extraction = str(opts.get("extraction", "default"))
+        if extraction not in EXTRACTIONS:
+            raise ValueError(f"unit_tests: unknown extraction {extraction!r}; known: {', '.join(EXTRACTIONS)}")
+        make_solution = EXTRACTIONS[extraction]
         t0 = time.monotonic()
-        if protocol.prompt_format == "chat":
+        if protocol.prompt_template is not None or protocol.shots:     # the protocol writes the prompt
+            prompts = [protocol.build_prompt(item) for item in items]
+        elif protocol.prompt_format == "chat":
             prompts: list[Any] = []
             for item in items:
                 msgs = [{"role": "system", "content": protocol.system_prompt}] if protocol.system_prompt else []
@@ -158,7 +180,7 @@ class UnitTestsScorer:
         for i, comps in enumerate(completions):
             for j, comp in enumerate(comps[: protocol.n]):
                 jobs.append((i, j, comp))
-        solutions = [solution_source(items[i], comp.text) if comp.text.strip() else None for i, _, comp in jobs]
+        solutions = [make_solution(items[i], comp.text) if comp.text.strip() else None for i, _, comp in jobs]
         workers = int(opts.get("workers", 2))
         call_timeout = float(opts.get("call_timeout_s", limits.wall_s))
         sandbox = code_sandbox(limits, workers=workers, base_dir=ctx.scratch_dir, hide=hidden_paths(opts, ctx))

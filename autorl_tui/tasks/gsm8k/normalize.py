@@ -19,3 +19,14 @@ def normalize(raw: dict, index: int, split: str) -> dict:
                          f"(is this the official format?)")
     return {"id": f"gsm8k-{split}-{index:05d}", "prompt": str(raw["question"]).strip(), "answer": final.value,
             "solution": solution}
+
+
+def normalize_official(raw: dict, index: int, split: str) -> dict:
+    """The `autorl-bench` protocol's shape: training rows stay GSM8K's own {"question", "answer"}
+    (AutoRL-Bench's agents read them so); held-out rows add an id and the prompt, and keep the full
+    solution as `answer` (OpenCompass reads the gold answer after its "#### ")."""
+    normalize(raw, index, split)      # the same checks
+    row = {"question": str(raw["question"]), "answer": str(raw["answer"])}
+    if split == "train":
+        return row
+    return {"id": f"gsm8k-{split}-{index:05d}", "prompt": row["question"], **row}

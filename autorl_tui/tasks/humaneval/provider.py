@@ -47,16 +47,36 @@ def partition(n_problems: int, seed: int, n_train: int, n_dev: int) -> dict[str,
             "test": sorted(order[n_train + n_dev:])}
 
 
+def ranges(spec: dict, n_problems: int) -> dict[str, list[int]]:
+    """`ranges: {train: [0, 82], dev: [50, 82], test: [82, 164]}`: problem numbers by order,
+    [start, end) (AutoRL-Bench's partition: the first half for training, the second held out)."""
+    out = {}
+    for split, bounds in spec.items():
+        start, end = (int(b) for b in bounds)
+        if not 0 <= start < end <= n_problems:
+            raise DataUnavailable(f"humaneval: range {split}: {bounds} is not within 0..{n_problems}")
+        out[split] = list(range(start, end))
+    return out
+
+
 def materialize(card: TaskCard, split: str, out_dir: Path) -> Path:
     params = dict(card.data.get("params") or {})
     problems = bundled_problems()
-    parts = partition(len(problems), int(params.get("seed", 20260101)), int(params.get("train", 100)),
-                      int(params.get("dev", 32)))
+    if "ranges" in params:
+        parts = ranges(dict(params["ranges"]), len(problems))
+    else:
+        parts = partition(len(problems), int(params.get("seed", 20260101)), int(params.get("train", 100)),
+                          int(params.get("dev", 32)))
     if split not in parts:
         raise DataUnavailable(f"task {card.id}: no split {split!r} (train, dev, test)")
     items = []
     for number in parts[split]:
         p = problems[number]
+        if split == "train" and params.get("train_rows") == "autorl-bench":
+            # AutoRL-Bench's own train.jsonl row (benchmarks/humaneval/data.py), so its agents read it unchanged.
+            items.append({"question": p["prompt"], "answer": p["canonical_solution"], "task_id": p["task_id"],
+                          "entry_point": p["entry_point"], "test": p["test"]})
+            continue
         item = {"id": p["task_id"], "task_number": number, "prompt": p["prompt"], "entry_point": p["entry_point"],
                 "test": p["test"], "canonical_solution": p["canonical_solution"]}
         if split == "train":

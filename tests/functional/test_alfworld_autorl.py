@@ -139,3 +139,29 @@ def test_without_the_prompt_file_the_run_stops_with_a_clear_error(world, tmp_pat
     root, items, _ = world
     with pytest.raises(ValueError, match="does not exist: run `autorl-tui data get alfworld`"):
         get_scorer("env_success").evaluate(Replay([]), [items[0]], PROTOCOL, context(root, tmp_path / "missing.json"))
+
+
+def test_the_prompt_file_in_the_home_is_placed_beside_the_games_and_used(world, tmp_path, monkeypatch):
+    """Where `autorl-tui data get alfworld` puts the file (<home>/data/alfworld/react_prompts.json),
+    materialization copies it beside the split's games, and the grader reads it from there."""
+    from autorl_tui.catalog.tasks import load_task_card
+    from autorl_tui.tasks.alfworld.provider import place_react_prompts
+    root, items, prompts = world
+    monkeypatch.delenv("ALFWORLD_REACT_PROMPTS", raising=False)
+    data_home = tmp_path / "data"
+    (data_home / "alfworld").mkdir(parents=True)
+    (data_home / "alfworld" / "react_prompts.json").write_text(json.dumps(prompts))
+    card = load_task_card(Path(__file__).parents[2] / "autorl_tui" / "tasks" / "alfworld", protocol="autorl-bench",
+                          data_home=data_home)
+    assert card.protocol.max_steps == 50 and card.scorer_options["react"] == "autorl-bench"
+    split = tmp_path / "split"
+    split.mkdir()
+    place_react_prompts(card, split)
+    assert json.loads((split / "react_prompts.json").read_text()) == prompts
+    ctx = ScorerContext(task_dir=None, split="test", split_path=split, scratch_dir=split, log=lambda s: None,
+                        options={"env": "alfworld", "react": "autorl-bench"})
+    policy = Replay(items[0]["expert_actions"])
+    result = get_scorer("env_success").evaluate(policy, [items[0]], PROTOCOL, ctx)
+    assert result.samples[0].data["won"]
+    assert policy.prompts[0].startswith("Interact with a household to solve a task. Here are two examples.\n"
+                                        "You are in the middle of a room (put example 1)")

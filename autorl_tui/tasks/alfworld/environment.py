@@ -28,10 +28,10 @@ class AlfworldEnvironment:
     def episodes(self, items: list[dict], split_path: Path) -> list[dict]:
         """Items carry gamefile paths relative to the split folder; without items, read its index."""
         if not items or not all("gamefile" in it for it in items):
-            return list_games(split_path)
+            return [dict(g, split_path=str(split_path)) for g in list_games(split_path)]
         games = []
         for it in items:
-            g = dict(it)
+            g = dict(it, split_path=str(split_path))
             path = Path(g["gamefile"])
             g["gamefile"] = str(path if path.is_absolute() else (split_path / path).resolve())
             games.append(g)
@@ -43,7 +43,7 @@ class AlfworldEnvironment:
     def run_episodes(self, generate, episodes, *, max_steps, batch_size, options, log, on_progress=None):
         if options.get("react") == "autorl-bench":
             try:
-                prompts = load_prompts(options.get("react_prompts"))
+                prompts = load_prompts(options.get("react_prompts"), episodes[0].get("split_path") if episodes else None)
             except ReactPromptsError as exc:
                 raise ValueError(str(exc)) from None
             return run_react_episodes(generate, episodes, prompts=prompts, max_steps=max_steps, batch_size=batch_size,

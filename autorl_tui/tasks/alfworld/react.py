@@ -36,10 +36,13 @@ class ReactPromptsError(ValueError):
     pass
 
 
-def prompts_path(option: str | None = None) -> Path:
-    """The prompt file: the `react_prompts` option, else $ALFWORLD_REACT_PROMPTS, else
-    react_prompts.json in $ALFWORLD_DATA (where `autorl-tui data get alfworld` puts it)."""
+def prompts_path(option: str | None = None, split_path: str | os.PathLike | None = None) -> Path:
+    """The prompt file: the `react_prompts` option, else $ALFWORLD_REACT_PROMPTS, else the copy in
+    the split's folder (placed there from `<home>/data/alfworld/`, where `autorl-tui data get
+    alfworld` fetches it), else react_prompts.json in $ALFWORLD_DATA."""
     raw = option or os.environ.get(PROMPTS_ENV)
+    if not raw and split_path is not None and (Path(split_path) / PROMPTS_FILE).is_file():
+        raw = str(Path(split_path) / PROMPTS_FILE)
     if not raw and os.environ.get("ALFWORLD_DATA"):
         raw = str(Path(os.environ["ALFWORLD_DATA"]) / PROMPTS_FILE)
     if not raw:
@@ -48,8 +51,8 @@ def prompts_path(option: str | None = None) -> Path:
     return Path(raw).expanduser()
 
 
-def load_prompts(option: str | None = None) -> dict:
-    path = prompts_path(option)
+def load_prompts(option: str | None = None, split_path: str | os.PathLike | None = None) -> dict:
+    path = prompts_path(option, split_path)
     try:
         prompts = json.loads(path.read_text())
     except FileNotFoundError:

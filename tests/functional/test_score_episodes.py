@@ -97,3 +97,30 @@ def test_an_unknown_protocol_names_the_known_ones(dev_items, tmp_path):
     f = write_lines(tmp_path / "e.jsonl", [{"id": single["id"], "actions": ["answer[x]"]}])
     proc = cli("score", "deepsearchqa", "--protocol", "nope", "--split", "dev", "--episodes", str(f), home=home)
     assert proc.returncode == 2 and "default, autorl-bench" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_webshop_purchases_are_replayed_and_get_goal_py_s_reward(tmp_path):
+    """WebShop's stand-in shop: buying the goal's product with its options wins (reward 1.0); the
+    same product with other options gets the reward WebShop's get_reward gives (reward.py)."""
+    from autorl_tui.tasks.webshop.reward import reward
+    home = tmp_path / "home"
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "webshop")
+    split = materialize(card, "dev", home / "cache" / "tasks")
+    goals = [json.loads(line) for line in (split / "items.jsonl").read_text().splitlines()]
+    catalog = {p["asin"]: p for p in map(json.loads, (split / "catalog.jsonl").read_text().splitlines())}
+    goal = next(g for g in goals if len(catalog[g["asin"]]["options"]) >= 1
+                and any(len(v) > 1 for v in catalog[g["asin"]]["options"].values()))
+    product = catalog[goal["asin"]]
+    right = [f"click[{v}]" for v in goal["goal_options"].values()]
+    other = {grp: next(v for v in vals if v != goal["goal_options"].get(grp)) if len(vals) > 1 else vals[0]
+             for grp, vals in product["options"].items()}
+    buy = [f"search[{product['title']}]", f"click[{goal['asin'].lower()}]"]
+    rows = [{"id": goal["id"], "actions": buy + right + ["click[buy now]"]},
+            {"id": goal["id"], "actions": buy + [f"click[{v}]" for v in other.values()] + ["click[buy now]"]}]
+    proc = cli("score", "webshop", "--split", "dev", "--episodes", str(write_lines(tmp_path / "e.jsonl", rows)),
+               "--json", home=home, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    first, second = json.loads(proc.stdout)["items"]
+    assert first["won"] and first["reward"] == 1.0
+    assert second["reward"] == pytest.approx(reward(product, goal, product["price"], other))
+    assert second["won"] == (second["reward"] >= 1.0)

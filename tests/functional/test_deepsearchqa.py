@@ -9,8 +9,7 @@ import re
 import subprocess
 import sys
 import textwrap
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -21,6 +20,8 @@ from autorl_tui.grading.scorers import get_scorer
 from autorl_tui.grading.types import Completion, EvalProtocol, ScorerContext
 from autorl_tui.tasks.deepsearchqa.experts import ExpertPolicy
 from autorl_tui.tasks.deepsearchqa.search import LocalIndex
+
+from tests.support.local_http import http_server  # noqa: F401  (a fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -153,18 +154,8 @@ class _SearxStandin(BaseHTTPRequestHandler):
 
 
 @pytest.fixture()
-def server():
-    servers = []
-
-    def start(handler):
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        servers.append(srv)
-        return f"http://127.0.0.1:{srv.server_address[1]}"
-    yield start
-    for srv in servers:
-        srv.shutdown()
-        srv.server_close()
+def server(http_server):
+    return http_server
 
 
 def test_an_http_search_endpoint_replaces_the_local_index(splits, server):

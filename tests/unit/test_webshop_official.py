@@ -47,7 +47,21 @@ def test_official_data_is_used_and_keys_the_cache(tmp_path, monkeypatch):
     target = ep.shop.by_asin[goal["asin"]]
     ep.step(f"search[{target['title']}]")
     ep.step(f"click[{goal['asin'].lower()}]")
-    for value in goal["goal_options"].values():
+    assert isinstance(goal["goal_options"], list)      # the human goals' options, a list as in WebShop
+    for value in goal["goal_options"]:
         ep.step(f"click[{value}]")
     obs = ep.step("click[buy now]")
     assert obs.done and obs.reward == 1.0
+
+
+def test_a_product_without_a_price_costs_100_dollars_as_in_webshop(tmp_path):
+    from autorl_tui.tasks.webshop.official import load_official
+    products = C.generate_products(seed=7, per_type=1)[:3]
+    write_official(tmp_path, products)
+    raw = json.loads((tmp_path / "items_shuffle_1000.json").read_text())
+    raw[0]["pricing"] = ""
+    (tmp_path / "items_shuffle_1000.json").write_text(json.dumps(raw))
+    loaded, goals = load_official(tmp_path)
+    assert [p["asin"] for p in loaded] == [p["asin"] for p in products]
+    assert loaded[0]["price"] == 100.0 and loaded[1]["price"] == products[1]["price"]
+    assert all(isinstance(g["goal_options"], list) for g in goals)

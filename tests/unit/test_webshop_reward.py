@@ -1,4 +1,4 @@
-"""WebShop's purchase reward against hand-computed cases."""
+"""WebShop's purchase reward against hand-computed cases (goal.py's own figures: test_webshop_goal_agreement.py)."""
 
 import pytest
 
@@ -47,11 +47,18 @@ def test_wrong_or_missing_options():
     assert reward(product(), goal(), 12.5, {}) == pytest.approx(3 / 5)
 
 
-def test_size_options_match_exactly_others_by_words():
+def test_options_match_fuzzily_as_goal_py_matches_them():
     g = goal(goal_options={"size": "x-large"}, attributes=["organic"])
-    assert reward(product(), g, 12.5, {"size": "large"}) == pytest.approx(2 / 3)   # "large" is not "x-large"
+    assert reward(product(), g, 12.5, {"size": "large"}) == 1.0            # "large" is in ("size", "x-large")
+    assert reward(product(), g, 12.5, {"size": "small"}) == pytest.approx(2 / 3)
     g = goal(goal_options={"flavor": "sea salt"}, attributes=["organic"])
     assert reward(product(), g, 12.5, {"flavor": "Sea  Salt"}) == 1.0
+
+
+def test_a_goal_option_named_only_in_the_title_is_not_credited():
+    g = goal(goal_options={"flavor": "sea salt"}, attributes=["organic"])
+    p = product(title="Northpeak Organic Dark Chocolate Bar, Sea Salt")
+    assert reward(p, g, 12.5, {}) == pytest.approx(2 / 3)
 
 
 def test_over_the_price_bound_loses_the_price_part():

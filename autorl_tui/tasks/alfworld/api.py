@@ -27,9 +27,11 @@ from .env import AlfworldGame
 from .episodes import EpisodeRecord, EpisodeState, Generate, Parsed
 from .episodes import run_episodes as run_generic
 from .prompts import INVALID_FEEDBACK, THOUGHT_FEEDBACK, build_messages, match_action, parse_reply
+from .react import ReactGame, ReactPromptsError, build_prompt as react_text, game_name, prompt_key, prompt_prefix
+from .react import parse as react_parse
 
 EpisodeResult = EpisodeRecord   # the name agents' code imports
-__all__ = ["EpisodeResult", "Generate", "list_games", "run_episodes"]
+__all__ = ["EpisodeResult", "Generate", "list_games", "run_episodes", "run_react_episodes"]
 
 
 def list_games(data_path: str | os.PathLike | None = None, task_type: str | None = None) -> list[dict]:
@@ -68,3 +70,22 @@ def run_episodes(generate: Generate, games: list[dict], *, max_steps: int = 30, 
                        build_prompt=build_prompt, parse_reply=parse, max_steps=max_steps,
                        batch_size=batch_size, thought_feedback=THOUGHT_FEEDBACK,
                        invalid_feedback=INVALID_FEEDBACK, log=log, on_progress=on_progress)
+
+
+def run_react_episodes(generate: Generate, games: list[dict], *, prompts: dict, max_steps: int = 50,
+                       batch_size: int = 16, log: Callable[[str], None] | None = None,
+                       on_progress: Callable[[int, int], None] | None = None) -> list[EpisodeResult]:
+    """Play every game under AutoRL-Bench's protocol (react.py): `generate` gets one message per
+    episode whose `content` is the whole text to complete (marked `completion: True`); replies are
+    cut at their first newline and sent to the engine verbatim. `prompts`: react.load_prompts()."""
+
+    def build_prompt(state: EpisodeState) -> list[dict]:
+        key = prompt_key(game_name(state.item["gamefile"]), state.record.task_type or "")
+        if key is None:
+            raise ReactPromptsError(f"{state.item['gamefile']}: not one of the six ALFWorld task types")
+        return [{"role": "user", "completion": True,
+                 "content": react_text(prompt_prefix(prompts, key), state.intro, state.history)}]
+
+    return run_generic(generate, games, open_episode=lambda item: ReactGame(item["gamefile"]),
+                       build_prompt=build_prompt, parse_reply=react_parse, max_steps=max_steps,
+                       batch_size=batch_size, log=log, on_progress=on_progress)

@@ -130,6 +130,7 @@ class AlfworldGame:
     task: str = ""
     task_type: str = ""
     moves: int = 0
+    raw_feedback: str = ""         # the engine's text as it gave it (AutoRL-Bench's protocol reads it raw)
 
     def __post_init__(self):
         self.gamefile = str(self.gamefile)
@@ -155,7 +156,7 @@ class AlfworldGame:
             state = self._env.reset()
         if self.walkthrough_wanted:
             self.walkthrough = list(state.get("extra.walkthrough") or [])
-        text = state.feedback or ""
+        text = self.raw_feedback = state.feedback or ""
         self.task = text.split("Your task is to:", 1)[-1].strip() if "Your task is to:" in text else ""
         self.moves = 0
         return Observation(clean_feedback(text), list(state["admissible_commands"]), bool(state["won"]), 0)
@@ -166,7 +167,8 @@ class AlfworldGame:
         with _keep_argv():
             state, _, _ = self._env.step(command)
         self.moves += 1
-        return Observation(clean_feedback(state.feedback or ""), list(state["admissible_commands"]),
+        self.raw_feedback = state.feedback or ""
+        return Observation(clean_feedback(self.raw_feedback), list(state["admissible_commands"]),
                            bool(state["won"]), self.moves)
 
     def entity_names(self) -> dict[str, str]:

@@ -31,7 +31,7 @@ from autorl_tui.tasks.alfworld.official import copy_official_game, official_game
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
 # the workspace's alfworld_api/: file name -> source (the generic runner is the grader's own file)
-API_FILES = {"env.py": PACKAGE_DIR / "env.py", "prompts.py": PACKAGE_DIR / "prompts.py",
+API_FILES = {"env.py": PACKAGE_DIR / "env.py", "prompts.py": PACKAGE_DIR / "prompts.py", "react.py": PACKAGE_DIR / "react.py",
              "api.py": PACKAGE_DIR / "api.py", "episodes.py": Path(generic_runner.__file__)}
 
 
@@ -75,6 +75,7 @@ def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
     out_dir = Path(out_dir)
     final = out_dir / split
     if (final / "items.jsonl").exists():
+        place_react_prompts(card, final)
         return final
     params = dict(card.data.get("params") or {})
     source = params.get("source", "auto")
@@ -111,7 +112,22 @@ def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
         add_workspace_extras(card, work, items)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(work, final)
+    place_react_prompts(card, final)
     return final
+
+
+def place_react_prompts(card, split_dir: Path) -> None:
+    """AutoRL-Bench's prompt file, when `autorl-tui data get alfworld` fetched it into the home,
+    copied beside the split's games (where the grader's autorl-bench protocol reads it)."""
+    home = getattr(card, "data_home", None)
+    src = Path(home) / card.id / "react_prompts.json" if home is not None else None
+    if src is None or not src.is_file():
+        return
+    dest = split_dir / "react_prompts.json"
+    if not dest.is_file() or dest.read_bytes() != src.read_bytes():
+        tmp = split_dir / f".react_prompts.{os.getpid()}.tmp"
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
 
 
 def _official_items(root: Path, split: str, spec: dict, types, work: Path, log) -> list[dict]:

@@ -28,7 +28,7 @@ from .env import PAGE_CHARS, SearchEpisode
 from .episodes import EpisodeRecord, EpisodeState, Generate, Parsed
 from .episodes import run_episodes as run_generic
 from .prompts import INVALID_FEEDBACK, THOUGHT_FEEDBACK, build_messages, format_action, parse_reply
-from .search import HttpSearch, LocalIndex
+from .search import DuckDuckGoSearch, HttpSearch, LocalIndex, SerpApiSearch
 
 EpisodeResult = EpisodeRecord   # the name agents' code imports
 __all__ = ["EpisodeResult", "Generate", "list_questions", "load_corpus", "open_backend", "run_episodes"]
@@ -53,8 +53,26 @@ def load_corpus(data_path: str | os.PathLike | None = None) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def open_backend(data_path: str | os.PathLike | None = None, search_url: str | None = None):
-    """An HTTP search endpoint when a URL is given, else the BM25 index of the split's corpus."""
+SEARCH_BACKENDS = ("searxng", "serpapi", "duckduckgo", "autorl-bench")
+
+
+def open_backend(data_path: str | os.PathLike | None = None, search_url: str | None = None,
+                 search_backend: str = "searxng", serpapi_key_env: str = "SERPAPI_KEY"):
+    """The search behind the tool: `searxng` (the default) = a SearXNG-style endpoint when a URL is
+    given, else the BM25 index of the split's corpus; `serpapi` (key in $SERPAPI_KEY) or `duckduckgo`
+    at their public endpoints or at `search_url`; `autorl-bench` = as AutoRL-Bench chooses: SerpAPI
+    when the key is set, else DuckDuckGo."""
+    key = os.environ.get(serpapi_key_env or "SERPAPI_KEY") or ""
+    if search_backend == "autorl-bench":
+        search_backend = "serpapi" if key else "duckduckgo"
+    if search_backend == "serpapi":
+        if not key:
+            raise ValueError(f"search_backend serpapi needs a SerpAPI key: set ${serpapi_key_env}")
+        return SerpApiSearch(key, search_url)
+    if search_backend == "duckduckgo":
+        return DuckDuckGoSearch(search_url)
+    if search_backend != "searxng":
+        raise ValueError(f"unknown search_backend {search_backend!r}: use one of {', '.join(SEARCH_BACKENDS)}")
     if search_url:
         return HttpSearch(search_url)
     docs = load_corpus(data_path)
@@ -75,7 +93,7 @@ def parse(reply: str, obs=None) -> Parsed:
 
 def run_episodes(generate: Generate, questions: list[dict], *, backend, max_steps: int = 12, batch_size: int = 16,
                  history_len: int = 4, k: int = 5, page_chars: int = PAGE_CHARS, grade=None, reward: str = "correct",
-                 log: Callable[[str], None] | None = None,
+                 tools: str = "default", log: Callable[[str], None] | None = None,
                  on_progress: Callable[[int, int], None] | None = None) -> list[EpisodeResult]:
     """Play every question once, batched (one `generate` call per step over up to `batch_size`
     episodes). An episode ends at its answer, at `max_steps`, or when the search backend fails."""
@@ -83,7 +101,7 @@ def run_episodes(generate: Generate, questions: list[dict], *, backend, max_step
 
     def open_episode(item: dict) -> SearchEpisode:
         ep = episodes[str(item["id"])] = SearchEpisode(item, backend, k=k, page_chars=page_chars, grade=grade,
-                                                       reward=reward)
+                                                       reward=reward, tools=tools)
         return ep
 
     def build_prompt(state: EpisodeState) -> list[dict]:

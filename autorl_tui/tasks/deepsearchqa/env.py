@@ -4,6 +4,10 @@ Standard library only (the backend is passed in); copied into the agent's worksp
 shows the question; `step(action)` takes a canonical action string (`search[q]`, `open[id]`,
 `open[id#2]`, `answer[text]`) and returns what the tool returned. `answer` ends the episode:
 `won` when the answer is correct, `reward` its score (1/0 by default; see `reward="f1"`).
+
+`tools="autorl-bench"`: AutoRL-Bench's two tools only, `search[q]` and `answer[text]`; a search
+shows the hits' snippets joined by " | " (or "No results found."; a failed search "Search error:
+..."), and `answer[your final answer]` (its prompt's placeholder) is refused and the episode goes on.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from .prompts import INVALID_FEEDBACK
 from .scoring import score_answer
 
 PAGE_CHARS = 400
+TOOLS = ("default", "autorl-bench")
+PLACEHOLDER = "your final answer"
+PLACEHOLDER_FEEDBACK = "That is not a valid answer. Please think again."
 
 
 @dataclass
@@ -47,8 +54,9 @@ class SearchEpisode:
     task_type: str
 
     def __init__(self, item: dict, backend, *, k: int = 5, page_chars: int = PAGE_CHARS,
-                 grade: Callable[[str, dict], dict] | None = None, reward: str = "correct"):
+                 grade: Callable[[str, dict], dict] | None = None, reward: str = "correct", tools: str = "default"):
         self.item = item
+        self.tools = tools
         self.backend = backend
         self.k = k
         self.page_chars = page_chars
@@ -75,6 +83,13 @@ class SearchEpisode:
             return f"No results for {query!r}."
         return "\n".join(f"[{h['doc_id']}] {h['title']}: {h['snippet']}" for h in hits)
 
+    def _snippets(self, query: str) -> str:
+        try:
+            hits = self.backend.search(query, self.k)
+        except Exception as exc:   # AutoRL-Bench's tool reports any failure as its observation
+            return f"Search error: {exc}"
+        return " | ".join(h["snippet"] for h in hits) or "No results found."
+
     def _open(self, ref: str) -> str:
         doc_id, _, page = ref.partition("#")
         doc_id = doc_id.strip()
@@ -100,8 +115,13 @@ class SearchEpisode:
         self.moves += 1
         tool, _, rest = action.partition("[")
         tool, arg = tool.strip().lower(), rest[:-1].strip() if rest.endswith("]") else None
-        if arg is None or tool not in ("search", "open", "answer"):
+        allowed = ("search", "answer") if self.tools == "autorl-bench" else ("search", "open", "answer")
+        if arg is None or tool not in allowed:
             return Observation(text=INVALID_FEEDBACK, moves=self.moves)
+        if self.tools == "autorl-bench" and tool == "search":
+            return Observation(text=self._snippets(arg), moves=self.moves)
+        if self.tools == "autorl-bench" and arg.lower() == PLACEHOLDER:
+            return Observation(text=PLACEHOLDER_FEEDBACK, moves=self.moves)
         if tool == "search":
             return Observation(text=self._search(arg), moves=self.moves)
         if tool == "open":

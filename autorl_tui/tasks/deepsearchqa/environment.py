@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from autorl_tui.tasks.deepsearchqa.api import list_questions, open_backend, run_episodes
-from autorl_tui.tasks.deepsearchqa.env import SearchEpisode
-from autorl_tui.tasks.deepsearchqa.judging import AnswerGrader
+from autorl_tui.tasks.deepsearchqa.api import SEARCH_BACKENDS, list_questions, open_backend, run_episodes
+from autorl_tui.tasks.deepsearchqa.env import TOOLS, SearchEpisode
+from autorl_tui.tasks.deepsearchqa.judging import SCORINGS, AnswerGrader
 from autorl_tui.tasks.deepsearchqa.prompts import messages_to_text
 
 SEARCH_URL_ENV = "DEEPSEARCHQA_SEARCH_URL"
@@ -20,7 +20,8 @@ def search_url(options: dict) -> str | None:
 class DeepSearchQAEnvironment:
     name = "deepsearchqa"
     options = frozenset({"history_len", "top_k", "page_chars", "search_url", "reward", "answer_scoring",
-                         "judge_model", "judge_url", "api_key_env", "judge_timeout_s", "cache_path"})
+                         "judge_model", "judge_url", "api_key_env", "judge_timeout_s", "cache_path", "tools",
+                         "search_backend", "serpapi_key_env"})
 
     def __init__(self):
         self._backends: dict = {}
@@ -33,15 +34,21 @@ class DeepSearchQAEnvironment:
                 problems.append((f"deepsearchqa: {key} {v!r} is not an integer >= {low}", f"set {key} to e.g. {max(low, 4)}"))
         if opts.get("reward", "correct") not in ("correct", "f1"):
             problems.append((f"deepsearchqa: reward {opts.get('reward')!r}", "use correct (1/0) or f1"))
-        if opts.get("answer_scoring", "string_match") not in ("string_match", "judge"):
+        if opts.get("answer_scoring", "string_match") not in SCORINGS:
             problems.append((f"deepsearchqa: answer_scoring {opts.get('answer_scoring')!r}",
-                             "use string_match, or judge with judge_model and judge_url"))
+                             "use string_match, judge (with judge_model and judge_url) or autorl-bench"))
+        if opts.get("tools", "default") not in TOOLS:
+            problems.append((f"deepsearchqa: tools {opts.get('tools')!r}", f"use one of {', '.join(TOOLS)}"))
+        if opts.get("search_backend", "searxng") not in SEARCH_BACKENDS:
+            problems.append((f"deepsearchqa: search_backend {opts.get('search_backend')!r}",
+                             f"use one of {', '.join(SEARCH_BACKENDS)}"))
         return problems
 
     def backend(self, split_path: Path, options: dict):
-        key = (str(split_path), search_url(options))
+        key = (str(split_path), search_url(options), options.get("search_backend", "searxng"),
+               options.get("serpapi_key_env", "SERPAPI_KEY"))
         if key not in self._backends:
-            self._backends[key] = open_backend(split_path, key[1])
+            self._backends[key] = open_backend(split_path, *key[1:])
         return self._backends[key]
 
     def episodes(self, items: list[dict], split_path: Path) -> list[dict]:
@@ -52,7 +59,8 @@ class DeepSearchQAEnvironment:
         options = options or {}
         return SearchEpisode(episode, self.backend(Path(episode["split_path"]), options),
                              k=int(options.get("top_k", 5)), page_chars=int(options.get("page_chars", 400)),
-                             grade=AnswerGrader(options), reward=options.get("reward", "correct"))
+                             grade=AnswerGrader(options), reward=options.get("reward", "correct"),
+                             tools=options.get("tools", "default"))
 
     def run_episodes(self, generate, episodes, *, max_steps, batch_size, options, log, on_progress=None):
         if not episodes:
@@ -61,7 +69,8 @@ class DeepSearchQAEnvironment:
         return run_episodes(generate, episodes, backend=backend, max_steps=max_steps, batch_size=batch_size,
                             history_len=int(options.get("history_len", 4)), k=int(options.get("top_k", 5)),
                             page_chars=int(options.get("page_chars", 400)), grade=AnswerGrader(options),
-                            reward=options.get("reward", "correct"), log=log, on_progress=on_progress)
+                            reward=options.get("reward", "correct"), tools=options.get("tools", "default"),
+                            log=log, on_progress=on_progress)
 
     def to_text(self, messages: list[dict]) -> str:
         return messages_to_text(messages)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from autorl_tui.grading import episodes as generic_runner
 from autorl_tui.tasks.deepsearchqa import corpus as C
-from autorl_tui.tasks.deepsearchqa.official import ENV, official_file, official_split
+from autorl_tui.tasks.deepsearchqa.official import CUTS, ENV, official_file, official_split
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # the workspace's deepsearchqa_api/: file name -> source (the generic runner is the grader's own file)
@@ -75,7 +75,10 @@ def build_split(card, split: str) -> tuple[list[dict], list[dict]]:
     if path is not None:
         sizes = {name: s.get("official_n", {"train": 100, "dev": 100, "test": 200}[name])
                  for name, s in card.data["splits"].items()}
-        return official_split(path, split, sizes), []
+        cut = params.get("cut", "autorl-bench")
+        if cut not in CUTS:
+            raise DeepSearchQADataError(f"task {card.id}: data.params.cut must be one of {', '.join(CUTS)}, got {cut!r}")
+        return official_split(path, split, sizes, cut), []
     if split not in C.REGIONS:
         raise DeepSearchQADataError(f"task {card.id}: generated DeepSearchQA has splits {', '.join(C.REGIONS)}, not {split!r}")
     world = C.build_world(int(params.get("world_seed", 0)), **{k: int(params[k]) for k in WORLD_KEYS if k in params})

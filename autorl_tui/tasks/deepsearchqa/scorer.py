@@ -1,5 +1,7 @@
 """Scorer `deepsearchqa`: `env_success` over the DeepSearchQA environment, plus the answer metrics
-(exact match, token F1, set precision/recall for list answers) and how answers were graded
+(exact match, token F1, set precision/recall for list answers, the shares of the paper's four
+answer categories: share_fully_correct, share_correct_with_extraneous, share_partially_correct,
+share_fully_incorrect; an unanswered episode counts in none) and how answers were graded
 (`answer_scoring`: string_match, judge:<model>, or the fallback), so two runs graded differently
 are told apart in every score they report."""
 
@@ -9,6 +11,7 @@ import dataclasses
 
 from autorl_tui.grading.scorers.env_success import EnvSuccessScorer
 from autorl_tui.tasks.deepsearchqa.judging import scoring_method
+from autorl_tui.tasks.deepsearchqa.scoring import CATEGORIES
 
 
 class DeepSearchQAScorer(EnvSuccessScorer):
@@ -37,6 +40,9 @@ class DeepSearchQAScorer(EnvSuccessScorer):
         m["exact_match"] = 100.0 * sum(x["em"] for x in scores) / n
         m["token_f1"] = 100.0 * sum(x["f1"] for x in scores) / n
         m["answered"] = sum(1 for s in result.samples if s.data.get("answer_score"))
+        for cat in CATEGORIES:     # the DeepSearchQA paper's four answer outcomes, as shares of the episodes
+            m[f"share_{cat}"] = 100.0 * sum(1 for s in result.samples
+                                            if (s.data.get("answer_score") or {}).get("category") == cat) / n
         for key in ("precision", "recall"):
             lst = by_kind["list"]
             m[f"list_{key}"] = 100.0 * sum(x[key] for x in lst) / len(lst) if lst else None

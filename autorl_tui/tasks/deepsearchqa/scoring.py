@@ -80,3 +80,27 @@ def score_answer(pred: str | None, golds: list[str], answer_type: str = "single"
     em = exact_match(pred, golds)
     return {"correct": em, "em": float(em), "f1": 1.0 if em else token_f1(pred, golds),
             "precision": float(em), "recall": float(em)}
+
+
+def autorl_string_match(pred: str, gold: str, answer_type: str) -> bool:
+    """AutoRL-Bench's fallback verdict when its judge fails: lower-cased containment. A "Single
+    Answer" is right when the gold is in the reply or the reply in the gold; otherwise every
+    comma-separated gold piece must be in the reply (extra items allowed)."""
+    p, g = (pred or "").strip().lower(), (gold or "").strip().lower()
+    if answer_type == "Single Answer":
+        return g in p or p in g
+    return all(piece.strip() in p for piece in g.split(","))
+
+
+CATEGORIES = ("fully_correct", "correct_with_extraneous", "partially_correct", "fully_incorrect")
+
+
+def answer_category(score: dict, answer_type: str = "single") -> str:
+    """The DeepSearchQA paper's four outcomes of an answer, from its set precision and recall (a
+    single answer is fully correct or fully incorrect by its verdict)."""
+    if answer_type != "list":
+        return "fully_correct" if score.get("correct") else "fully_incorrect"
+    prec, rec = score.get("precision", 0.0), score.get("recall", 0.0)
+    if rec == 1.0:
+        return "fully_correct" if prec == 1.0 else "correct_with_extraneous"
+    return "partially_correct" if rec > 0 else "fully_incorrect"

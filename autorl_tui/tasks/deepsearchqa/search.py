@@ -1,6 +1,9 @@
 """Search backends for the tool loop (no harness imports; copied into the agent's workspace).
 
 - `LocalIndex`: BM25 (the `bm25s` library) over the corpus's articles; the default, offline.
+- `SerpApiSearch` (with a key) and `DuckDuckGoSearch` (instant answers): the web searches
+  AutoRL-Bench's evaluator uses, snippets only (their endpoints can be pointed elsewhere, e.g. a
+  local server speaking the same protocol).
 - `HttpSearch`: a search endpoint the user names that speaks SearXNG's JSON API
   (`GET <url>/search?q=...&format=json` -> {"results": [{"url", "title", "content"}]}); `open`
   fetches the result's page and strips its markup. Result URLs get short doc ids ("W1", ...).
@@ -113,3 +116,56 @@ class HttpSearch:
         with urllib.request.urlopen(url, timeout=self.timeout_s) as resp:
             raw = resp.read(4 * self.max_page_chars).decode("utf-8", "replace")
         return html_to_text(raw)[: self.max_page_chars]
+
+
+def _get_json(url: str, params: dict, timeout_s: float) -> dict:
+    with urllib.request.urlopen(f"{url}?{urllib.parse.urlencode(params)}", timeout=timeout_s) as resp:
+        return json.loads(resp.read().decode("utf-8", "replace"))
+
+
+class SnippetSearch:
+    """A web search API answering with text snippets only (nothing to open), as AutoRL-Bench uses
+    them: `search` gives hits whose snippets its tool joins with " | "."""
+    name = "snippets"
+
+    def __init__(self, url: str, timeout_s: float = 10.0):
+        self.url = url
+        self.timeout_s = timeout_s
+
+    def get(self, doc_id: str) -> str | None:
+        return None
+
+
+class SerpApiSearch(SnippetSearch):
+    """SerpAPI (`GET https://serpapi.com/search?q=..&api_key=..&num=3`): the top 3 organic results'
+    snippets. The key is read from $SERPAPI_KEY (or the variable `key_env` names)."""
+    name = "serpapi"
+    URL = "https://serpapi.com/search"
+
+    def __init__(self, key: str, url: str | None = None, timeout_s: float = 10.0):
+        super().__init__(url or self.URL, timeout_s)
+        self.key = key
+
+    def search(self, query: str, k: int = 3) -> list[dict]:
+        data = _get_json(self.url, {"q": query, "api_key": self.key, "num": 3}, self.timeout_s)
+        hits = (data.get("organic_results") or [])[:3]
+        return [{"doc_id": f"S{i + 1}", "title": str(r.get("title") or ""), "snippet": str(r.get("snippet") or "")}
+                for i, r in enumerate(hits)]
+
+
+class DuckDuckGoSearch(SnippetSearch):
+    """DuckDuckGo's instant answers (`GET https://api.duckduckgo.com/?q=..&format=json&no_html=1`):
+    the abstract when there is one, else the first two related topics' texts."""
+    name = "duckduckgo"
+    URL = "https://api.duckduckgo.com/"
+
+    def __init__(self, url: str | None = None, timeout_s: float = 10.0):
+        super().__init__(url or self.URL, timeout_s)
+
+    def search(self, query: str, k: int = 2) -> list[dict]:
+        data = _get_json(self.url, {"q": query, "format": "json", "no_html": 1}, self.timeout_s)
+        abstract = str(data.get("AbstractText") or "")
+        if abstract:
+            return [{"doc_id": "A1", "title": str(data.get("Heading") or ""), "snippet": abstract}]
+        related = [r for r in (data.get("RelatedTopics") or [])[:2] if isinstance(r, dict)]
+        return [{"doc_id": f"R{i + 1}", "title": "", "snippet": str(r.get("Text") or "")} for i, r in enumerate(related)]

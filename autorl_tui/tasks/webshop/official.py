@@ -35,7 +35,7 @@ def _price(pricing) -> float | None:
 
 
 def load_official(root: Path) -> tuple[list[dict], list[dict]]:
-    """(products, goals) from the official files; products without a price are dropped."""
+    """(products, goals) from the official files; a product without a price costs $100.00, as in WebShop."""
     raw = json.loads(_find(root, "items_shuffle").read_text())
     attrs_file = _find(root, "items_ins_v2")
     attrs = json.loads(attrs_file.read_text()) if attrs_file else {}
@@ -43,7 +43,8 @@ def load_official(root: Path) -> tuple[list[dict], list[dict]]:
     products = []
     for p in raw:
         price = _price(p.get("pricing"))
-        if price is None or not p.get("asin"):
+        price = 100.0 if price is None else price
+        if not p.get("asin"):
             continue
         options = {}
         for group, values in (p.get("customization_options") or {}).items():
@@ -71,7 +72,7 @@ def load_official(root: Path) -> tuple[list[dict], list[dict]]:
             upper = price_bound(product["price"], rng)
             suffix = f", and price lower than {upper:.2f} dollars" if upper < 1_000_000 else ""
             opts = ins.get("instruction_options") or []
-            goal_options = dict(opts) if isinstance(opts, dict) else {f"option {i + 1}": v for i, v in enumerate(opts)}
+            goal_options = dict(opts) if isinstance(opts, dict) else list(opts)   # a list, matched as goal.py does
             goals.append({"id": f"{asin}-{k}", "asin": asin, "category": product["category"],
                           "query": product["query"], "name": product["name"],
                           "product_category": product["product_category"],

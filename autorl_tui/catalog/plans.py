@@ -16,7 +16,7 @@ from autorl_tui.exitcodes import UsageError
 ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
-             "cost_budget", "description", "threads", "log_cap", "isolation", "cluster"}
+             "cost_budget", "description", "threads", "log_cap", "isolation", "cluster", "host_ports"}
 CLUSTER_KEYS = {"address", "resources", "cpus", "containers"}
 
 
@@ -97,8 +97,9 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     priority = int(raw.get("priority", 0))
     _check_log_cap(raw.get("log_cap"), where)
     _check_cluster(raw.get("cluster"), executor, where)
+    _check_host_ports(raw.get("host_ports"), where)
     options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap",
-                                   "cluster")
+                                   "cluster", "host_ports")
                if k in raw}
     if executor == "ray" and "image" in raw:
         # An image asks for containers: the docker executor on each run's node (docs/cluster.md).
@@ -109,6 +110,29 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
             for t, a, m, d, s in itertools.product(tasks, agents, models, drivers, seeds)]
     name = str(raw.get("name") or Path(where).stem)
     return Plan(name=name, source=text, runs=runs, raw=raw)
+
+
+def _check_host_ports(ports, where: str) -> None:
+    """`host_ports: [8000, ...]`: the host's loopback ports a sandboxed local agent may reach (a
+    local driver-LLM server); nothing else of the host's network is there (docs/security.md)."""
+    if ports is None:
+        return
+    if not isinstance(ports, list) or not all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536
+                                              for p in ports):
+        raise UsageError(f"plan {where}: host_ports must be a list of TCP port numbers (1..65535), "
+                         f"e.g. host_ports: [8000]; got {ports!r}")
+
+
+def host_ports_of(options: dict) -> list[int]:
+    """The host loopback ports a run's sandboxed agent may reach: the plan's `host_ports`, and the
+    port of a `driver_url` on the host's loopback (the plan names that server too)."""
+    from urllib.parse import urlsplit
+
+    ports = [int(p) for p in options.get("host_ports") or []]
+    url = urlsplit(str(options.get("driver_url") or ""))
+    if url.hostname in ("127.0.0.1", "localhost", "::1") and url.port:
+        ports.append(url.port)
+    return list(dict.fromkeys(ports))
 
 
 def _check_cluster(cluster, executor: str, where: str) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
+from autorl_tui.catalog.plans import host_ports_of
 from autorl_tui.engine.agent_watch import AgentWatch
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.finalization import finalize
@@ -286,7 +287,8 @@ class RunSupervisor:
                           writable=AGENT_WRITABLE,
                           placement=dict(self.spec.get("options", {}).get("cluster") or {},
                                          gpus=self.gpus_requested),
-                          log_file_bytes=(self.spec.get("options", {}).get("log_cap") or {}).get("file_bytes"))
+                          log_file_bytes=(self.spec.get("options", {}).get("log_cap") or {}).get("file_bytes"),
+                          host_ports=host_ports_of(self.spec.get("options", {})))
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         """The submission desk and its per-run API. Containers without a network reach the API

@@ -17,7 +17,7 @@ ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
              "cost_budget", "description", "threads", "log_cap", "isolation", "cluster", "host_ports"}
-CLUSTER_KEYS = {"address", "resources", "cpus", "containers"}
+CLUSTER_KEYS = {"address", "resources", "cpus", "containers", "auth"}
 
 
 @dataclass
@@ -137,7 +137,8 @@ def host_ports_of(options: dict) -> list[int]:
 
 def _check_cluster(cluster, executor: str, where: str) -> None:
     """`cluster:` (executor ray): {address: HOST:PORT, resources: {NAME: amount}, cpus: N,
-    containers: true|false (the agent in a container on its node; `image:` implies it)}."""
+    containers: true|false (the agent in a container on its node; `image:` implies it),
+    auth: token|none (`none` accepts a cluster without Ray's token authentication; reports mark it)}."""
     if cluster is None:
         return
     fix = "e.g. cluster: {address: 10.0.0.1:6379, resources: {a100: 1}}"
@@ -150,6 +151,9 @@ def _check_cluster(cluster, executor: str, where: str) -> None:
     res = cluster.get("resources", {})
     if not isinstance(res, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in res.values()):
         raise UsageError(f"plan {where}: cluster.resources must map names to positive amounts; {fix}")
+    if cluster.get("auth", "token") not in ("token", "none"):
+        raise UsageError(f"plan {where}: cluster.auth must be `token` (the default: the cluster must enforce Ray's "
+                         f"token authentication) or `none` (an unauthenticated cluster, marked in every report)")
     if "cpus" in cluster and (not isinstance(cluster["cpus"], (int, float)) or cluster["cpus"] < 0):
         raise UsageError(f"plan {where}: cluster.cpus must be a non-negative number; {fix}")
     if not isinstance(cluster.get("containers", False), bool):

@@ -44,7 +44,7 @@ def _fmt(v) -> str:
 def list_runs(args) -> int:
     from autorl_tui.home import Home
     from autorl_tui.store.db import StoreError
-    from autorl_tui.store.isolation import recorded_isolation
+    from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
     from autorl_tui.store.queries import StoreReader
 
     home = Home.open(args.home, create=False)
@@ -56,7 +56,8 @@ def list_runs(args) -> int:
             raise UsageError(str(exc)) from None
         with reader:
             records = reader.runs(states=args.state or (), plan=args.plan or None)
-    rows = [{**r.to_dict(), "isolation": recorded_isolation(r.spec, r.executor)} for r in records]
+    rows = [{**r.to_dict(), "isolation": recorded_isolation(r.spec, r.executor), "exposures": recorded_exposures(r.spec)}
+            for r in records]
     if args.json:
         for r in rows:
             r.pop("spec", None)
@@ -95,7 +96,8 @@ def _ended(r) -> str:
 # (header, cell) in display order; DROP_ORDER says which go first when the terminal is narrow:
 # the id and state never, the scores last.
 TABLE = (
-    ("run", lambda r: r["id"] + (" UNISOLATED" if r.get("isolation") == "none" else "")),
+    ("run", lambda r: r["id"] + (" UNISOLATED" if r.get("isolation") == "none" else "")
+     + (" EXPOSED" if r.get("exposures") else "")),
     ("state", lambda r: r["state"]),
     ("task", lambda r: r["task"]),
     ("agent", lambda r: r["agent"]),

@@ -10,7 +10,7 @@ import statistics
 import time
 
 from autorl_tui import __version__
-from autorl_tui.store.isolation import recorded_isolation
+from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.reports import svg
 from autorl_tui.reports.bootstrap import band_verdict, paired_band
@@ -126,6 +126,7 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
                                     "baseline_score", "baseline_dev_score", "best_dev_score", "test_score",
                                     "improvement", "n_submissions", "n_dropped", "wall_s", "imported_from")}
                  | {"isolation": recorded_isolation(r.get("spec"), r.get("executor")),
+                    "exposures": recorded_exposures(r.get("spec")),
                     "held_out_band": bands.get(r["run_id"])} for r in runs],
         "matrix": matrix, "by_level": by_level, "by_driver": by_driver, "radar": radar,
         "pass_at_k": pass_at_k, "gates": gates,

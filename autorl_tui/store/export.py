@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autorl_tui.store.isolation import recorded_isolation
+from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
 from autorl_tui.store.db import decode_row
 from autorl_tui.store.records import Rows
 
@@ -46,6 +46,7 @@ def export_run(rows: Rows, run_id: str, *, include_events: bool = True, include_
         "task": run["task"], "agent": run["agent"], "model": run["model"], "seed": run["seed"],
         "state": run["state"],
         "isolation": recorded_isolation(run.get("spec"), run["executor"]),   # "none": the agent ran unisolated
+        "exposures": recorded_exposures(run.get("spec")),     # e.g. "network: host"
         "baseline_score": run["baseline_score"],
         "baseline_dev_score": run["baseline_dev_score"],
         "best_dev_score": run["best_dev_score"],

@@ -7,7 +7,9 @@ veth pair this test creates)."""
 
 from __future__ import annotations
 
+import json
 import os
+import stat
 import shutil
 import socket
 import subprocess
@@ -18,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from autorl_tui.engine.executors.ray_auth import token_auth_enforced
 from tests.support.harness import make_reachable_home
-from tests.support.local_agent import AbstractSocketServer, HttpServer, probe
+from tests.support.local_agent import AbstractSocketServer, HttpServer, probe, run_local_agent
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bwrap") is None,
                                 reason="the local sandbox needs root and bubblewrap")
@@ -69,40 +72,21 @@ def test_none_reaches_only_its_grading_api_and_the_named_host_ports(root):
     assert blocked and not any(reached(v) for v in blocked.values()), got
 
 
-def test_a_ray_head_without_token_auth_on_the_host_is_unreachable(root, tmp_path):
-    ray = Path(sys.executable).with_name("ray")
-    if not ray.exists():
-        pytest.skip("ray is not installed")
-    temp = Path("/tmp") / f"ray-{uuid.uuid4().hex[:6]}"      # Ray's socket paths must stay short
-    ports = []
-    for _ in range(2):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ports.append(s.getsockname()[1])
-    gcs, client = ports
-    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
-    start = subprocess.run([str(ray), "start", "--head", f"--port={gcs}", f"--ray-client-server-port={client}",
-                            f"--temp-dir={temp}", "--num-cpus=1", "--include-dashboard=false", "--disable-usage-stats"],
-                           env=env, capture_output=True, text=True, timeout=180)
+def test_a_ray_head_without_token_auth_on_the_host_is_unreachable(root):
+    pytest.importorskip("ray")
+    from tests.support.ray_head import RayHead
+
+    head = RayHead(token=None)
     try:
-        assert start.returncode == 0, start.stdout + start.stderr
         addr = host_address() or "127.0.0.1"
-        targets = [f"127.0.0.1:{gcs}", f"127.0.0.1:{client}", f"{addr}:{gcs}", f"{addr}:{client}"]
-        deadline = time.time() + 60
-        while True:     # the client server comes up after `ray start` returns
-            try:
-                socket.create_connection((addr, client), timeout=2).close()
-                break
-            except OSError:
-                assert time.time() < deadline, "the Ray Client port never opened"
-                time.sleep(0.2)
+        head.wait_for_port(addr, head.client)      # the Ray Client server comes up after `ray start` returns
+        assert token_auth_enforced(head.address) is False          # the breach's cluster: anyone may submit
+        targets = [f"127.0.0.1:{head.gcs}", f"{addr}:{head.gcs}", f"{addr}:{head.client}"]
         for network in ("none", "bridge"):
             got = probe(root, targets, network=network)
             assert not any(reached(v) for v in got.values()), (network, got)
     finally:
-        subprocess.run([str(ray), "stop", "--force"], env=dict(env, RAY_TMPDIR=str(temp)),
-                       capture_output=True, timeout=120)
-        shutil.rmtree(temp, ignore_errors=True)
+        head.stop()
 
 
 @pytest.fixture
@@ -160,3 +144,58 @@ def test_bridge_reaches_another_machine_but_not_the_host(root, remote_server):
     assert got[remote_server].startswith("ok"), got                    # egress works
     assert not any(reached(got[t]) for t in host_targets), got         # the host does not
     assert not reached(none[remote_server]), none                      # `none` has no way out
+
+
+@pytest.fixture
+def standin_gpus(root, monkeypatch):
+    """Stand-in NVIDIA device nodes (real character devices, made with mknod) for a 4-GPU host."""
+    dev = root / "dev"
+    dev.mkdir()
+    for name, minor in [(f"nvidia{i}", i) for i in range(4)] + [("nvidiactl", 255), ("nvidia-modeset", 254)]:
+        os.mknod(dev / name, 0o666 | stat.S_IFCHR, os.makedev(195, minor))
+    for name, minor in (("nvidia-uvm", 0), ("nvidia-uvm-tools", 1)):
+        os.mknod(dev / name, 0o666 | stat.S_IFCHR, os.makedev(508, minor))
+    monkeypatch.setenv("AUTORL_DEVICE_ROOT", str(dev))
+    return dev
+
+
+CONTROL = {"nvidiactl", "nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools"}
+LIST_DEV = "import os, json; print(json.dumps([sorted(n for n in os.listdir('/dev') if n.startswith('nvidia')), os.environ.get('CUDA_VISIBLE_DEVICES')]))"
+
+
+def test_a_local_agent_sees_only_its_own_gpu_nodes(root, standin_gpus):
+    info, out, err = run_local_agent(root, ["/usr/bin/python3", "-c", LIST_DEV], gpus=["3", "1"],
+                                     env={"CUDA_VISIBLE_DEVICES": "3,1"})
+    assert info["exit_code"] == 0, (info, err)
+    nodes, visible = json.loads(out.strip().splitlines()[-1])
+    assert set(nodes) == CONTROL | {"nvidia1", "nvidia3"}, nodes
+    assert visible == "1,0"                   # CUDA numbers the two devices it can open 0 (nvidia1), 1 (nvidia3)
+    info, out, err = run_local_agent(root, ["/usr/bin/python3", "-c", LIST_DEV])
+    assert json.loads(out.strip().splitlines()[-1])[0] == []          # no GPU: no node at all
+
+
+def test_the_grader_sandbox_binds_only_its_gpu(root, standin_gpus):
+    from autorl_tui.engine.executors.sandbox_bwrap import Sandbox, UidLease
+
+    with UidLease.acquire() as lease:
+        argv = Sandbox(uid=lease.uid, chdir=Path("/"), gpus=["2"]).argv(["/usr/bin/python3", "-c", LIST_DEV])
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert set(json.loads(proc.stdout)[0]) == CONTROL | {"nvidia2"}
+
+
+USERNS = ("unshare -U true; echo userns=$?; "
+          "/usr/bin/python3 -c \"import subprocess, threading; t = threading.Thread(target=print); t.start(); t.join(); "
+          "print('spawn', subprocess.run(['true']).returncode)\"")
+
+
+def test_user_namespaces_are_closed_inside_the_local_sandbox(root):
+    from autorl_tui.engine.executors.sandbox_bwrap import Sandbox, UidLease
+
+    with UidLease.acquire() as lease:       # the same sandbox without the filter: user namespaces are open
+        argv = Sandbox(uid=lease.uid, chdir=Path("/")).argv(["/bin/sh", "-c", USERNS])
+        bare = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert "userns=0" in bare.stdout, bare.stdout + bare.stderr
+    info, out, err = run_local_agent(root, ["/bin/sh", "-c", USERNS])
+    assert "userns=1" in out and "Operation not permitted" in err, (out, err)
+    assert "spawn 0" in out, (out, err)          # threads and processes still work (clone3 falls back to clone)

@@ -175,6 +175,59 @@ def test_no_network_even_to_loopback(sandbox):
         server.close()
 
 
+LISTENER = """
+import socket, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\\0{name}")
+s.listen(1)
+s.settimeout(4)
+try:
+    c, _ = s.accept()
+    print("LISTENER-GOT", c.recv(16).decode())
+except socket.timeout:
+    print("LISTENER-ALONE")
+"""
+CALLER = """
+import socket, time
+end = time.time() + 3
+while True:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        c.connect("\\0{name}")
+        c.sendall(b"secret")
+        print("CALLER-TALKED")
+        break
+    except OSError:
+        if time.time() > end:
+            print("CALLER-ALONE")
+            break
+        time.sleep(0.05)
+"""
+
+
+def _pair(sb) -> str:
+    """Two programs graded at the same time: one listens on an abstract unix socket, one calls it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    name = f"autorl-pair-{uuid.uuid4().hex[:8]}"
+    with ThreadPoolExecutor(2) as pool:
+        listener = pool.submit(sb.run, LISTENER.format(name=name), wall_s=8)
+        caller = pool.submit(sb.run, CALLER.format(name=name), wall_s=8)
+        return listener.result().stdout + caller.result().stdout
+
+
+@root_only
+def test_two_programs_graded_at_once_cannot_talk(sandbox):
+    unisolated = Sandbox(SandboxLimits(wall_s=8, cpu_s=5), workers=2, isolate=False)
+    try:
+        assert "CALLER-TALKED" in _pair(unisolated)   # the channel works where programs share a namespace
+    finally:
+        unisolated.close()
+    out = _pair(sandbox)
+    assert "LISTENER-ALONE" in out and "CALLER-ALONE" in out, out
+    assert "per program" in sandbox.isolation["network"]
+
+
 def test_output_flood_is_truncated_not_buffered(sandbox):
     out = sandbox.run("import sys\nfor _ in range(2000):\n    sys.stdout.write('x' * 1000)\n", output_bytes=10_000)
     assert out.passed and out.output_truncated and len(out.stdout) == 10_000

@@ -151,7 +151,7 @@ def main(spec_path: str) -> int:
     lease = net = None
     uid = None
     env = spec["env"]
-    pass_fds: tuple[int, ...] = ()
+    pass_fds: list[int] = []
     hold = None    # bridge: (info pipe's read end, block pipe's write end) until slirp4netns is attached
     if sandbox is not None:
         # The lease lives as long as this shim, which outlives the agent's whole tree.
@@ -176,11 +176,15 @@ def main(spec_path: str) -> int:
             info = block = None
             if net.mode == "bridge":
                 info, block = os.pipe(), os.pipe()
-                pass_fds, hold = (info[1], block[0]), (info[0], block[1])
+                pass_fds, hold = [info[1], block[0]], (info[0], block[1])
+            from autorl_tui.engine.executors.seccomp_userns import filter_fd
+
+            seccomp = filter_fd()      # no user namespaces inside
+            pass_fds.append(seccomp)
             box = sb.Sandbox(uid=uid, chdir=workspace, ro=[Path(p) for p in sandbox["ro"]], rw=[workspace],
                              ro_inside=[Path(p) for p in sandbox["ro_inside"]], hide=[Path(p) for p in sandbox["hide"]],
                              gpus=gpus, network=not net.isolated, net_args=net.bwrap_args(),
-                             info_fd=info and info[1], block_fd=block and block[0])
+                             info_fd=info and info[1], block_fd=block and block[0], seccomp_fd=seccomp)
             command = box.argv(net.command(inside_python(), argv))
         except FileNotFoundError as exc:
             return _ended(log_dir, net, 127, "start_failed", exc)

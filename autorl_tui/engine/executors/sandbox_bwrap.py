@@ -176,13 +176,14 @@ class Sandbox:
     net_args: list[str] = field(default_factory=list)   # more bwrap options for that namespace (sandbox_net.py)
     info_fd: int | None = None    # bwrap writes the sandbox's pid here (JSON) once its namespaces exist
     block_fd: int | None = None   # and waits for a byte on this one before running the command
+    seccomp_fd: int | None = None  # a seccomp filter bwrap installs before the command (seccomp_userns.py)
 
     def argv(self, command: list[str]) -> list[str]:
         argv = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
                 "--unshare-uts", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
         if not self.network:
             argv.insert(1, "--unshare-net")
-        for flag, fd in (("--info-fd", self.info_fd), ("--block-fd", self.block_fd)):
+        for flag, fd in (("--info-fd", self.info_fd), ("--block-fd", self.block_fd), ("--seccomp", self.seccomp_fd)):
             if fd is not None:
                 argv[1:1] = [flag, str(fd)]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):

@@ -27,6 +27,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -153,6 +154,7 @@ class SandboxNetwork:
         when the shim does (its exit fd closes)."""
         if self.mode != "bridge":
             return
+        _wait_loopback_up(sandbox_pid)
         ready_r, ready_w = os.pipe()
         exit_r, self._exit_w = os.pipe()
         caps = "+sys_admin,+net_admin,+sys_ptrace"   # join the namespace (ptrace: open /proc/PID/ns/net)
@@ -188,6 +190,21 @@ class SandboxNetwork:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
+
+
+def _wait_loopback_up(pid: int) -> None:
+    """Until bwrap has set up the namespace's loopback (address, then link up): slirp4netns
+    configuring the namespace at the same time makes bwrap's own netlink requests fail."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    argv = ["nsenter", f"--net=/proc/{pid}/ns/net", "ip", "-o", "link", "show", "lo"]
+    while True:
+        out = subprocess.run(argv, capture_output=True, text=True).stdout
+        flags = out.split("<", 1)[-1].split(">", 1)[0].split(",") if "<" in out else []
+        if "UP" in flags:
+            return
+        if time.monotonic() > deadline:
+            raise NetworkSetupError(f"the sandbox's loopback did not come up within {READY_TIMEOUT_S:.0f} s")
+        time.sleep(0.005)
 
 
 _FIREWALL_DONE: set[str] = set()

@@ -56,6 +56,11 @@ def test_reports_mark_an_unauthenticated_cluster_and_the_host_network():
     spec = {"agent": {"network": "host"}, "options": {"cluster": {"auth": "none"}}}
     assert recorded_exposures(spec) == ["network: host", "ray cluster without token authentication"]
     assert recorded_exposures({"agent": {"network": "bridge"}, "options": {}}) == []
+    from autorl_tui.catalog.plans import host_ports_of, parse_plan
+
     with pytest.raises(UsageError, match="host_ports must be a list"):
-        from autorl_tui.catalog.plans import parse_plan
         parse_plan("tasks: [arith-small]\nagents: [x]\nbudget: 1m\nhost_ports: [http]\n")
+    plan = parse_plan("tasks: [arith-small]\nagents: [x]\nbudget: 1m\nhost_ports: [8000]\n"
+                      "driver_url: http://127.0.0.1:9000/v1\n")
+    assert host_ports_of(plan.runs[0].options) == [8000, 9000]      # a loopback driver is named by the plan
+    assert host_ports_of({"driver_url": "https://api.example.com/v1"}) == []

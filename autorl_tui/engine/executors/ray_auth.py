@@ -19,6 +19,7 @@ def token_auth_enforced(address: str, timeout_s: float = 10.0) -> bool:
     """Ask the cluster's GCS at HOST:PORT for its id without a token: refused as unauthenticated
     means the cluster enforces token authentication."""
     import grpc
+    import ray  # noqa: F401  (first: its generated modules import ray; another thread may be importing it)
     from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
     with grpc.insecure_channel(address) as channel:      # a bare channel: Ray's token interceptor is not on it

@@ -360,3 +360,30 @@ def test_hidden_paths_are_invisible_to_the_program(forkserver):
     finally:
         shutil.rmtree(secret_dir, ignore_errors=True)
         shutil.rmtree(other_dir, ignore_errors=True)
+
+
+@root_only
+def test_two_programs_in_the_engines_code_server_cannot_talk():
+    """The same pair inside the code server's own bubblewrap box (engine/grading_client.py: root
+    there with CODE_SERVER_CAPS only, no network), where the engine runs generated code."""
+    import subprocess
+    import sys
+
+    from autorl_tui.engine.executors import sandbox_bwrap as sb
+    from autorl_tui.engine.grading_client import CODE_SERVER_CAPS
+
+    leases = [sb.UidLease.acquire() for _ in range(2)]
+    try:
+        code = (f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
+                "from autorl_tui.grading.sandbox import Sandbox, SandboxLimits\n"
+                "from tests.functional.test_sandbox import _pair\n"
+                f"s = Sandbox(SandboxLimits(wall_s=8, cpu_s=5), workers=2, uids={[lease.uid for lease in leases]})\n"
+                "print(s.isolation['network']); print(_pair(s)); s.close()\n")
+        box = sb.Sandbox(uid=0, chdir=Path("/"), ro=[REPO], keep_caps=CODE_SERVER_CAPS, network=False)
+        proc = subprocess.run(box.argv([sys.executable, "-c", code]), capture_output=True, text=True, timeout=120,
+                              env={"PATH": "/usr/bin:/bin"})
+    finally:
+        for lease in leases:
+            lease.release()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "per program" in proc.stdout and "LISTENER-ALONE" in proc.stdout and "CALLER-ALONE" in proc.stdout, proc.stdout

@@ -26,7 +26,6 @@ import select
 import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from autorl_tui.engine.executors.container_init import serve
 
 MODES = ("none", "bridge", "host")
 NET_DIR = "/run/autorl-net"                 # inside the sandbox: the forwarders' sockets and init
+NET_BASE = Path("/run/autorl-tui/net")      # on the host: <uid>/ holds them while the sandbox lives
 EGRESS_ID = 1_499_999_999                   # slirp4netns's uid and gid: the firewall rule matches it
 SLIRP = "slirp4netns"
 SETPRIV = "/usr/bin/setpriv"
@@ -125,7 +125,11 @@ class SandboxNetwork:
             if shutil.which(SLIRP) is None:
                 raise NetworkSetupError("network `bridge` under the local executor needs slirp4netns "
                                         "(Debian/Ubuntu: apt-get install slirp4netns; or scripts/system-deps.sh)")
-        self.folder = Path(tempfile.mkdtemp(prefix="autorl-net-"))
+        # One folder per leased uid: a shim killed outright leaves its folder, the uid's next sandbox clears it.
+        NET_BASE.mkdir(parents=True, exist_ok=True, mode=0o711)
+        self.folder = NET_BASE / str(self.uid)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(mode=0o700)
         shutil.copyfile(INIT_SOURCE, self.folder / "init.py")
         os.chmod(self.folder / "init.py", 0o444)
         for inside, host, port in self.forwards:

@@ -17,6 +17,11 @@ command -v jq >/dev/null 2>&1 || need+=(jq)
 # Local agents and the grader run in a bubblewrap sandbox, dropping to their uid with setpriv.
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 [ -x /usr/bin/setpriv ] || need+=(util-linux)
+# A local agent with `network: bridge` gets egress through slirp4netns; iptables keeps it off the
+# host's own addresses; the network tests build a stand-in remote host with iproute2.
+command -v slirp4netns >/dev/null 2>&1 || need+=(slirp4netns)
+command -v iptables >/dev/null 2>&1 || need+=(iptables)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
 # The code sandbox runs generated code with a system interpreter whose stdlib any uid can read.
 [ -x /usr/bin/python3 ] || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then

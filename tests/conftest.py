@@ -12,6 +12,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Ray clusters the tests start enforce token authentication, as the engine requires
+# (executors/ray_auth.py): one token for the session, set before anything imports ray (it reads
+# its authentication mode once, at import), inherited by every engine and node the tests start.
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+os.environ.setdefault("RAY_AUTH_TOKEN", __import__("secrets").token_hex(16))
 # A command run without --home (in-process or as a subprocess) resolves $AUTORL_HOME, then
 # $XDG_DATA_HOME: both point into a temporary folder for the whole session, never at ~/.local/share.
 _SESSION_DATA = tempfile.mkdtemp(prefix="autorl-tests-data-")

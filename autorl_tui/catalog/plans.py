@@ -19,9 +19,9 @@ ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "cells", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
              "cost_budget", "description", "threads", "log_cap", "isolation", "cluster", "model_mismatch",
-             "agent_overlays", "protocol"}
+             "agent_overlays", "protocol", "host_ports"}
 TASK_ENTRY_KEYS = {"id", "protocol"}
-CLUSTER_KEYS = {"address", "resources", "cpus", "containers"}
+CLUSTER_KEYS = {"address", "resources", "cpus", "containers", "auth"}
 MAX_BUDGET_S = 7 * 24 * 3600      # a longer budget is a typo (100000h), not a plan
 
 
@@ -145,8 +145,9 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     if raw.get("model_mismatch", "refuse") not in ("refuse", "allow"):
         raise UsageError(f"plan {where}: model_mismatch must be refuse (the default) or allow, "
                          f"got {raw['model_mismatch']!r}")
+    _check_host_ports(raw.get("host_ports"), where)
     options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap",
-                                   "cluster", "model_mismatch")
+                                   "cluster", "model_mismatch", "host_ports")
                if k in raw}
     if executor == "ray" and "image" in raw:
         # An image asks for containers: the docker executor on each run's node (docs/cluster.md).
@@ -183,9 +184,33 @@ def _task_entry(entry, default_protocol, where: str) -> tuple[str, str | None]:
     return str(entry), (str(default_protocol) if default_protocol is not None else None)
 
 
+def _check_host_ports(ports, where: str) -> None:
+    """`host_ports: [8000, ...]`: the host's loopback ports a sandboxed local agent may reach (a
+    local driver-LLM server); nothing else of the host's network is there (docs/security.md)."""
+    if ports is None:
+        return
+    if not isinstance(ports, list) or not all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536
+                                              for p in ports):
+        raise UsageError(f"plan {where}: host_ports must be a list of TCP port numbers (1..65535), "
+                         f"e.g. host_ports: [8000]; got {ports!r}")
+
+
+def host_ports_of(options: dict) -> list[int]:
+    """The host loopback ports a run's sandboxed agent may reach: the plan's `host_ports`, and the
+    port of a `driver_url` on the host's loopback (the plan names that server too)."""
+    from urllib.parse import urlsplit
+
+    ports = [int(p) for p in options.get("host_ports") or []]
+    url = urlsplit(str(options.get("driver_url") or ""))
+    if url.hostname in ("127.0.0.1", "localhost", "::1") and url.port:
+        ports.append(url.port)
+    return list(dict.fromkeys(ports))
+
+
 def _check_cluster(cluster, executor: str, where: str) -> None:
     """`cluster:` (executor ray): {address: HOST:PORT, resources: {NAME: amount}, cpus: N,
-    containers: true|false (the agent in a container on its node; `image:` implies it)}."""
+    containers: true|false (the agent in a container on its node; `image:` implies it),
+    auth: token|none (`none` accepts a cluster without Ray's token authentication; reports mark it)}."""
     if cluster is None:
         return
     fix = "e.g. cluster: {address: 10.0.0.1:6379, resources: {a100: 1}}"
@@ -198,6 +223,9 @@ def _check_cluster(cluster, executor: str, where: str) -> None:
     res = cluster.get("resources", {})
     if not isinstance(res, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in res.values()):
         raise UsageError(f"plan {where}: cluster.resources must map names to positive amounts; {fix}")
+    if cluster.get("auth", "token") not in ("token", "none"):
+        raise UsageError(f"plan {where}: cluster.auth must be `token` (the default: the cluster must enforce Ray's "
+                         f"token authentication) or `none` (an unauthenticated cluster, marked in every report)")
     if "cpus" in cluster and (not isinstance(cluster["cpus"], (int, float)) or cluster["cpus"] < 0):
         raise UsageError(f"plan {where}: cluster.cpus must be a non-negative number; {fix}")
     if not isinstance(cluster.get("containers", False), bool):

@@ -46,7 +46,7 @@ def _fmt(v) -> str:
 def list_runs(args) -> int:
     from autorl_tui.home import EngineLock, Home
     from autorl_tui.store.db import StoreError
-    from autorl_tui.store.isolation import recorded_isolation
+    from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
     from autorl_tui.store.queries import StoreReader
 
     home = Home.open(args.home, create=False)
@@ -61,7 +61,7 @@ def list_runs(args) -> int:
             last_event = {r.id: reader.last_event_at(r.id) for r in records if r.state in ACTIVE}
     engine_alive = EngineLock(home).held()
     rows = [{**r.to_dict(), "isolation": recorded_isolation(r.spec, r.executor),
-             "protocol": (r.spec or {}).get("protocol_name") or "default",
+             "protocol": (r.spec or {}).get("protocol_name") or "default", "exposures": recorded_exposures(r.spec),
              **({"last_event_at": last_event[r.id], "engine_holds_home": engine_alive} if r.id in last_event else {})}
             for r in records]
     stale = [r for r in rows if "last_event_at" in r and not engine_alive]
@@ -110,7 +110,8 @@ def _ended(r) -> str:
 # (header, cell) in display order; DROP_ORDER says which go first when the terminal is narrow:
 # the id and state never, the scores last.
 TABLE = (
-    ("run", lambda r: r["id"] + (" UNISOLATED" if r.get("isolation") == "none" else "")),
+    ("run", lambda r: r["id"] + (" UNISOLATED" if r.get("isolation") == "none" else "")
+     + (" EXPOSED" if r.get("exposures") else "")),
     ("state", lambda r: r["state"]),
     ("task", lambda r: r["task"]),
     ("agent", lambda r: r["agent"]),

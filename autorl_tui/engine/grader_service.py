@@ -78,7 +78,7 @@ class GraderServer:
 
         package = Path(__file__).resolve().parents[1]
         ro = [package, *key.extra_ro] + ([key.task_dir] if key.task_dir else [])
-        sandbox = Sandbox(uid=0, chdir=key.grading_root, ro=ro, rw=[key.grading_root], gpus=bool(key.gpus),
+        sandbox = Sandbox(uid=0, chdir=key.grading_root, ro=ro, rw=[key.grading_root], gpus=list(key.gpus),
                           keep_caps=SERVER_CAPS)
         argv = sandbox.argv([key.python, "-m", SERVER_MODULE])
         log_path = key.grading_root / ".grader-server.log"

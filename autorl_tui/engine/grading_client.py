@@ -95,7 +95,7 @@ def _limits(memory: int | None, sandboxed: bool) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE_LIMIT, NOFILE_LIMIT))
 
 
-def _grader_sandbox(request: dict, work_dir: Path, uid: int, gpus: bool):
+def _grader_sandbox(request: dict, work_dir: Path, uid: int, gpus: list[str]):
     from autorl_tui.engine.executors.sandbox_bwrap import Sandbox
 
     package = Path(__file__).resolve().parents[1]
@@ -427,6 +427,7 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
                                             f"make it readable by others (chmod -R o+rX on its folder)")
             lease = sb.UidLease.acquire()
             env["HOME"] = str(work_dir)
+            env["CUDA_VISIBLE_DEVICES"] = sb.visible_devices(list(gpus or []))   # only its GPUs' nodes are there
             env.pop("TMPDIR", None)
             if _warm_eligible(request, sandboxed):
                 outcome = await _run_warm(request, work_dir, lease.uid, env, gpus, threads, timeout_s, python,
@@ -435,7 +436,7 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
                     return outcome
                 t0 = time.time()
             sb.chown_tree(work_dir, lease.uid)
-            argv = _grader_sandbox(request, work_dir, lease.uid, bool(gpus)).argv(argv)
+            argv = _grader_sandbox(request, work_dir, lease.uid, list(gpus or [])).argv(argv)
             if request.get("scorer") in RUNS_GENERATED_CODE:
                 from autorl_tui.grading.sandbox_remote import FD_ENV
 

@@ -92,7 +92,8 @@ def close_all() -> None:
     with _actors_lock:
         actors = list(_actors.values())
         _actors.clear()
-    if ray is None or not ray.is_initialized():
+    # Another thread may be importing ray right now (a cluster view's first poll): not connected.
+    if ray is None or not getattr(ray, "is_initialized", lambda: False)():
         return
     for actor in actors:
         try:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
 from autorl_tui.catalog.overlays import overlay_env, place_home_files
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
+from autorl_tui.catalog.plans import host_ports_of
 from autorl_tui.engine import honey_tokens, trust_sweep
 from autorl_tui.engine.agent_watch import AgentWatch
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, ExecutorError, LaunchSpec, Mount
@@ -326,7 +327,8 @@ class RunSupervisor:
                           writable=AGENT_WRITABLE,
                           placement=dict(self.spec.get("options", {}).get("cluster") or {},
                                          gpus=self.gpus_requested),
-                          log_file_bytes=(self.spec.get("options", {}).get("log_cap") or {}).get("file_bytes"))
+                          log_file_bytes=(self.spec.get("options", {}).get("log_cap") or {}).get("file_bytes"),
+                          host_ports=host_ports_of(self.spec.get("options", {})))
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         """The submission desk and its per-run API. Containers without a network reach the API

@@ -3,9 +3,12 @@
 What contains it (each part is probed once per `Sandbox`; when one is unavailable the sandbox
 falls back and records why in `Sandbox.isolation`, which scorers put into their metrics):
 
-- **no network**: the program runs in an empty network namespace (only a loopback device, which
-  is down), so even 127.0.0.1 is unreachable. One namespace is created per `Sandbox` (creating
-  one costs ~20 ms; entering an existing one costs nothing) and kept alive by an open fd.
+- **no network**: each program runs in an empty network namespace of its own (only a loopback
+  device, which is down), so even 127.0.0.1 is unreachable and two programs graded at once
+  share no loopback and no abstract unix socket. The runner (root in its namespaces) creates it
+  with `unshare(CLONE_NEWNET)` right before dropping to the program's uid; a program whose
+  namespace cannot be made does not run. The `Sandbox`'s own empty namespace (made once, kept
+  alive by an open fd) is where runners and fork servers live.
 - **pid namespace** (`unshare --pid --fork --kill-child`): the program's processes, including
   any that called `setsid`, die when the sandbox's init dies; killing the `unshare` process
   group at the wall-time limit kills everything.
@@ -172,7 +175,8 @@ class Sandbox:
             self.isolation["pid_namespace"] = "yes" if why is None else f"no: {why}"
             self.isolation["private_tmp"] = "yes" if why is None else f"no: {why}"
             self._netns_fd, why = self._make_netns()
-            self.isolation["network"] = "none (empty network namespace)" if why is None else f"host network: {why}"
+            self.isolation["network"] = ("none (an empty network namespace per program)" if why is None
+                                         else f"host network: {why}")
         else:
             why = "disabled (isolate=False)" if not isolate else "the harness is not root"
             for key in ("pid_namespace", "private_tmp"):
@@ -322,7 +326,7 @@ class Sandbox:
                 self._forkservers[slot] = server
         nonce = secrets.token_hex(16)
         req = {"program": program, "nonce": nonce, "wall_s": limits.wall_s, "output_bytes": limits.output_bytes,
-               "tmpfs_size": f"{limits.tmpfs_mb}m", "limits": _rlimits(limits)}
+               "tmpfs_size": f"{limits.tmpfs_mb}m", "limits": _rlimits(limits), "new_netns": True}
         if channel is not None:
             req["channel"] = True
             try:
@@ -371,6 +375,7 @@ class Sandbox:
             pass_fds.append(channel.fileno())
         if self._netns_fd is not None:
             req["netns_fd"] = self._netns_fd
+            req["new_netns"] = True
             pass_fds.append(self._netns_fd)
         cmd = [self.python, *PYTHON_FLAGS, str(RUNNER)]
         if self.use_pidns:

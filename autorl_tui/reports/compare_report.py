@@ -10,7 +10,7 @@ import statistics
 import time
 
 from autorl_tui import __version__
-from autorl_tui.store.isolation import recorded_isolation
+from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.reports import efficiency, svg, trust
 from autorl_tui.reports.bootstrap import band_verdict, paired_band
@@ -143,6 +143,7 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
                                     "baseline_score", "baseline_dev_score", "best_dev_score", "test_score",
                                     "improvement", "n_submissions", "n_dropped", "wall_s", "imported_from")}
                  | {"isolation": recorded_isolation(r.get("spec"), r.get("executor")),
+                    "exposures": recorded_exposures(r.get("spec")),
                     "held_out_band": bands.get(r["run_id"]), "trust": trust_of[r["run_id"]],
                     "cost_per_point": cost_of[r["run_id"]]} for r in listed],
         "excluded_flagged": {"enabled": exclude_flagged, "run_ids": excluded},

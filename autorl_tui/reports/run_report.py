@@ -14,7 +14,7 @@ from autorl_tui.reports import svg, trust
 from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.reports.analytics import PHASES, Analytics, _decode_json
 from autorl_tui.reports.bootstrap import paired_band
-from autorl_tui.store.isolation import recorded_isolation
+from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
 from autorl_tui.reports.diffs import diff_manifests, files_run
 from autorl_tui.reports.render import render
 
@@ -70,7 +70,8 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
     report = {
         "schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION, "generator": f"autorl-tui {__version__}",
         "generated_at": time.time(), "store": str(a.store_path),
-        "run": {**{k: run[k] for k in RUN_FIELDS}, "isolation": recorded_isolation(spec, run["executor"])},
+        "run": {**{k: run[k] for k in RUN_FIELDS}, "isolation": recorded_isolation(spec, run["executor"]),
+                "exposures": recorded_exposures(spec)},
         "protocol": protocol_of(spec),
         "attempts": a.attempts(run_id),
         "model_path": (spec.get("model") or {}).get("path") if isinstance(spec.get("model"), dict) else spec.get("model_path"),

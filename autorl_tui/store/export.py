@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autorl_tui.store.isolation import recorded_isolation
+from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
 from autorl_tui.store.db import decode_row
 from autorl_tui.store.records import Rows
 
@@ -48,6 +48,7 @@ def export_run(rows: Rows, run_id: str, *, include_events: bool = True, include_
         "isolation": recorded_isolation(run.get("spec"), run["executor"]),   # "none": the agent ran unisolated
         "protocol": (run.get("spec") or {}).get("protocol_name") or "default",   # the task card's named protocol
         "data_origin": (run.get("spec") or {}).get("data_origin"),
+        "exposures": recorded_exposures(run.get("spec")),     # e.g. "network: host"
         "baseline_score": run["baseline_score"],
         "baseline_dev_score": run["baseline_dev_score"],
         "best_dev_score": run["best_dev_score"],

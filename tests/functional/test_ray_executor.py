@@ -22,6 +22,7 @@ from autorl_tui.catalog.plans import parse_plan
 from autorl_tui.engine.client import EngineClient
 from autorl_tui.engine.daemon import EngineOptions, pid_alive, start_daemon, stop_daemon
 from autorl_tui.engine.engine import Engine
+from autorl_tui.engine.executors.sandbox_bwrap import visible_devices
 from autorl_tui.engine.scheduling import RetryPolicy
 from autorl_tui.exitcodes import ExitCode
 from autorl_tui.home import Home
@@ -186,8 +187,8 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
                 where = _ray_json(attempt)
                 assert where["node_id"] in worker_ids                     # never the GPU-less head
                 assert len(where["gpu_ids"]) == row["gpus_requested"]
-                # The agent saw exactly Ray's assignment.
-                assert _stdout(store, row["id"], "devices ") == [f"devices {','.join(where['gpu_ids'])}"]
+                # Ray's GPUs, as the sandbox shows them: only their nodes are bound, so CUDA numbers them from 0
+                assert _stdout(store, row["id"], "devices ") == [f"devices {visible_devices(where['gpu_ids'])}"]
                 assert _stdout(store, row["id"], "tick ") == [f"tick {i}" for i in range(12)]
                 steps = [m["step"] for m in store.query("SELECT step FROM metrics WHERE run_id=? AND name='tick' "
                                                         "ORDER BY id", (row["id"],))]

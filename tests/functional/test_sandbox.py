@@ -175,6 +175,59 @@ def test_no_network_even_to_loopback(sandbox):
         server.close()
 
 
+LISTENER = """
+import socket, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\\0{name}")
+s.listen(1)
+s.settimeout(4)
+try:
+    c, _ = s.accept()
+    print("LISTENER-GOT", c.recv(16).decode())
+except socket.timeout:
+    print("LISTENER-ALONE")
+"""
+CALLER = """
+import socket, time
+end = time.time() + 3
+while True:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        c.connect("\\0{name}")
+        c.sendall(b"secret")
+        print("CALLER-TALKED")
+        break
+    except OSError:
+        if time.time() > end:
+            print("CALLER-ALONE")
+            break
+        time.sleep(0.05)
+"""
+
+
+def _pair(sb) -> str:
+    """Two programs graded at the same time: one listens on an abstract unix socket, one calls it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    name = f"autorl-pair-{uuid.uuid4().hex[:8]}"
+    with ThreadPoolExecutor(2) as pool:
+        listener = pool.submit(sb.run, LISTENER.format(name=name), wall_s=8)
+        caller = pool.submit(sb.run, CALLER.format(name=name), wall_s=8)
+        return listener.result().stdout + caller.result().stdout
+
+
+@root_only
+def test_two_programs_graded_at_once_cannot_talk(sandbox):
+    unisolated = Sandbox(SandboxLimits(wall_s=8, cpu_s=5), workers=2, isolate=False)
+    try:
+        assert "CALLER-TALKED" in _pair(unisolated)   # the channel works where programs share a namespace
+    finally:
+        unisolated.close()
+    out = _pair(sandbox)
+    assert "LISTENER-ALONE" in out and "CALLER-ALONE" in out, out
+    assert "per program" in sandbox.isolation["network"]
+
+
 def test_output_flood_is_truncated_not_buffered(sandbox):
     out = sandbox.run("import sys\nfor _ in range(2000):\n    sys.stdout.write('x' * 1000)\n", output_bytes=10_000)
     assert out.passed and out.output_truncated and len(out.stdout) == 10_000
@@ -307,3 +360,30 @@ def test_hidden_paths_are_invisible_to_the_program(forkserver):
     finally:
         shutil.rmtree(secret_dir, ignore_errors=True)
         shutil.rmtree(other_dir, ignore_errors=True)
+
+
+@root_only
+def test_two_programs_in_the_engines_code_server_cannot_talk():
+    """The same pair inside the code server's own bubblewrap box (engine/grading_client.py: root
+    there with CODE_SERVER_CAPS only, no network), where the engine runs generated code."""
+    import subprocess
+    import sys
+
+    from autorl_tui.engine.executors import sandbox_bwrap as sb
+    from autorl_tui.engine.grading_client import CODE_SERVER_CAPS
+
+    leases = [sb.UidLease.acquire() for _ in range(2)]
+    try:
+        code = (f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
+                "from autorl_tui.grading.sandbox import Sandbox, SandboxLimits\n"
+                "from tests.functional.test_sandbox import _pair\n"
+                f"s = Sandbox(SandboxLimits(wall_s=8, cpu_s=5), workers=2, uids={[lease.uid for lease in leases]})\n"
+                "print(s.isolation['network']); print(_pair(s)); s.close()\n")
+        box = sb.Sandbox(uid=0, chdir=Path("/"), ro=[REPO], keep_caps=CODE_SERVER_CAPS, network=False)
+        proc = subprocess.run(box.argv([sys.executable, "-c", code]), capture_output=True, text=True, timeout=120,
+                              env={"PATH": "/usr/bin:/bin"})
+    finally:
+        for lease in leases:
+            lease.release()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "per program" in proc.stdout and "LISTENER-ALONE" in proc.stdout and "CALLER-ALONE" in proc.stdout, proc.stdout

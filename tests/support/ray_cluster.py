@@ -1,6 +1,8 @@
 """A real local Ray cluster for the functional tests of `executor: ray`: a head (one CPU, no GPUs)
-and two worker nodes declaring GPUS_PER_NODE (fake) GPUs each, started once per test module.
-Ray's files stay under a temporary folder; the cluster is shut down at the end."""
+and two worker nodes declaring GPUS_PER_NODE (fake) GPUs each, started once per test module,
+with Ray's token authentication on (as the engine requires: executors/ray_auth.py), with the
+session's token (RAY_AUTH_MODE, RAY_AUTH_TOKEN: tests/conftest.py sets them before ray is
+imported), so the engines the tests start carry it. Ray's files stay under a temporary folder; the cluster is shut down at the end."""
 
 import os
 import shutil
@@ -16,12 +18,13 @@ GPUS_PER_NODE = 2
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    from ray.cluster_utils import Cluster
-
     # Short (Ray's Unix socket paths have a length limit) and temporary: nothing goes to /tmp/ray.
     tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     saved = os.environ.get("RAY_TMPDIR")
     os.environ["RAY_TMPDIR"] = str(tmp)
+    assert os.environ.get("RAY_AUTH_MODE") == "token", "tests/conftest.py turns Ray's token authentication on"
+    from ray.cluster_utils import Cluster
+
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "num_gpus": 0, "include_dashboard": False, "temp_dir": str(tmp / "ray"),
         # A removed node is declared dead in seconds rather than the default ~30 s.

@@ -84,6 +84,11 @@ def check_run_report(db, r: dict) -> set[str]:
 
             assert v == recorded_isolation(spec, run["executor"]), (v, spec.get("isolation"))
             continue
+        if k == "exposures":   # from the run's spec too (network: host, a Ray cluster without tokens)
+            from autorl_tui.store.isolation import recorded_exposures
+
+            assert v == recorded_exposures(spec), (v, spec)
+            continue
         assert v == run["id" if k == "run_id" else k], k
     proto = spec.get("protocol") or (spec.get("task") or {}).get("protocol") or {}
     for k in ("temperature", "top_p", "n", "max_tokens"):

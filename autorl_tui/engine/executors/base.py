@@ -25,7 +25,7 @@ class LaunchSpec:
     deadline: float                   # epoch seconds; the executor kills the whole tree at this time
     gpus: list[str] = field(default_factory=list)      # device ids, never a count
     mounts: list[Mount] = field(default_factory=list)  # read-only model and train data (containers)
-    network: str = "none"             # none | bridge | host (containers)
+    network: str = "none"             # none | bridge | host (both executors: docs/security.md)
     cpus: float | None = None
     memory_bytes: int | None = None
     image: str | None = None
@@ -38,6 +38,7 @@ class LaunchSpec:
     # the device ids come from the cluster's assignment, so `gpus` above stays empty.
     placement: dict = field(default_factory=dict)
     log_file_bytes: int | None = None    # cap of stdout.log/stderr.log on disk (executors/capped_log.py)
+    host_ports: list[int] = field(default_factory=list)   # host loopback ports a local sandbox may reach
 
     @property
     def stdout_path(self) -> Path:

@@ -1,15 +1,17 @@
 """The entry program of an agent container (stdlib only: it runs with the container's python3).
 
-    python3 container_init.py --deadline EPOCH [--deadline-file PATH]
+    python3 container_init.py [--deadline EPOCH [--deadline-file PATH]]
                               [--listen 127.0.0.1:PORT --socket /run/autorl-grading/api.sock]
+                              [--forward 127.0.0.1:PORT=/path/to.sock ...]
                               -- AGENT ARGV...
 
 1. If `--listen` is given, binds a TCP listener on the container's own loopback and forwards
    every connection to the grading API's Unix socket (bind-mounted from the harness), so that
    `GRADING_SERVER_URL=http://127.0.0.1:PORT/<token>` works with plain HTTP even under
-   `--network none`. The listener is bound before the agent starts.
+   `--network none`. The listener is bound before the agent starts. `--forward` does the same for
+   any number of ports (the local sandbox's own network namespace: executors/sandbox_net.py).
 2. Runs the agent as its child and exits with its exit code.
-3. Enforces the deadline itself: at the deadline (re-read from `--deadline-file` when it exists,
+3. With `--deadline`, enforces the deadline itself: at the deadline (re-read from `--deadline-file` when it exists,
    so the harness can extend it) it kills every process of the container and exits 137. This is the
    safety net for a harness that died: the container can never outlive its budget.
 
@@ -147,10 +149,11 @@ def kill_everything(child: subprocess.Popen, whole_container: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="container_init")
-    parser.add_argument("--deadline", type=float, required=True)
+    parser.add_argument("--deadline", type=float)
     parser.add_argument("--deadline-file")
     parser.add_argument("--listen")
     parser.add_argument("--socket")
+    parser.add_argument("--forward", action="append", default=[], metavar="HOST:PORT=SOCKET")
     parser.add_argument("--container", action="store_true",
                         help="at the deadline kill every process of the container (checked: PID 1 is Docker's init)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
@@ -160,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no agent command after --")
     if args.listen and args.socket:
         start_forwarder(args.listen, args.socket)
+    for spec in args.forward:
+        listen, _, path = spec.partition("=")
+        start_forwarder(listen, path)
 
     # its own process group, so that outside a container the guard can still kill the whole group
     child = subprocess.Popen(command, start_new_session=not args.container)
@@ -178,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             return child.wait(timeout=0.5)
         except subprocess.TimeoutExpired:
             pass
-        if time.time() >= current_deadline(args.deadline, args.deadline_file):
+        if args.deadline is not None and time.time() >= current_deadline(args.deadline, args.deadline_file):
             sys.stderr.write("autorl: deadline reached, killing the agent\n")
             sys.stderr.flush()
             kill_everything(child, args.container)

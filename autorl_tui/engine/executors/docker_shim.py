@@ -60,7 +60,7 @@ def node_spec(launch: dict, gpu_ids: list[str], socket_path: Path | None) -> Lau
 def _api_forwarder(grading_url: str) -> tuple[Path, socket.socket]:
     """A Unix socket (in a node-local folder the container user may traverse) whose connections
     go to the engine's grading API."""
-    from autorl_tui.engine.executors.container_init import serve
+    from autorl_tui.engine.executors.sandbox_net import upstream_to_tcp
 
     parts = urlsplit(grading_url)
     if not parts.hostname or not parts.port:
@@ -68,15 +68,8 @@ def _api_forwarder(grading_url: str) -> tuple[Path, socket.socket]:
     folder = Path(tempfile.mkdtemp(prefix="autorl-api-"))
     os.chmod(folder, 0o711)
     path = folder / "grading.sock"
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    os.chmod(path, 0o666)     # the container's user is not ours
-    server.listen(64)
-
-    def upstream() -> socket.socket:
-        return socket.create_connection((parts.hostname, parts.port), timeout=30)
-    upstream.what = f"the engine's grading API at {parts.hostname}:{parts.port}"
-    serve(server, upstream)
+    server = upstream_to_tcp(path, parts.hostname, parts.port,   # 0666: the container's user is not ours
+                             f"the engine's grading API at {parts.hostname}:{parts.port}")
     return path, server
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, Executor, ExecutorError, LaunchSpec
 
 SHIM_MODULE = "autorl_tui.engine.executors.local_shim"
+DEVICE_ROOT_ENV = "AUTORL_DEVICE_ROOT"     # sandbox_bwrap.DEVICE_ROOT_ENV (not imported: it is the shim's)
 
 
 def _pid_is_shim(pid: int) -> bool:
@@ -159,6 +160,8 @@ def spawn_shim(python: str, launch_path: Path, preexec_fn=None, module: str = SH
     `module`: another shim with the same contract (a cluster node's container: docker_shim.py)."""
     log_dir = launch_path.parent
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _package_root()}
+    if os.environ.get(DEVICE_ROOT_ENV):   # stand-in GPU device nodes (tests)
+        env[DEVICE_ROOT_ENV] = os.environ[DEVICE_ROOT_ENV]
     with open(log_dir / "shim.log", "ab") as shim_log:
         return subprocess.Popen([python, "-m", module, str(launch_path)], stdin=subprocess.DEVNULL,
                                 stdout=shim_log, stderr=shim_log, start_new_session=True, env=env,
@@ -203,7 +206,8 @@ def _sandbox(spec: LaunchSpec) -> dict | None:
     workspace = spec.workspace
     return {"ro": [str(p) for p in ro], "writable": list(spec.writable),
             "ro_inside": [str(workspace / "models"), str(workspace / "data")],
-            "hide": [str(p) for p in spec.private_paths], "gpus": bool(spec.gpus)}
+            "hide": [str(p) for p in spec.private_paths], "gpus": [str(g) for g in spec.gpus],
+            "network": spec.network, "host_ports": list(spec.host_ports)}
 
 
 def _package_root() -> str:

@@ -11,6 +11,9 @@ gives the workspace's writable folders to it and runs the agent in bubblewrap
 (`sandbox_bwrap.py`): the agent's tree is then bwrap's, in its own PID namespace, and killing it
 kills the namespace. Exit codes of an agent killed by a signal then read as a shell reports them
 (128 + signal); an agent killed by the shim reads as negative (the shim's own kill of bwrap).
+The sandbox's network (the agent spec's `network`) is set up around it by `sandbox_net.py`: the
+shim holds the host side (the forwarders to the grading API and the plan's host ports, and slirp4netns
+for `bridge`, attached to the sandbox's namespace before the agent's command runs).
 
 The agent's stdout and stderr are pipes the shim copies into `stdout.log`/`stderr.log`, each capped
 on disk (`capped_log.py`: head, a marker, the last bytes; `log_file_bytes` of the launch).
@@ -145,11 +148,15 @@ def main(spec_path: str) -> int:
     pipes = [agent_pipe() for _ in logs]
     started = time.time()
     sandbox = spec.get("sandbox")
-    lease = None
+    lease = net = None
     uid = None
+    env = spec["env"]
+    pass_fds: list[int] = []
+    hold = None    # bridge: (info pipe's read end, block pipe's write end) until slirp4netns is attached
     if sandbox is not None:
         # The lease lives as long as this shim, which outlives the agent's whole tree.
         from autorl_tui.engine.executors import sandbox_bwrap as sb
+        from autorl_tui.engine.executors import sandbox_net as sn
 
         try:
             lease = sb.UidLease.acquire()
@@ -160,27 +167,50 @@ def main(spec_path: str) -> int:
             exe = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0], path=spec["env"].get("PATH", ""))
             if exe is None or not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
                 raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r} (not an executable on the agent's PATH)")
+            net = sn.SandboxNetwork.plan(sandbox.get("network", "none"), uid, env, sandbox.get("host_ports") or [])
+            net.open()
+            env = net.agent_env(env)
+            gpus = [str(g) for g in sandbox.get("gpus") or []]
+            if gpus:
+                env = dict(env, CUDA_VISIBLE_DEVICES=sb.visible_devices(gpus))
+            info = block = None
+            if net.mode == "bridge":
+                info, block = os.pipe(), os.pipe()
+                pass_fds, hold = [info[1], block[0]], (info[0], block[1])
+            from autorl_tui.engine.executors.seccomp_userns import filter_fd
+
+            seccomp = filter_fd()      # no user namespaces inside
+            pass_fds.append(seccomp)
             box = sb.Sandbox(uid=uid, chdir=workspace, ro=[Path(p) for p in sandbox["ro"]], rw=[workspace],
                              ro_inside=[Path(p) for p in sandbox["ro_inside"]], hide=[Path(p) for p in sandbox["hide"]],
-                             gpus=bool(sandbox.get("gpus")))
-            command = box.argv(argv)
+                             gpus=gpus, network=not net.isolated, net_args=net.bwrap_args(),
+                             info_fd=info and info[1], block_fd=block and block[0], seccomp_fd=seccomp)
+            command = box.argv(net.command(inside_python(), argv))
         except FileNotFoundError as exc:
-            write_json_atomic(log_dir / "exit.json", {"exit_code": 127, "reason": "start_failed",
-                                                      "error": str(exc), "ended_at": time.time()})
-            return 0
+            return _ended(log_dir, net, 127, "start_failed", exc)
         except OSError as exc:
-            write_json_atomic(log_dir / "exit.json", {"exit_code": 126, "reason": "sandbox_failed",
-                                                      "error": str(exc), "ended_at": time.time()})
-            return 0
+            return _ended(log_dir, net, 126, "sandbox_failed", exc)
     os.umask(0o022)
     try:
-        proc = subprocess.Popen(command, shell=isinstance(command, str), cwd=spec["workspace"], env=spec["env"],
+        proc = subprocess.Popen(command, shell=isinstance(command, str), cwd=spec["workspace"], env=env,
                                 stdin=subprocess.DEVNULL, stdout=pipes[0][1], stderr=pipes[1][1],
-                                start_new_session=True, close_fds=True)
+                                start_new_session=True, close_fds=True, pass_fds=pass_fds)
     except OSError as exc:
-        write_json_atomic(log_dir / "exit.json", {"exit_code": 127, "reason": "start_failed",
-                                                  "error": str(exc), "ended_at": time.time()})
-        return 0
+        return _ended(log_dir, net, 127, "start_failed", exc)
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
+    if hold is not None:
+        try:
+            net.attach(_sandbox_pid(hold[0]))
+            os.write(hold[1], b"1")        # the agent's command may run now
+        except OSError as exc:
+            proc.kill()
+            proc.wait()
+            return _ended(log_dir, net, 126, "sandbox_failed", exc)
+        finally:
+            os.close(hold[0])
+            os.close(hold[1])
     copiers = []
     for (read_fd, write_fd), log in zip(pipes, logs):
         os.close(write_fd)           # the agent holds the write ends: EOF once its whole tree is gone
@@ -211,9 +241,36 @@ def main(spec_path: str) -> int:
         copier.join(COPY_WAIT_S)
     for log in logs:
         log.close()
+    if net is not None:
+        net.close()
     write_json_atomic(log_dir / "exit.json", {"exit_code": code, "reason": reason, "ended_at": time.time(),
                                               "started_at": started})
     return 0
+
+
+def _ended(log_dir: Path, net, code: int, reason: str, exc: OSError) -> int:
+    """exit.json for an agent that never ran (its command, or its sandbox, could not start)."""
+    if net is not None:
+        net.close()
+    write_json_atomic(log_dir / "exit.json", {"exit_code": code, "reason": reason, "error": str(exc),
+                                              "ended_at": time.time()})
+    return 0
+
+
+def inside_python() -> str:
+    """The interpreter that runs the sandbox's loopback forwarders (stdlib only): the system's."""
+    return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else os.path.realpath(sys.executable)
+
+
+def _sandbox_pid(info_fd: int) -> int:
+    """The sandbox's pid, from bwrap's --info-fd JSON (written once its namespaces exist)."""
+    data = b""
+    while b"}" not in data:
+        chunk = os.read(info_fd, 4096)
+        if not chunk:
+            raise OSError(f"bubblewrap ended before its sandbox existed: {data.decode(errors='replace')!r}")
+        data += chunk
+    return int(json.loads(data[:data.index(b"}") + 1])["child-pid"])
 
 
 if __name__ == "__main__":

@@ -360,7 +360,13 @@ class RayExecutor(Executor):
     def check_request(self, run_id: str, gpus: int, options: dict) -> None:
         """Plan validation: the cluster is reachable, sees the home, and some node can hold the run.
         Blocking: call it through `validate`."""
+        from autorl_tui.engine.executors.ray_auth import check_cluster_auth
+
         try:
+            address = cluster_address(options.get("cluster")) or self.address
+            if address:
+                _reachable(address)
+                check_cluster_auth(address, (options.get("cluster") or {}).get("auth", "token"))
             ray = self._ray(options.get("cluster"))
         except ExecutorError as exc:
             raise UsageError(str(exc)) from None

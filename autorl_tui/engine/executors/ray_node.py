@@ -63,7 +63,7 @@ class RunNode:
         else:
             launch = dict(launch, env=dict(launch["env"], CUDA_VISIBLE_DEVICES=",".join(where["gpu_ids"])))
             if launch.get("sandbox") is not None:
-                launch["sandbox"] = dict(launch["sandbox"], gpus=bool(where["gpu_ids"]))
+                launch["sandbox"] = dict(launch["sandbox"], gpus=[str(g) for g in where["gpu_ids"]])
             module, on_death = SHIM_MODULE, _die_with_parent
         launch_path = write_launch(Path(launch["log_dir"]), launch)
         started = threading.Event()

@@ -8,8 +8,9 @@ caller's paths. The store, caches with held-out splits, other workspaces, other 
 sources are absent, not covered, so there is nothing to reveal by unmounting. Inside, the program
 runs as a leased unprivileged uid with no capabilities (bounding set empty), `no_new_privs`, its
 own PID namespace with a fresh /proc, its own IPC namespace, a private /tmp and a minimal /dev
-(plus GPU device nodes when the host has them). The network is the host's (local agents reach
-their run's grading API on loopback; the Docker executor is the network-policy option).
+(plus the device nodes of its own GPUs only: `gpu_devices`). The network is the caller's choice:
+the host's, or a namespace of its own (`network=False`; a local agent's is set up around it by
+`sandbox_net.py`).
 
 Uids: one per sandbox alive at once, from a fixed range, leased by an exclusive `flock` on
 `/run/autorl-tui/uid-leases/<uid>` (a root-owned folder, shared by every engine and home on the
@@ -119,12 +120,43 @@ def runtime_paths() -> list[Path]:
     return sorted(p for p in paths if p.exists())
 
 
-def gpu_devices() -> list[Path]:
-    dev = Path("/dev")
-    nodes = sorted(dev.glob("nvidia*"))
-    if (dev / "dri").exists():
-        nodes.append(dev / "dri")
-    return nodes
+DEVICE_ROOT_ENV = "AUTORL_DEVICE_ROOT"    # where the GPU device nodes are (tests: stand-in nodes)
+GPU_CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+
+
+def gpu_devices(ids: list[str]) -> list[Path]:
+    """The host device nodes a sandbox given the GPUs `ids` binds (at /dev/<name>): their own
+    /dev/nvidiaN and the driver's control nodes. Nothing for no GPU. /dev/dri is never bound
+    (CUDA does not use it, and its nodes cannot be told apart per GPU here)."""
+    if not ids:
+        return []
+    root = Path(os.environ.get(DEVICE_ROOT_ENV) or "/dev")
+    nodes = [root / name for name in GPU_CONTROL_NODES]
+    nodes += [root / f"nvidia{minor}" for minor in dict.fromkeys(gpu_minor(i) for i in ids) if minor is not None]
+    return [n for n in nodes if n.exists()]
+
+
+def gpu_minor(device_id: str) -> int | None:
+    """The /dev/nvidiaN number of a device id: the index itself, or the minor the driver lists
+    for a GPU UUID (/proc/driver/nvidia/gpus/*/information)."""
+    device_id = str(device_id).strip()
+    if device_id.isdigit():
+        return int(device_id)
+    for info in Path("/proc/driver/nvidia/gpus").glob("*/information"):
+        try:
+            fields = dict(line.split(":", 1) for line in info.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if fields.get("GPU UUID", "").strip() == device_id and fields.get("Device Minor", "").strip().isdigit():
+            return int(fields["Device Minor"])
+    return None
+
+
+def visible_devices(ids: list[str]) -> str:
+    """CUDA_VISIBLE_DEVICES inside a sandbox that holds only these GPUs' nodes: CUDA numbers the
+    devices it can open from 0, in device order, so indices are renumbered (UUIDs stay)."""
+    order = sorted({int(i) for i in ids if str(i).strip().isdigit()})
+    return ",".join(str(order.index(int(i))) if str(i).strip().isdigit() else str(i) for i in ids)
 
 
 @dataclass
@@ -135,18 +167,25 @@ class Sandbox:
     rw: list[Path] = field(default_factory=list)        # bound read-write, same path
     ro_inside: list[Path] = field(default_factory=list)  # re-bound read-only inside a rw path (models/, data/)
     hide: list[Path] = field(default_factory=list)      # private paths that happen to lie inside a bound path
-    gpus: bool = False
+    gpus: list[str] = field(default_factory=list)   # device ids: only their nodes are bound
     # Only for the warm grader's fork server (engine/grader_service.py): run the command as root
     # in the sandbox holding just these capabilities (it gives each grading its own leased uid),
     # instead of as `uid` through setpriv.
     keep_caps: tuple[str, ...] = ()
-    network: bool = True      # False: an empty network namespace (the code server of grading/sandbox_remote.py)
+    network: bool = True      # False: a network namespace of its own (see sandbox_net.py for what goes in)
+    net_args: list[str] = field(default_factory=list)   # more bwrap options for that namespace (sandbox_net.py)
+    info_fd: int | None = None    # bwrap writes the sandbox's pid here (JSON) once its namespaces exist
+    block_fd: int | None = None   # and waits for a byte on this one before running the command
+    seccomp_fd: int | None = None  # a seccomp filter bwrap installs before the command (seccomp_userns.py)
 
     def argv(self, command: list[str]) -> list[str]:
         argv = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
                 "--unshare-uts", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
         if not self.network:
             argv.insert(1, "--unshare-net")
+        for flag, fd in (("--info-fd", self.info_fd), ("--block-fd", self.block_fd), ("--seccomp", self.seccomp_fd)):
+            if fd is not None:
+                argv[1:1] = [flag, str(fd)]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             host = Path("/") / name
             if host.is_symlink():
@@ -156,8 +195,8 @@ class Sandbox:
         argv += ["--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
                  "--perms", "0755", "--dir", "/var", "--perms", "1777", "--tmpfs", "/var/tmp", "--tmpfs", "/run"]
         if self.gpus:
-            for node in gpu_devices():
-                argv += ["--dev-bind", str(node), str(node)]
+            for node in gpu_devices(self.gpus):
+                argv += ["--dev-bind", str(node), f"/dev/{node.name}"]
             if Path("/sys").is_dir():
                 argv += ["--ro-bind", "/sys", "/sys"]
         binds = [(p, "--ro-bind") for p in _unique([*runtime_paths(), *self.ro]) if p.exists()]
@@ -180,6 +219,7 @@ class Sandbox:
             if any(_inside(p, b) for b in bound) and (p.exists() or p.is_symlink()):
                 argv += (["--tmpfs", str(p), "--remount-ro", str(p)] if p.is_dir() and not p.is_symlink()
                          else ["--ro-bind", "/dev/null", str(p)])
+        argv += self.net_args
         if self.keep_caps:
             argv += ["--cap-drop", "ALL"]
             for cap in self.keep_caps:

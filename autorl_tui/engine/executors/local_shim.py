@@ -162,7 +162,8 @@ def main(spec_path: str) -> int:
                 raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r} (not an executable on the agent's PATH)")
             box = sb.Sandbox(uid=uid, chdir=workspace, ro=[Path(p) for p in sandbox["ro"]], rw=[workspace],
                              ro_inside=[Path(p) for p in sandbox["ro_inside"]], hide=[Path(p) for p in sandbox["hide"]],
-                             gpus=bool(sandbox.get("gpus")))
+                             gpus=bool(sandbox.get("gpus")),
+                             runtime=[Path(p) for p in sandbox["runtime"]] if "runtime" in sandbox else None)
             command = box.argv(argv)
         except FileNotFoundError as exc:
             write_json_atomic(log_dir / "exit.json", {"exit_code": 127, "reason": "start_failed",

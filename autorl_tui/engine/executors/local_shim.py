@@ -160,10 +160,12 @@ def main(spec_path: str) -> int:
             exe = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0], path=spec["env"].get("PATH", ""))
             if exe is None or not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
                 raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r} (not an executable on the agent's PATH)")
+            if "runtime" not in sandbox:
+                raise OSError("the launch names no agent runtime (an older engine wrote it); retry the run")
             box = sb.Sandbox(uid=uid, chdir=workspace, ro=[Path(p) for p in sandbox["ro"]], rw=[workspace],
                              ro_inside=[Path(p) for p in sandbox["ro_inside"]], hide=[Path(p) for p in sandbox["hide"]],
                              gpus=bool(sandbox.get("gpus")),
-                             runtime=[Path(p) for p in sandbox["runtime"]] if "runtime" in sandbox else None)
+                             runtime=[Path(p) for p in sandbox["runtime"]])   # the agent runtime, never the harness's
             command = box.argv(argv)
         except FileNotFoundError as exc:
             write_json_atomic(log_dir / "exit.json", {"exit_code": 127, "reason": "start_failed",

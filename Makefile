@@ -4,6 +4,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.autorl-setup-stamp
+# The agents' own Python (engine/agent_runtime.py): the training stack, nothing of the harness;
+# beside $(VENV), where the engine looks for it unless AUTORL_AGENT_RUNTIME says otherwise.
+AGENT_VENV ?= $(dir $(VENV)).venv-agent
+AGENT_STAMP := $(AGENT_VENV)/.autorl-agent-stamp
 TORCH_VERSION ?= 2.13.0
 DEMO_HOME ?= $(CURDIR)/.autorl-home
 PLAN ?= data/plans/demo.yaml
@@ -15,19 +19,30 @@ XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --n
 
 .PHONY: setup demo test test-long test-fast bench clean-home system-deps
 
-setup: $(STAMP)
+setup: $(STAMP) $(AGENT_STAMP)
+
+# CPU torch from local disk unless an NVIDIA GPU is present (an unpinned torch pulls a CUDA build).
+define install_torch
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  echo "NVIDIA GPU found: default torch build"; $(1) -m pip install -q torch; \
+	else \
+	  echo "no NVIDIA GPU: CPU torch $(TORCH_VERSION)"; $(1) -m pip install -q torch==$(TORCH_VERSION); \
+	fi
+endef
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	@# CPU torch from local disk unless an NVIDIA GPU is present (an unpinned torch pulls a CUDA build).
-	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
-	  echo "NVIDIA GPU found: default torch build"; $(PIP) install -q torch; \
-	else \
-	  echo "no NVIDIA GPU: CPU torch $(TORCH_VERSION)"; $(PIP) install -q torch==$(TORCH_VERSION); \
-	fi
+	$(call install_torch,$(PY))
 	$(PIP) install -q -e ".[train,tasks,docker,ray,dev]"
 	@touch $(STAMP)
+
+# The agent runtime: its own venv beside $(VENV), from requirements/agent.txt (docs/security.md).
+$(AGENT_STAMP): requirements/agent.txt Makefile
+	@test -x $(AGENT_VENV)/bin/python || python3 -m venv $(AGENT_VENV)
+	$(call install_torch,$(AGENT_VENV)/bin/python)
+	$(AGENT_VENV)/bin/python -m pip install -q -r requirements/agent.txt
+	@touch $(AGENT_STAMP)
 
 # Debian packages the tests use for real parts (Docker Engine, headless Chromium, tmux). Needs root.
 system-deps:

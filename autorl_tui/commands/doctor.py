@@ -1,4 +1,4 @@
-"""`autorl-tui doctor`: what this machine has (GPUs, Docker, optional extras, agent CLIs)."""
+"""`autorl-tui doctor`: what this machine has (GPUs, Docker, the agent runtime, optional extras, agent CLIs)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,9 @@ def collect(args) -> dict:
 
     ok, why = probe()
     report["local_sandbox"] = {"available": ok, "detail": why if ok else f"{why}; {FIX}"}
+    from autorl_tui.engine.agent_runtime import report as agent_runtime_report
+
+    report["agent_runtime"] = agent_runtime_report()
     report["cluster"] = _cluster()
     report["tools"] = {t: shutil.which(t) for t in ("chromium", "tmux", "npm", "node", "g++", "cmake")}
     agents = {}
@@ -107,6 +110,8 @@ def run(args) -> int:
         print(f"Ray cluster: {cluster['detail']}")
     sandbox = report["local_sandbox"]
     print(f"local sandbox: {'available' if sandbox['available'] else 'NOT available'} ({sandbox['detail']})")
+    runtime = report["agent_runtime"]
+    print(f"agent runtime: {'available' if runtime['available'] else 'NOT available'} ({runtime['detail']})")
     print("packages:")
     for m, info in report["packages"].items():
         print(f"  {m:14} {info['version'] or 'missing':12} [{info['extra']}]")

@@ -18,6 +18,8 @@ from autorl_tui.catalog.models import builtin_models, resolve_model
 from autorl_tui.catalog.plans import Plan, RunRequest, isolation_of
 from autorl_tui.catalog.tasks import DataUnavailable, find_task, local_data_root, task_search_path
 from autorl_tui.engine import events as ev
+from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
+from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from autorl_tui.engine.events import EventBus
 from autorl_tui.engine.executors import get_executor
 from autorl_tui.engine.run_journal import ACTIVE_STATES, FINAL_STATES
@@ -207,6 +209,12 @@ class Engine:
             resolve_model(req.model, self.home.models, build=False)
         else:
             check_model_fits(card, req.model, req.options.get("model_mismatch"))
+        if not (req.executor != "local" and (req.options.get("image") or agent.image)):
+            # the agent runs on the agent runtime (engine/agent_runtime.py), never on the harness's
+            try:
+                find_agent_runtime()
+            except AgentRuntimeMissing as exc:
+                raise UsageError(f"agent {agent.name} cannot run here: {exc}") from None
         if req.executor == "docker":
             ok, why = self.executor("docker").available()
             if not ok:

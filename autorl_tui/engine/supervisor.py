@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
 from autorl_tui.catalog.overlays import overlay_env, place_home_files
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
+from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
+from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from autorl_tui.catalog.plans import host_ports_of
 from autorl_tui.engine import honey_tokens, trust_sweep
 from autorl_tui.engine.agent_watch import AgentWatch
@@ -260,13 +262,25 @@ class RunSupervisor:
         # are) and shell-quoted in a string command: see catalog/agent_command.py.
         from autorl_tui.catalog.agent_command import render_command
 
-        values = {"agent_dir": str(self.agent.agent_dir), "python": sys.executable, "workspace": str(self.workspace.root),
+        values = {"agent_dir": str(self.agent.agent_dir), "python": self._agent_python(), "workspace": str(self.workspace.root),
                   "driver": self.spec.get("driver") or "", "driver_url": self.spec.get("options", {}).get("driver_url", ""),
                   "prompt_file": str(self.workspace.root / "prompt.md")}
         try:
             return render_command(self.agent.command, values)
         except UsageError as exc:
             raise RunFailure("agent", f"agent spec {self.agent.source}: {exc}") from None
+
+    def _image(self) -> str | None:
+        return self.spec.get("options", {}).get("image") or self.agent.image
+
+    def _agent_python(self) -> str:
+        """`{python}`: the agent runtime's interpreter (engine/agent_runtime.py), or a named image's python3."""
+        if self._image() and self.spec.get("executor", "local") != "local":
+            return "python3"
+        try:
+            return str(find_agent_runtime().python)
+        except AgentRuntimeMissing as exc:
+            raise RunFailure("infra", str(exc)) from None
 
     def _write_prompt(self, instructions: str) -> None:
         """The prompt every LLM agent gets (one versioned template, docs/agents.md): written to the
@@ -303,7 +317,7 @@ class RunSupervisor:
         env = agent_environment(self.workspace, task_id=self.card.id, grading_url=grading_url, deadline=self.deadline,
                                 seed=self.journal.seed,
                                 gpus=self.gpus, passthrough=passthrough,
-                                python_bin_dir=str(Path(sys.executable).parent))
+                                python_bin_dir=os.path.dirname(self._agent_python()) or "/usr/local/bin")
         if self.spec.get("executor", "local") == "local":
             # The agent stack's own executables (e.g. an npm global prefix) stay reachable.
             from autorl_tui.catalog.readiness import executable_dirs
@@ -319,7 +333,7 @@ class RunSupervisor:
         return LaunchSpec(mounts=mounts, run_id=self.run_id, attempt=self.attempt, command=self._command(), workspace=self.workspace.root,
                           env=env, log_dir=self._log_dir(), deadline=self.deadline, gpus=list(self.gpus),
                           network=self.agent.network, cpus=limits.get("cpus"), memory_bytes=limits.get("memory_bytes"),
-                          image=self.spec.get("options", {}).get("image") or self.agent.image,
+                          image=self._image(),
                           labels={"autorl.run_id": self.run_id, "autorl.home": str(self.engine.home.root),
                                   "autorl.attempt": str(self.attempt)},
                           grading_socket=self._log_dir() / "api" / "grading.sock",

@@ -20,9 +20,10 @@ AGENTS = ["test-trl-sft", "test-trl-sft-tb", "test-trl-sft-twice", "test-bad-met
 
 @pytest.fixture(scope="module")
 def batch(tiny_model_dir, tmp_path_factory):
-    if shutil.which("trl", path=str(REPO.parent / "main" / ".venv" / "bin")) is None and \
-            shutil.which("trl", path=str(__import__("pathlib").Path(sys.executable).parent)) is None:
-        pytest.skip("LOUD SKIP: the `trl` command line is not installed next to this Python")
+    from autorl_tui.engine.agent_runtime import find as find_agent_runtime
+
+    if shutil.which("trl", path=str(find_agent_runtime().bin_dir)) is None:
+        pytest.skip("LOUD SKIP: the `trl` command line is not installed in the agent runtime (requirements/agent.txt)")
     home = make_reachable_home("autorl-metrics-")
     plan = write_plan(tmp_path_factory.mktemp("plan") / "plan.yaml", name="metrics-capture", agents=AGENTS,
                       budget="400s")

@@ -60,14 +60,30 @@ def test_limits_and_bad_input(tmp_path):
         config(spec(tmp_path, mounts=[Mount(tmp_path / "nope", "data")]))
 
 
-def test_runtime_mounts_cover_python_and_tag_is_stable():
+def test_runtime_mounts_are_the_agent_runtime_not_the_harness_and_tag_is_stable(tmp_path):
+    import os
     import sys
 
-    targets = [m.target for m in host_runtime_mounts()]
-    assert all(m.read_only for m in host_runtime_mounts())
+    from autorl_tui.engine.agent_runtime import find
+    from autorl_tui.engine.executors.images import hidden_tmpfs
+
+    # a stand-in agent runtime: a virtualenv of this interpreter's installation (no packages needed)
+    import venv
+
+    venv.create(tmp_path / "agent-venv", with_pip=False, symlinks=True)
+    rt = find(tmp_path / "agent-venv")
+    mounts = host_runtime_mounts(rt)
+    targets = [m.target for m in mounts]
+    assert all(m.read_only for m in mounts)
     assert "/usr" in targets and "/etc" in targets
-    assert any(sys.prefix == t or sys.prefix.startswith(t + "/") for t in targets)
+    assert str(rt.root) in targets
+    base = os.path.realpath(sys.base_prefix)
+    assert any(base == t or base.startswith(t + "/") for t in targets)
+    # the harness's own environment is not mounted (unless it lies under /usr, the system)
+    assert not any(sys.prefix == t or sys.prefix.startswith(t + "/") for t in targets if t != "/usr")
     assert not any(t in ("/", "/home", "/root", "/tmp") for t in targets)
+    # the base installation's own site-packages shows empty
+    assert all(p.endswith("-packages") for p in hidden_tmpfs(rt))
     assert runtime_image_tag() == runtime_image_tag() and runtime_image_tag().startswith("autorl-tui/runtime:")
 
 

@@ -3,7 +3,8 @@
 What the container sees (see docs/docker.md):
 - the workspace, read-write, at the same path as on the host (so the env's paths stay valid);
 - the spec's mounts (base model, train data), read-only;
-- with the default offline image: the host runtime read-only (images.host_runtime_mounts);
+- with the default offline image: the host system and the agent runtime read-only
+  (images.host_runtime_mounts; engine/agent_runtime.py), never the harness's environment;
 - the entry script `container_init.py` (read-only), a control folder holding the deadline
   (read-only), and the grading API's socket folder when the network is not `host`.
 Nothing else of the host. GPUs by explicit device ids; network `none` (default), `bridge` or
@@ -14,6 +15,7 @@ Nothing else of the host. GPUs by explicit device ids; network `none` (default),
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -22,6 +24,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from autorl_tui.engine.agent_runtime import AgentRuntimeMissing, path_first
+from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from autorl_tui.engine.executors import images
 from autorl_tui.engine.executors.base import AgentHandle, Executor, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.executors.docker_logs import LogPump, Positions
@@ -65,7 +69,7 @@ def _grading_url_in_container(url: str) -> str:
 
 def build_container_config(spec: LaunchSpec, *, image: str, runtime_mounts: list[Mount], python: str,
                            home: str, user: str | None, pids_limit: int = 4096,
-                           read_only_root: bool = False) -> dict:
+                           read_only_root: bool = False, tmpfs: dict[str, str] | None = None) -> dict:
     """The keyword arguments of `containers.create` for this spec (pure: testable without Docker)."""
     from docker.types import DeviceRequest, Mount as DockerMount
 
@@ -120,6 +124,8 @@ def build_container_config(spec: LaunchSpec, *, image: str, runtime_mounts: list
     if read_only_root:
         config["read_only"] = True
         config["tmpfs"] = {"/tmp": "rw,nosuid,nodev,size=1g,mode=1777"}
+    if tmpfs:
+        config["tmpfs"] = {**config.get("tmpfs", {}), **tmpfs}
     if spec.cpus:
         config["nano_cpus"] = int(spec.cpus * 1e9)
     if spec.memory_bytes:
@@ -407,7 +413,7 @@ class DockerExecutor(Executor):
         user, uid, gid = self._user()
         client = self.client
         if spec.image:
-            image, runtime, python, read_only_root = spec.image, [], "python3", False
+            image, runtime, python, read_only_root, hidden = spec.image, [], "python3", False, {}
             try:
                 client.images.get(image)
             except docker.errors.ImageNotFound:
@@ -415,11 +421,18 @@ class DockerExecutor(Executor):
                     f"image {image!r} is not in the local Docker Engine; `docker pull`/`docker load` it first, "
                     "or leave `image:` unset to use the offline runtime image") from None
         else:
+            try:
+                agent_rt = find_agent_runtime()
+            except AgentRuntimeMissing as exc:
+                raise ExecutorError(str(exc)) from None
             image = images.ensure_runtime_image(client)
-            runtime, python, read_only_root = images.host_runtime_mounts(), images.runtime_python(), True
+            runtime, python, read_only_root = images.host_runtime_mounts(agent_rt), str(agent_rt.python), True
+            hidden = images.hidden_tmpfs(agent_rt)
+            spec = dataclasses.replace(spec, env=path_first(spec.env, agent_rt))
         self._prepare_host_side(spec, uid, gid)
         config = build_container_config(spec, image=image, runtime_mounts=runtime, python=python, home=home,
-                                         user=user, pids_limit=self.pids_limit, read_only_root=read_only_root)
+                                         user=user, pids_limit=self.pids_limit, read_only_root=read_only_root,
+                                         tmpfs=hidden)
         try:
             stale = client.containers.get(config["name"])
         except docker.errors.NotFound:

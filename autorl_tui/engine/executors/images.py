@@ -3,11 +3,11 @@
 This machine (and many lab machines) cannot pull images. The default image is built offline with
 `docker import` of a tiny root filesystem that holds only empty mount points, `/tmp`, and the
 host's top-level symlinks (`/bin -> usr/bin` on merged-/usr systems). At run time the host's
-runtime is bind-mounted read-only into it: `/usr`, `/etc`, the real `/bin`, `/lib`, `/lib64`,
-where they are directories, the Python installation (`sys.base_prefix`) and the
-project's virtualenv (`sys.prefix`). The agent then finds the same Python and packages as the
-harness, and nothing else of the host: not `/home`, not `/root`, not the autorl-tui home with its
-held-out data.
+system is bind-mounted read-only into it: `/usr`, `/etc`, the real `/bin`, `/lib`, `/lib64`,
+where they are directories, and the agent runtime (engine/agent_runtime.py: a virtualenv built
+for agents and its base interpreter's installation, whose own site-packages shows empty). The
+agent finds an interpreter and the training stack, and nothing else of the host: not the
+harness's environment, not `/home`, not `/root`, not the autorl-tui home with its held-out data.
 
 The tag is `autorl-tui/runtime:<hash of the root's layout>`: built on first use and reused.
 A user with a registry names any image instead (plan/agent `image:`); then no host path is
@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import sys
 import tarfile
 from pathlib import Path
 
+from autorl_tui.engine.agent_runtime import AgentRuntime
 from autorl_tui.engine.executors.base import Mount
 
 RUNTIME_REPOSITORY = "autorl-tui/runtime"
@@ -48,22 +48,20 @@ def _covered(path: Path, by: list[Path]) -> bool:
     return any(path == b or b in path.parents for b in by)
 
 
-def host_runtime_mounts() -> list[Mount]:
-    """Read-only binds of the host runtime the default image needs (targets = host paths)."""
+def host_runtime_mounts(runtime: AgentRuntime) -> list[Mount]:
+    """Read-only binds of the host system and the agent runtime the default image needs (targets =
+    host paths); the runtime's hidden folders are covered by empty tmpfs mounts (`hidden_tmpfs`)."""
     _, dirs = _host_top_level()
     sources = [Path("/") / d for d in dirs]
-    for extra in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))):
-        p = Path(extra).resolve()
-        if p.name == "bin":
-            p = p.parent
+    for p in runtime.binds():
         if p.is_dir() and not _covered(p, sources):
             sources.append(p)
     return [Mount(source=s, target=str(s), read_only=True) for s in sources]
 
 
-def runtime_python() -> str:
-    """The interpreter the container runs with the default image: this harness's own."""
-    return sys.executable
+def hidden_tmpfs(runtime: AgentRuntime) -> dict[str, str]:
+    """`containers.create(tmpfs=...)` entries that show the runtime's hidden folders empty."""
+    return {str(p): "ro,nosuid,nodev,size=64k,mode=755" for p in runtime.hidden()}
 
 
 def _root_tar() -> bytes:

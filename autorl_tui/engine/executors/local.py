@@ -6,6 +6,7 @@ unless the run's plan said `isolation: none`."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from autorl_tui.engine.agent_runtime import AgentRuntime, AgentRuntimeMissing, find, path_first
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, Executor, ExecutorError, LaunchSpec
 
 SHIM_MODULE = "autorl_tui.engine.executors.local_shim"
@@ -136,9 +138,15 @@ class LocalExecutor(Executor):
 
 
 def launch_of(spec: LaunchSpec) -> dict:
-    """What the shim reads (`launch.json`): the command, its environment, the deadline, the sandbox."""
+    """What the shim reads (`launch.json`): the command, its environment (the agent runtime's bin/
+    first on PATH), the deadline, the sandbox."""
+    try:
+        runtime = find()
+    except AgentRuntimeMissing as exc:
+        raise ExecutorError(str(exc)) from None
+    spec = dataclasses.replace(spec, env=path_first(spec.env, runtime))
     return {"command": spec.command, "workspace": str(spec.workspace), "env": spec.env,
-            "log_dir": str(spec.log_dir), "deadline": spec.deadline, "sandbox": _sandbox(spec),
+            "log_dir": str(spec.log_dir), "deadline": spec.deadline, "sandbox": _sandbox(spec, runtime),
             "log_file_bytes": spec.log_file_bytes}
 
 
@@ -192,8 +200,9 @@ async def wait_for_shim(log_dir: Path, alive, kill, exited, timeout_s: float = 2
         raise ExecutorError(f"could not start the agent's container: {info.get('error')}")
 
 
-def _sandbox(spec: LaunchSpec) -> dict | None:
-    """What the agent's sandbox binds (see sandbox_bwrap.py); None when the run is unisolated."""
+def _sandbox(spec: LaunchSpec, runtime: AgentRuntime) -> dict | None:
+    """What the agent's sandbox binds (see sandbox_bwrap.py); None when the run is unisolated.
+    Its Python is the agent runtime (engine/agent_runtime.py), never the harness's environment."""
     if not spec.isolate:
         return None
     ro = [m.source for m in spec.mounts if m.target.startswith("/")]   # the agent's program folder
@@ -206,8 +215,9 @@ def _sandbox(spec: LaunchSpec) -> dict | None:
     workspace = spec.workspace
     return {"ro": [str(p) for p in ro], "writable": list(spec.writable),
             "ro_inside": [str(workspace / "models"), str(workspace / "data")],
-            "hide": [str(p) for p in spec.private_paths], "gpus": [str(g) for g in spec.gpus],
-            "network": spec.network, "host_ports": list(spec.host_ports)}
+            "hide": [str(p) for p in [*spec.private_paths, *runtime.hidden()]], "gpus": [str(g) for g in spec.gpus],
+            "network": spec.network, "host_ports": list(spec.host_ports),
+            "runtime": [str(p) for p in runtime.binds()]}
 
 
 def _package_root() -> str:

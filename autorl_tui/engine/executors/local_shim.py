@@ -167,6 +167,8 @@ def main(spec_path: str) -> int:
             exe = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0], path=spec["env"].get("PATH", ""))
             if exe is None or not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
                 raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r} (not an executable on the agent's PATH)")
+            if "runtime" not in sandbox:
+                raise OSError("the launch names no agent runtime (an older engine wrote it); retry the run")
             net = sn.SandboxNetwork.plan(sandbox.get("network", "none"), uid, env, sandbox.get("host_ports") or [])
             net.open()
             env = net.agent_env(env)
@@ -184,7 +186,8 @@ def main(spec_path: str) -> int:
             box = sb.Sandbox(uid=uid, chdir=workspace, ro=[Path(p) for p in sandbox["ro"]], rw=[workspace],
                              ro_inside=[Path(p) for p in sandbox["ro_inside"]], hide=[Path(p) for p in sandbox["hide"]],
                              gpus=gpus, network=not net.isolated, net_args=net.bwrap_args(),
-                             info_fd=info and info[1], block_fd=block and block[0], seccomp_fd=seccomp)
+                             info_fd=info and info[1], block_fd=block and block[0], seccomp_fd=seccomp,
+                             runtime=[Path(p) for p in sandbox["runtime"]])   # the agent runtime, never the harness's
             command = box.argv(net.command(inside_python(), argv))
         except FileNotFoundError as exc:
             return _ended(log_dir, net, 127, "start_failed", exc)

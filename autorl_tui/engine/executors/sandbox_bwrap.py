@@ -3,7 +3,8 @@ local agents (by `local_shim.py`) and for the grader worker (by `grading_client.
 
 The sandbox's root is built from nothing (a tmpfs): only what is bound in exists there, every
 path at the same place as on the host (so environment variables and paths in messages stay true):
-the system (/usr, /etc and the /bin, /lib links), the Python runtime the harness runs on, and the
+the system (/usr, /etc and the /bin, /lib links), a Python runtime (for an agent: the agent runtime,
+engine/agent_runtime.py, never the harness's environment; for the grader: the harness's), and the
 caller's paths. The store, caches with held-out splits, other workspaces, other homes and task
 sources are absent, not covered, so there is nothing to reveal by unmounting. Inside, the program
 runs as a leased unprivileged uid with no capabilities (bounding set empty), `no_new_privs`, its
@@ -177,6 +178,9 @@ class Sandbox:
     info_fd: int | None = None    # bwrap writes the sandbox's pid here (JSON) once its namespaces exist
     block_fd: int | None = None   # and waits for a byte on this one before running the command
     seccomp_fd: int | None = None  # a seccomp filter bwrap installs before the command (seccomp_userns.py)
+    # The Python runtime bound read-only: None is the harness's own (the grader's sandboxes); an
+    # agent's sandbox names the agent runtime (engine/agent_runtime.py), whose hidden folders go in `hide`.
+    runtime: list[Path] | None = None
 
     def argv(self, command: list[str]) -> list[str]:
         argv = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
@@ -199,7 +203,8 @@ class Sandbox:
                 argv += ["--dev-bind", str(node), f"/dev/{node.name}"]
             if Path("/sys").is_dir():
                 argv += ["--ro-bind", "/sys", "/sys"]
-        binds = [(p, "--ro-bind") for p in _unique([*runtime_paths(), *self.ro]) if p.exists()]
+        runtime = runtime_paths() if self.runtime is None else self.runtime
+        binds = [(p, "--ro-bind") for p in _unique([*runtime, *self.ro]) if p.exists()]
         binds += [(p, "--bind") for p in _unique(self.rw)]
         made: set[Path] = {Path("/")}
         # Shallow first, so a bind inside another lands on top of it; folders bwrap would create on

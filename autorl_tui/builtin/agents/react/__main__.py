@@ -3,7 +3,7 @@ endpoint with tool calling (shell, write_file, read_file, submit).
 
     python autorl_tui/builtin/agents/react --prompt-file prompt.md --driver-url URL --model NAME
 
-Standard library only (it runs with the harness's Python in the agent's filtered environment).
+Standard library only (it runs with the agent runtime's Python in the agent's filtered environment).
 Never runs past its deadline: HTTP and tool timeouts are bounded by the time left, and a
 watchdog kills a running command and exits at the deadline. Actions go to stdout as JSON lines
 (`react_json`); diagnostics to stderr. Exit 0: finished or stopped at the deadline; 1: the

@@ -21,12 +21,14 @@ XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --n
 
 setup: $(STAMP) $(AGENT_STAMP)
 
+# pip says what it collects and installs (set-up takes minutes; quiet, it looked hung). PIP_Q=-q quiets it.
+PIP_Q ?=
 # CPU torch from local disk unless an NVIDIA GPU is present (an unpinned torch pulls a CUDA build).
 define install_torch
 	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
-	  echo "NVIDIA GPU found: default torch build"; $(1) -m pip install -q torch; \
+	  echo "NVIDIA GPU found: default torch build"; $(1) -m pip install $(PIP_Q) torch; \
 	else \
-	  echo "no NVIDIA GPU: CPU torch $(TORCH_VERSION)"; $(1) -m pip install -q torch==$(TORCH_VERSION); \
+	  echo "no NVIDIA GPU: CPU torch $(TORCH_VERSION)"; $(1) -m pip install $(PIP_Q) torch==$(TORCH_VERSION); \
 	fi
 endef
 
@@ -34,14 +36,14 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(call install_torch,$(PY))
-	$(PIP) install -q -e ".[train,tasks,docker,ray,dev]"
+	$(PIP) install $(PIP_Q) -e ".[train,tasks,docker,ray,dev]"
 	@touch $(STAMP)
 
 # The agent runtime: its own venv beside $(VENV), from requirements/agent.txt (docs/security.md).
 $(AGENT_STAMP): requirements/agent.txt Makefile
 	@test -x $(AGENT_VENV)/bin/python || python3 -m venv $(AGENT_VENV)
 	$(call install_torch,$(AGENT_VENV)/bin/python)
-	$(AGENT_VENV)/bin/python -m pip install -q -r requirements/agent.txt
+	$(AGENT_VENV)/bin/python -m pip install $(PIP_Q) -r requirements/agent.txt
 	@touch $(AGENT_STAMP)
 
 # Debian packages the tests use for real parts (Docker Engine, headless Chromium, tmux). Needs root.

@@ -74,7 +74,7 @@ class RunsScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="status", classes="status-bar")
         yield Input(placeholder="filter: words or field:value (state:running agent:scripted), esc to close",
-                    id="filter")
+                    id="filter", select_on_focus=False)   # keys typed before the focus arrives stay
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static(id="runs-hint", classes="hint")
         yield Footer()
@@ -286,6 +286,7 @@ class RunsScreen(Screen):
         box = self.query_one("#filter", Input)
         box.display = True
         box.focus()
+        box.cursor_position = len(box.value)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
@@ -294,12 +295,32 @@ class RunsScreen(Screen):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
+            # Enter closes the bar and keeps the filter (the hint names it; / edits it): keys
+            # are commands again only once the bar is visibly closed.
+            event.input.display = False
             self.query_one(DataTable).focus()
 
     def on_key(self, event) -> None:
         box = self.query_one("#filter", Input)
-        if event.key == "escape" and box.has_focus:
+        if not box.display:
+            if event.key == "slash":
+                # Opened here, not by the binding: keys reach this handler in the order typed,
+                # while a binding runs only once the key has bubbled up to the app, after the
+                # keys typed behind it were handled here as commands.
+                self.action_filter()
+                event.stop()
+                event.prevent_default()
+            return
+        if event.key == "escape":
             box.value = ""
             box.display = False
             self.query_one(DataTable).focus()
             event.stop()
+        elif event.is_printable:
+            # The bar is open but the key went elsewhere (the Input stops every printable key
+            # it takes): typed right after `/` (keys queued before the focus moved are sent to
+            # the table) or after a click elsewhere. It is text for the filter, never a command.
+            box.insert_text_at_cursor(event.character)
+            box.focus()
+            event.stop()
+            event.prevent_default()

@@ -17,7 +17,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from autorl_tui.engine.client import EngineClient, EngineNotRunning, Lagged
 from autorl_tui.exitcodes import InfraError, UsageError
-from autorl_tui.home import Home
+from autorl_tui.home import EngineLock, Home
 from autorl_tui.tui.actions import actions_for, bindings
 from autorl_tui.tui.formatting import fmt_delta, fmt_score, short_id
 from autorl_tui.tui.model import Changes, ConsoleModel
@@ -208,7 +208,12 @@ class ConsoleApp(App):
         runs = self.model.runs.values()
         active = sum(1 for r in runs if r["state"] in ("preparing", "baseline", "running", "paused", "finalizing"))
         queued = sum(1 for r in runs if r["state"] == "queued")
-        conn = f"engine pid {self.model.engine.get('pid', '?')}" if self.connected else "DISCONNECTED"
+        if self.connected:
+            conn = f"engine pid {self.model.engine.get('pid', '?')}"
+        elif EngineLock(self.home).held():
+            conn = "DISCONNECTED (an engine holds this home)"
+        else:
+            conn = "NO ENGINE holds this home: active runs are not being watched (autorl-tui resume)"
         queue = "  queue PAUSED" if self.model.queue_paused else ""
         return f"{conn}  home {self.home.root}  runs: {active} active, {queued} queued, {len(self.model.runs)} total{queue}"
 

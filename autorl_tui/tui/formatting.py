@@ -41,6 +41,43 @@ def fmt_elapsed_budget(run: dict, now: float) -> str:
            f"{format_duration(run.get('budget_s'))}"
 
 
+STALE_AFTER_S = 300.0   # an active run silent this long is marked stale (phases report at least every 10 s)
+
+
+def is_stale(run: dict, now: float) -> bool:
+    """Active (not paused) and silent for STALE_AFTER_S: hung, or no engine is watching it."""
+    last = run.get("last_event_at")
+    return run.get("state") in ACTIVE_STATES and run.get("state") != "paused" and bool(last) \
+        and now - last > STALE_AFTER_S
+
+
+def fmt_age(seconds: float) -> str:
+    """A coarse age for a glance: 45s, 6m, 2h05m."""
+    s = int(max(0.0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def fmt_liveness(run: dict, now: float) -> str:
+    """'step 120 · 2m ago' / 'materializing split train: 0/3 · 12s ago' for an active run, '' else."""
+    if run.get("state") not in ACTIVE_STATES:
+        return ""
+    if run["state"] in ("preparing", "baseline") and run.get("progress"):
+        what = str(run["progress"]).removeprefix("preparing: ")
+    elif run.get("step") is not None:
+        what = f"step {run['step']}"
+    else:
+        what = run["state"]
+    last = run.get("last_event_at")
+    if not last:
+        return what
+    age = fmt_age(now - last)
+    return f"STALE {age}: {what}" if is_stale(run, now) else f"{what} · {age} ago"
+
+
 def time_left(run: dict, now: float) -> float | None:
     deadline = run.get("deadline")
     if not deadline or run.get("state") in FINISHED_STATES:

@@ -9,16 +9,18 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_ICON, STATE_STYLE, dev_baseline,
-                                       fmt_delta, fmt_elapsed_budget, fmt_score, short_id, shown_improvement)
+                                       fmt_delta, fmt_elapsed_budget, fmt_liveness, fmt_score, is_stale, short_id,
+                                       shown_improvement)
 from autorl_tui.tui.model import Changes
 
 COLUMNS = [("state", "State", 12), ("id", "Run", 6), ("task", "Task", 12), ("agent", "Agent", 14),
            ("model", "Model", 8), ("seed", "Seed", 4), ("gpu", "GPU", 5), ("time", "Elapsed/Budget", 14),
+           ("activity", "Last event", 24),
            ("baseline", "Base dev", 8), ("best", "Best dev", 8), ("base_test", "Base test", 9), ("test", "Test", 6),
            ("improvement", "Δ", 10)]
 # Which columns go first when the terminal is narrow: state and id never; the agent last (the
 # reference and the control of one task would look alike without it), then the task.
-DROP_ORDER = ("model", "seed", "gpu", "time", "base_test", "baseline", "improvement", "task", "agent")
+DROP_ORDER = ("model", "seed", "gpu", "activity", "time", "base_test", "baseline", "improvement", "task", "agent")
 
 
 def visible_columns(width: int) -> list[tuple]:
@@ -112,14 +114,18 @@ class RunsScreen(Screen):
         now = self.app.clock()
         state = run["state"]
         label = f"{STATE_ICON.get(state, ' ')} {state}"
+        style = STATE_STYLE.get(state, "")
         if state == "failed" and run.get("failure_source"):
             label = f"{STATE_ICON['failed']} failed:{run['failure_source']}"
+        if is_stale(run, now):       # silent too long: the icon says so even when columns are cut
+            label, style = f"⚠ {state}", "bold yellow"
         holders = [d for d, rid in (self.app.model.gpus.get("holders") or {}).items() if rid == run["id"]]
         gpu = ",".join(holders) if holders else (str(run.get("gpus_requested")) if run.get("gpus_requested") else "cpu")
         imp, basis = shown_improvement(run)
-        return (Text(label, style=STATE_STYLE.get(state, "")), short_id(run["id"]), run.get("task", ""),
+        return (Text(label, style=style), short_id(run["id"]), run.get("task", ""),
                 run.get("agent", ""), run.get("model", ""), str(run.get("seed", "")), gpu,
-                fmt_elapsed_budget(run, now), fmt_score(dev_baseline(run)),
+                fmt_elapsed_budget(run, now), Text(fmt_liveness(run, now), style=style if is_stale(run, now) else "dim"),
+                fmt_score(dev_baseline(run)),
                 fmt_score(run.get("best_dev_score")), fmt_score(run.get("baseline_score")),
                 fmt_score(run.get("test_score")),
                 Text(fmt_delta(imp) + (" dev" if basis == "dev" and imp is not None else ""),
@@ -187,6 +193,7 @@ class RunsScreen(Screen):
         active = [rid for rid, r in self.app.model.runs.items() if r["state"] in ACTIVE_STATES]
         if active:
             self.update_rows(active)
+        self.refresh_status()      # ages and whether an engine holds the home move with the clock
 
     def refresh_status(self) -> None:
         if not self.is_mounted:

@@ -62,7 +62,10 @@ def fmt_age(seconds: float) -> str:
 
 
 def fmt_liveness(run: dict, now: float) -> str:
-    """'step 120 · 2m ago' / 'materializing split train: 0/3 · 12s ago' for an active run, '' else."""
+    """'step 120 · 2m ago' / 'materializing split train: 0/3 · 12s ago' for an active run; for a
+    failed one what failed and why ('grading: grader exited 1'); '' else."""
+    if run.get("state") == "failed":
+        return ": ".join(str(p) for p in (run.get("failure_source"), run.get("end_reason")) if p)
     if run.get("state") not in ACTIVE_STATES:
         return ""
     if run["state"] in ("preparing", "baseline") and run.get("progress"):

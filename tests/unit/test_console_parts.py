@@ -74,11 +74,25 @@ async def test_log_view_search_jumps_between_matches():
         await pilot.pause()
         view.scroll_to(y=0, animate=False, immediate=True)
         assert view.search("boom") and view.match_index == 40
+        assert (view.match_rank, view.match_total) == (1, 2)   # "match 1 of 2"
         assert view.follow is False
         assert view.search(None) and view.match_index == 81
+        assert (view.match_rank, view.match_total) == (2, 2)
         assert not view.search(None)                 # no further match
         assert view.search(None, backwards=True) and view.match_index == 40
-        assert not view.search("absent")
+        assert not view.search("absent") and view.match_total == 0
+
+
+async def test_log_view_does_not_repeat_the_kind_that_starts_a_message():
+    app = LogApp()
+    async with app.run_test(size=(80, 10)) as pilot:
+        view = app.query_one(LogView)
+        view.append_lines([LogLine(0, "state", "info", "state queued → preparing"),
+                           LogLine(0, "stdout", "info", "stateless words")])
+        await pilot.pause()
+        first = "".join(s.text for s in view.render_line(0)).split()
+        assert first == ["state", "queued", "→", "preparing"]          # was: state state queued → …
+        assert "stateless words" in "".join(s.text for s in view.render_line(1))
 
 
 class ThemedLogApp(App):

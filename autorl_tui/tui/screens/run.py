@@ -12,12 +12,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import (DataTable, Footer, Input, SelectionList, Static, TabbedContent, TabPane)
+from textual.widgets import (DataTable, Input, SelectionList, Static, TabbedContent, TabPane)
 
 from autorl_tui.durations import format_duration, parse_duration
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.scores import env_summary_text
 from autorl_tui.reports.series_order import informative_rank, is_constant
+from autorl_tui.tui.widgets.footer import console_footer
 from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, elapsed_s, fmt_delta,
                                        fmt_offset, fmt_score, time_left)
@@ -84,7 +85,7 @@ class RunScreen(Screen):
                     yield DataTable(id="rev-table", cursor_type="row")
                     with VerticalScroll(id="diff-scroll"):
                         yield Static("select a revision to see its diff", id="diff")
-        yield Footer()
+        yield console_footer()
 
     def on_mount(self) -> None:
         self.query_one("#search").display = False
@@ -239,13 +240,18 @@ class RunScreen(Screen):
     def _update_log_status(self, total: int | None = None) -> None:
         log = self.query_one(LogView)
         follow = "following" if log.follow else "paused (f or end: follow)"
-        search = f"  search: {log.search_term!r}" if log.search_term else ""
+        search = f"  search: {log.search_term!r} match {log.match_rank} of {log.match_total}" \
+            if log.search_term else ""
         self.query_one("#log-status", Static).update(
             f"times: since the run was queued  {len(log.lines)} lines in view (last {log.capacity})  {follow}{search}")
 
     def action_toggle_follow(self) -> None:
         log = self.query_one(LogView)
         log.follow = not log.follow
+        self._update_log_status()
+
+    def action_follow_tail(self) -> None:
+        self.query_one(LogView).follow = True
         self._update_log_status()
 
     def action_search(self) -> None:
@@ -266,11 +272,13 @@ class RunScreen(Screen):
         log = self.query_one(LogView)
         if log.search_term and not log.search(None):
             self.notify("no further match", severity="warning")
+        self._update_log_status()
 
     def action_previous_match(self) -> None:
         log = self.query_one(LogView)
         if log.search_term and not log.search(None, backwards=True):
             self.notify("no earlier match", severity="warning")
+        self._update_log_status()
 
     def on_key(self, event) -> None:
         box = self.query_one("#search", Input)

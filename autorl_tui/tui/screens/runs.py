@@ -5,8 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
+from autorl_tui.tui.widgets.footer import console_footer
 from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_ICON, STATE_STYLE, dev_baseline,
                                        fmt_delta, fmt_elapsed_budget, fmt_liveness, fmt_score, is_stale, short_id,
@@ -79,7 +80,7 @@ class RunsScreen(Screen):
                     id="filter", select_on_focus=False)   # keys typed before the focus arrives stay
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static(id="runs-hint", classes="hint")
-        yield Footer()
+        yield console_footer()
 
     def on_mount(self) -> None:
         self._columns: list[tuple] = []
@@ -115,8 +116,6 @@ class RunsScreen(Screen):
         state = run["state"]
         label = f"{STATE_ICON.get(state, ' ')} {state}"
         style = STATE_STYLE.get(state, "")
-        if state == "failed" and run.get("failure_source"):
-            label = f"{STATE_ICON['failed']} failed:{run['failure_source']}"
         if is_stale(run, now):       # silent too long: the icon says so even when columns are cut
             label, style = f"⚠ {state}", "bold yellow"
         holders = [d for d, rid in (self.app.model.gpus.get("holders") or {}).items() if rid == run["id"]]
@@ -124,7 +123,7 @@ class RunsScreen(Screen):
         imp, basis = shown_improvement(run)
         return (Text(label, style=style), short_id(run["id"]), run.get("task", ""),
                 run.get("agent", ""), run.get("model", ""), str(run.get("seed", "")), gpu,
-                fmt_elapsed_budget(run, now), Text(fmt_liveness(run, now), style=style if is_stale(run, now) else "dim"),
+                fmt_elapsed_budget(run, now), Text(fmt_liveness(run, now), style=style if is_stale(run, now) or state == "failed" else "dim"),
                 fmt_score(dev_baseline(run)),
                 fmt_score(run.get("best_dev_score")), fmt_score(run.get("baseline_score")),
                 fmt_score(run.get("test_score")),

@@ -105,6 +105,8 @@ class ConsoleModel:
                 if run is None:
                     ch.unknown_runs.add(rid)
                     continue
+                if run.get("state") in ("running", "paused") and ev.state not in ("running", "paused"):
+                    run["agent_ended_at"] = ev.ts       # what follows is grading/finalizing, not the agent
                 run["state"] = ev.state
                 if ev.failure_source is not None:
                     run["failure_source"] = ev.failure_source

@@ -197,3 +197,17 @@ def test_screens_take_their_bindings_from_the_registry():
     for scope, owner in SCREENS.items():
         assert [b.key for b in owner.BINDINGS] == [a.key for a in ACTIONS if a.scope == scope]
     assert inspect.isclass(RunScreen)
+
+
+def test_elapsed_budget_counts_the_agent_and_shows_grading_apart():
+    """`1m58s/1m30s` looked like an overrun: it counted held-out grading after the agent's 90 s."""
+    from autorl_tui.tui.formatting import fmt_elapsed_budget, fmt_liveness
+
+    done = {"state": "done", "started_at": 1000.0, "deadline": 1090.0, "ended_at": 1118.0, "budget_s": 90.0}
+    assert fmt_elapsed_budget(done, now=5000.0) == "1m30s/1m30s"
+    assert fmt_liveness(done, now=5000.0) == "graded +28s"
+    # an agent that stopped early (its end seen live) is not charged for the grading either
+    early = {**done, "agent_ended_at": 1040.0, "ended_at": 1070.0}
+    assert fmt_elapsed_budget(early, now=5000.0) == "40s/1m30s" and fmt_liveness(early, now=5000.0) == "graded +30s"
+    running = {"state": "running", "started_at": 1000.0, "deadline": 1090.0, "budget_s": 90.0}
+    assert fmt_elapsed_budget(running, now=1030.0) == "30s/1m30s"

@@ -20,8 +20,8 @@ from autorl_tui.scores import env_summary_text
 from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.tui.widgets.footer import console_footer
 from autorl_tui.tui.actions import bindings
-from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, elapsed_s, fmt_delta,
-                                       fmt_offset, fmt_score, time_left)
+from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, agent_span, budget_s,
+                                       fmt_after_agent, fmt_delta, fmt_offset, fmt_score, time_left)
 from autorl_tui.tui.model import Changes
 from autorl_tui.tui.widgets.chart import MetricChart
 from autorl_tui.tui.widgets.gauge import Gauge
@@ -139,9 +139,17 @@ class RunScreen(Screen):
         self.refresh_header()     # the run's row may have arrived with the history: not only on the next tick
 
     def _origin(self) -> float | None:
-        """Log, submission and revision times are offsets from the run's creation: known from the
-        first line on and never moved, so a line shows the same time live and when reopened."""
-        return self.run.get("created_at")
+        """Log, submission and revision times are offsets from the agent's start, the clock the
+        budget gauge counts on; queueing and preparation come before it (negative offsets, and
+        the line under the log says how long). Before the agent starts: from the run's creation."""
+        return self.run.get("started_at") or self.run.get("created_at")
+
+    def _clock_note(self) -> str:
+        run = self.run
+        if run.get("started_at") and run.get("created_at"):
+            before = format_duration(max(0.0, run["started_at"] - run["created_at"]))
+            return f"times: from the agent's start (queued and prepared {before} before it)"
+        return "times: since the run was queued (the agent has not started)"
 
     def apply_changes(self, changes: Changes) -> None:
         if self.run_id in changes.runs:
@@ -191,6 +199,8 @@ class RunScreen(Screen):
         if not self.is_mounted:
             return
         run, now = self.run, self.app.clock()
+        if self.loaded:
+            self.query_one(LogView).set_origin(self._origin())     # moves once, when the agent starts
         state = run.get("state", "?")
         head = Text()
         head.append(f"{self.run_id}  ", style="bold")
@@ -205,16 +215,18 @@ class RunScreen(Screen):
         if state in FINISHED_STATES and run.get("end_reason"):
             head.append(f"   {run['end_reason']}", style="dim")
         self.query_one("#run-header", Static).update(head)
-        budget = (run.get("deadline") - run["started_at"]) if run.get("deadline") and run.get("started_at") \
-            else run.get("budget_s")
-        spent = elapsed_s(run, now)
+        budget = budget_s(run)
+        span = agent_span(run, now)          # the agent's own time; grading/finalizing apart
+        spent = span[0] if span else None
         left = time_left(run, now)
+        after = fmt_after_agent(run, now)
         gauge = self.query_one("#g-budget", Gauge)
         if spent is None:
             gauge.set_value(None, f"not started · {format_duration(budget)}")
-        elif left is None:
+        elif left is None or after:
             gauge.set_value(min(1.0, spent / budget) if budget else None,
-                            f"used {format_duration(spent)} of {format_duration(budget)}")
+                            f"agent used {format_duration(spent)} of {format_duration(budget)}"
+                            + (f" · {after}" if after else ""))
         else:
             gauge.set_value(spent / budget if budget else None,
                             f"{format_duration(left)} left of {format_duration(budget)}")
@@ -243,7 +255,7 @@ class RunScreen(Screen):
         search = f"  search: {log.search_term!r} match {log.match_rank} of {log.match_total}" \
             if log.search_term else ""
         self.query_one("#log-status", Static).update(
-            f"times: since the run was queued  {len(log.lines)} lines in view (last {log.capacity})  {follow}{search}")
+            f"{self._clock_note()}  {len(log.lines)} lines in view (last {log.capacity})  {follow}{search}")
 
     def action_toggle_follow(self) -> None:
         log = self.query_one(LogView)

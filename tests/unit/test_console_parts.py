@@ -211,3 +211,37 @@ def test_elapsed_budget_counts_the_agent_and_shows_grading_apart():
     assert fmt_elapsed_budget(early, now=5000.0) == "40s/1m30s" and fmt_liveness(early, now=5000.0) == "graded +30s"
     running = {"state": "running", "started_at": 1000.0, "deadline": 1090.0, "budget_s": 90.0}
     assert fmt_elapsed_budget(running, now=1030.0) == "30s/1m30s"
+
+
+def test_sparkline_runs_lowest_to_highest():
+    from autorl_tui.tui.widgets.chart import sparkline
+
+    assert sparkline([18.0, 40.0, 66.5]) == "▁▄█"
+    assert sparkline([5.0, 5.0]) == "▅▅" and sparkline([]) == ""
+    assert len(sparkline(list(range(100)), width=16)) == 16          # the newest 16
+
+
+class ChartApp(App):
+    def compose(self):
+        from autorl_tui.tui.widgets.chart import MetricChart
+        yield MetricChart("loss")
+
+
+async def test_metric_chart_has_a_step_axis_a_log_scale_and_states_a_single_point():
+    from autorl_tui.tui.widgets.chart import MetricChart
+
+    app = ChartApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        chart = app.query_one(MetricChart)
+        chart.set_points([(10.0, 1000.0), (20.0, 10.0), (30.0, 0.1)])
+        await pilot.pause()
+        lines = str(chart.render()).splitlines()
+        assert lines[-1].split()[0] == "step└10" and lines[-1].split()[-1] == "30"   # the x axis: steps
+        linear_middle = lines[3]
+        chart.set_log_scale(True)
+        lines = str(chart.render()).splitlines()
+        assert "log" in lines[-1] and lines[3] != linear_middle     # 10 sits mid-way on a log axis
+        chart.set_points([(10.0, 1.0), (20.0, -1.0)])
+        assert "log scale needs positive values" in str(chart.render())
+        chart.set_points([(7.0, 0.5)])
+        assert "one point: 0.5 at step 7" in str(chart.render())

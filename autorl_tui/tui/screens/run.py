@@ -23,7 +23,8 @@ from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, agent_span, budget_s,
                                        fmt_after_agent, fmt_delta, fmt_offset, fmt_score, time_left)
 from autorl_tui.tui.model import Changes
-from autorl_tui.tui.widgets.chart import MetricChart
+from autorl_tui.tui.widgets.chart import MetricChart, sparkline
+from autorl_tui.tui.widgets.checklist import CheckList
 from autorl_tui.tui.widgets.gauge import Gauge
 from autorl_tui.units import fmt_bytes
 from autorl_tui.tui.widgets.log_view import LogLine, LogView
@@ -42,6 +43,7 @@ class RunScreen(Screen):
         super().__init__()
         self.run_id = run_id
         self.loaded = False
+        self.log_scale = False    # the Metrics tab's y axis (l toggles)
         self.as_of_seq = 0
         self._early: list[Changes] = []
         self.series: dict[str, deque] = {}
@@ -76,7 +78,7 @@ class RunScreen(Screen):
                 yield Static(id="log-status", classes="hint")
             with TabPane("Metrics", id="metrics"):
                 with Horizontal():
-                    yield SelectionList[str](id="series-list")
+                    yield CheckList(id="series-list")   # ✓ or blank, not a coloured X
                     yield VerticalScroll(id="charts")
             with TabPane("Submissions", id="submissions"):
                 yield DataTable(id="subs-table", cursor_type="row", zebra_stripes=True)
@@ -210,6 +212,9 @@ class RunScreen(Screen):
         head.append(f"  dev {fmt_score(run.get('baseline_dev_score'))}→{fmt_score(run.get('best_dev_score'))}"
                     f" ({fmt_delta(run.get('dev_improvement'))})  test {fmt_score(run.get('baseline_score'))}"
                     f"→{fmt_score(run.get('test_score'))} ({fmt_delta(run.get('improvement'))})")
+        spark = sparkline([y for _, y in self._dev_score_points()])
+        if spark:                   # the dev score of each graded submission, oldest to newest
+            head.append(f"  {spark}", style="green")
         head.append(f"   {run.get('task', '')} · {run.get('agent', '')} · {run.get('model', '')} · seed {run.get('seed', '')}"
                     f"{' · driver ' + run['driver'] if run.get('driver') else ''} · {run.get('executor', '')}")
         if state in FINISHED_STATES and run.get("end_reason"):
@@ -354,6 +359,12 @@ class RunScreen(Screen):
             return (flat, informative_rank(base), base, seq)
         return sorted(self.selected_series, key=key)
 
+    def action_toggle_log_scale(self) -> None:
+        self.log_scale = not self.log_scale
+        for chart in self.query(MetricChart):
+            chart.set_log_scale(self.log_scale)
+        self.notify(f"metrics: {'log' if self.log_scale else 'linear'} scale")
+
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
         self.selected_series = list(event.selection_list.selected)
         self._redraw_charts(rebuild=True)
@@ -367,6 +378,7 @@ class RunScreen(Screen):
             charts = []
             for i, name in enumerate(self._chart_order()):
                 chart = MetricChart(name, color=SERIES_COLORS[i % len(SERIES_COLORS)])
+                chart.log_scale = self.log_scale
                 existing[name] = chart
                 charts.append(chart)
             if charts:

@@ -63,6 +63,7 @@ ACTIONS: list[ConsoleAction] = [
     ConsoleAction("run", "search", "slash", "Search", key_display="/"),
     ConsoleAction("run", "next_match", "n", "Next match", show=False),
     ConsoleAction("run", "previous_match", "N", "Previous match", show=False),
+    ConsoleAction("run", "view_line", "v", "Log: the current match (or the bottom line) in full", show=False),
     ConsoleAction("run", "toggle_log_scale", "l", "Metrics: log scale on/off", show=False),
     ConsoleAction("run", "tab('log')", "1", "Log tab", show=False),
     ConsoleAction("run", "tab('metrics')", "2", "Metrics tab", show=False),

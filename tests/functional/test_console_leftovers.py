@@ -69,3 +69,29 @@ async def test_the_footer_fits_at_80_and_120_columns(served):  # noqa: F811
                 assert keys
                 cut = [(k.key_display, k.description) for k in keys if k.region.right > width or not k.region.width]
                 assert not cut, f"{screen} screen at {width} columns cuts {cut}"
+
+
+async def test_a_long_log_line_can_be_read_in_full(served):  # noqa: F811
+    """A line longer than the screen was cut at the edge: `v` shows the current match in full."""
+    from autorl_tui.engine.events import RunEventAppended
+    from autorl_tui.tui.screens.prompts import LineScreen
+    from autorl_tui.tui.screens.run import RunScreen
+
+    long = "Traceback: " + " ".join(f"frame{i}" for i in range(120)) + " [END]"
+    app = FrozenConsole(served.home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
+        app.open_run("r0002-arith-scripted-s0")
+        await until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.loaded, what="the run")
+        served.loop.call_soon_threadsafe(lambda: served.engine.bus.publish(
+            RunEventAppended("r0002-arith-scripted-s0", kind="stderr", message=long)))
+        await until(pilot, lambda: "[END]" in app.screen.query_one("#log-view").lines[-1].message, what="the line")
+        await pilot.press("slash", *"frame7", "enter")
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, LineScreen), what="the line view")
+        text = app.screen.query_one("#line-text")
+        await pilot.pause()
+        assert str(text.render()).replace("\n", " ").split() == long.split()   # all of it, wrapped
+        assert text.size.height > 3                                                # over several rows
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, RunScreen), what="back to the run")

@@ -359,6 +359,18 @@ class RunScreen(Screen):
             return (flat, informative_rank(base), base, seq)
         return sorted(self.selected_series, key=key)
 
+    def action_view_line(self) -> None:
+        from autorl_tui.tui.screens.prompts import LineScreen
+
+        log = self.query_one(LogView)
+        line = log.pointed_line()
+        if line is None:
+            self.notify("the log is empty", severity="warning")
+            return
+        stamp = fmt_offset(line.ts - log.origin) if log.origin else ""
+        self.app.push_screen(LineScreen(f"{stamp} {line.kind} {line.level}  ({len(line.message)} characters)",
+                                        line.message))
+
     def action_toggle_log_scale(self) -> None:
         self.log_scale = not self.log_scale
         for chart in self.query(MetricChart):

@@ -148,6 +148,15 @@ class LogView(ScrollView, can_focus=True):
     def action_follow_tail(self) -> None:
         self.follow = True
 
+    def pointed_line(self) -> LogLine | None:
+        """The line `v` shows in full: the current search match, else the bottom line in view."""
+        if not self.lines:
+            return None
+        if self.match_index is not None:
+            return self.lines[self.match_index]
+        bottom = int(self.scroll_y) + self.scrollable_content_region.height - 1
+        return self.lines[max(0, min(len(self.lines) - 1, bottom))]
+
     # ------------------------------------------------------------------ search
     def search(self, term: str | None, backwards: bool = False) -> bool:
         """Jump to the next line containing `term` (case-insensitive). Returns False if none."""

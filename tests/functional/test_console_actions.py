@@ -235,3 +235,26 @@ async def test_the_filter_bar_never_leaks_keys(served):
         await until(pilot, lambda: len(row_ids(app)) == 3, what="escape to clear the filter")
         await pilot.press("n")
         await until(pilot, lambda: isinstance(app.screen, NewPlanScreen), what="n to be a command again")
+
+
+async def test_the_log_search_bar_never_leaks_keys(served):
+    """The Run screen's search had the same leak: "/step" typed at once paused the agent (p) and
+    exported a report (e). Enter closes the bar so that n/N are commands again."""
+    app = FrozenConsole(served.home)
+    app.notify_events = True
+    async with app.run_test(size=(130, 36)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
+        app.open_run(RID)
+        await until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.loaded, what="the run")
+        burst(app, "slash", *"step 05")
+        box = app.screen.query_one("#search")
+        await until(pilot, lambda: box.value == "step 05", what="every key to land in the search bar")
+        await pilot.press("enter")
+        log = app.screen.query_one("#log-view")
+        await until(pilot, lambda: not box.display and log.match_index is not None, what="the search")
+        assert log.lines[log.match_index].message.startswith("step 05")
+        first = log.match_index
+        await pilot.press("n")                                 # a command again: the next match
+        await until(pilot, lambda: log.match_index != first, what="the next match")
+        assert served.engine.store.get("runs", RID)["state"] == "running"    # never paused
+        assert not any("export" in str(n.title) for n in app._notifications)

@@ -23,6 +23,7 @@ from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, agent_span, budget_s,
                                        fmt_after_agent, fmt_delta, fmt_offset, fmt_score, time_left)
 from autorl_tui.tui.model import Changes
+from autorl_tui.tui.typed_bar import route_key
 from autorl_tui.tui.widgets.chart import MetricChart, sparkline
 from autorl_tui.tui.widgets.checklist import CheckList
 from autorl_tui.tui.widgets.gauge import Gauge
@@ -73,7 +74,7 @@ class RunScreen(Screen):
         with TabbedContent(id="tabs", initial="log"):
             with TabPane("Log", id="log"):
                 yield Input(placeholder="search the log (enter: find, n/N: next/previous, esc: close)",
-                            id="search")
+                            id="search", select_on_focus=False)
                 yield LogView(capacity=LOG_CAPACITY, id="log-view")
                 yield Static(id="log-status", classes="hint")
             with TabPane("Metrics", id="metrics"):
@@ -276,12 +277,14 @@ class RunScreen(Screen):
         box = self.query_one("#search", Input)
         box.display = True
         box.focus()
+        box.cursor_position = len(box.value)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "search":
             log = self.query_one(LogView)
             if not log.search(event.value):
                 self.notify(f"no match for {event.value!r}", severity="warning")
+            event.input.display = False      # n/N are commands again once the bar is closed
             log.focus()
             self._update_log_status()
 
@@ -297,12 +300,12 @@ class RunScreen(Screen):
             self.notify("no earlier match", severity="warning")
         self._update_log_status()
 
+    def _close_search(self) -> None:
+        self.query_one("#search", Input).display = False
+        self.query_one(LogView).focus()
+
     def on_key(self, event) -> None:
-        box = self.query_one("#search", Input)
-        if event.key == "escape" and box.has_focus:
-            box.display = False
-            self.query_one(LogView).focus()
-            event.stop()
+        route_key(event, self.query_one("#search", Input), self.action_search, self._close_search)
 
     # ------------------------------------------------------------------ metrics
     def _add_point(self, name: str, step, value, source: str, session: int | None = None) -> None:

@@ -13,6 +13,7 @@ from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_ICO
                                        fmt_delta, fmt_elapsed_budget, fmt_liveness, fmt_score, is_stale, short_id,
                                        shown_improvement)
 from autorl_tui.tui.model import Changes
+from autorl_tui.tui.typed_bar import route_key
 
 COLUMNS = [("state", "State", 12), ("id", "Run", 6), ("task", "Task", 12), ("agent", "Agent", 14),
            ("model", "Model", 8), ("seed", "Seed", 4), ("gpu", "GPU", 5), ("time", "Elapsed/Budget", 14),
@@ -306,27 +307,11 @@ class RunsScreen(Screen):
             event.input.display = False
             self.query_one(DataTable).focus()
 
-    def on_key(self, event) -> None:
+    def _close_filter(self) -> None:
         box = self.query_one("#filter", Input)
-        if not box.display:
-            if event.key == "slash":
-                # Opened here, not by the binding: keys reach this handler in the order typed,
-                # while a binding runs only once the key has bubbled up to the app, after the
-                # keys typed behind it were handled here as commands.
-                self.action_filter()
-                event.stop()
-                event.prevent_default()
-            return
-        if event.key == "escape":
-            box.value = ""
-            box.display = False
-            self.query_one(DataTable).focus()
-            event.stop()
-        elif event.is_printable:
-            # The bar is open but the key went elsewhere (the Input stops every printable key
-            # it takes): typed right after `/` (keys queued before the focus moved are sent to
-            # the table) or after a click elsewhere. It is text for the filter, never a command.
-            box.insert_text_at_cursor(event.character)
-            box.focus()
-            event.stop()
-            event.prevent_default()
+        box.value = ""
+        box.display = False
+        self.query_one(DataTable).focus()
+
+    def on_key(self, event) -> None:
+        route_key(event, self.query_one("#filter", Input), self.action_filter, self._close_filter)

@@ -178,6 +178,8 @@ async def test_retry_and_pausing_the_queue_ask_first(served):
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the pause confirmation")
         await pilot.press("y")
         await until(pilot, lambda: served.engine.queue_paused, what="the queue to pause")
+        # the console knows once the engine's event arrives (before, P would ask to pause again)
+        await until(pilot, lambda: app.model.queue_paused, what="the console to see the pause")
         await pilot.press("P")                                # resuming needs no confirmation
         await until(pilot, lambda: not served.engine.queue_paused, what="the queue to resume")
         table = app.screen.query_one("#runs")

@@ -267,7 +267,15 @@ class EngineServer:
         """Current state: every run row (newest first), queue state, GPUs. Consistent with the
         event stream on this connection (queued events are written before the answer)."""
         conn.flush_subscription()
-        return {"runs": self.engine.runs(), "queue_paused": bool(getattr(self.engine, "queue_paused", False)),
+        runs = self.engine.runs()
+        for run in runs:       # liveness: when each active run's newest event was written
+            if run.get("state") in ACTIVE_STATES:
+                rows = self.engine.store.query("SELECT ts FROM events WHERE run_id = ? ORDER BY id DESC LIMIT 1",
+                                               (run["id"],))
+                run["last_event_at"] = rows[0]["ts"] if rows else None
+                steps = self.engine.store.query("SELECT MAX(step) AS step FROM metrics WHERE run_id = ?", (run["id"],))
+                run["step"] = steps[0]["step"] if steps else None
+        return {"runs": runs, "queue_paused": bool(getattr(self.engine, "queue_paused", False)),
                 "gpus": self.gpu_inventory(), "now": time.time(), "engine": self.cmd_ping(conn)}
 
     def gpu_inventory(self) -> dict:

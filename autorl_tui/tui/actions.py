@@ -21,9 +21,10 @@ class ConsoleAction:
     key_display: str | None = None
     priority: bool = False
     palette: bool = True  # offered in the command palette
+    short: str | None = None   # the footer's label, when the description is too long for 80 columns
 
     def binding(self) -> Binding:
-        return Binding(self.key, self.name, self.description, show=self.show, key_display=self.key_display,
+        return Binding(self.key, self.name, self.short or self.description, show=self.show, key_display=self.key_display,
                        priority=self.priority, id=f"{self.scope}.{self.name}")
 
     @property
@@ -33,34 +34,37 @@ class ConsoleAction:
 
 ACTIONS: list[ConsoleAction] = [
     # everywhere
-    ConsoleAction("app", "quit_console", "q", "Quit (runs go on)"),
+    ConsoleAction("app", "quit_console", "q", "Quit (runs go on)", short="Quit"),
     ConsoleAction("app", "help", "question_mark", "Help", key_display="?"),
-    ConsoleAction("app", "new_plan", "n", "New plan"),
-    ConsoleAction("app", "gpus", "g", "GPUs"),
+    ConsoleAction("app", "new_plan", "n", "New plan", short="New"),
+    ConsoleAction("app", "gpus", "g", "GPUs", show=False),
     ConsoleAction("app", "show_runs", "R", "Runs", show=False),
     ConsoleAction("app", "toggle_queue", "P", "Pause/resume queue", show=False),
     ConsoleAction("app", "command_palette", "ctrl+p", "Command palette", show=False, palette=False),
     # Runs
-    ConsoleAction("runs", "open_run", "enter,o", "Open", key_display="⏎"),
+    ConsoleAction("runs", "open_run", "enter,o", "Open", key_display="⏎/o"),
     ConsoleAction("runs", "cancel_run", "c", "Cancel"),
     ConsoleAction("runs", "retry_run", "r", "Retry"),
-    ConsoleAction("runs", "move_to_front", "t", "To front"),
+    ConsoleAction("runs", "move_to_front", "t", "To front", short="Front"),
     ConsoleAction("runs", "priority_up", "plus", "Priority +1", key_display="+", show=False),
     ConsoleAction("runs", "priority_down", "minus", "Priority -1", key_display="-", show=False),
     ConsoleAction("runs", "filter", "slash", "Filter", key_display="/"),
     ConsoleAction("runs", "sort_next", "s", "Sort"),
     ConsoleAction("runs", "sort_reverse", "S", "Reverse sort", show=False),
-    ConsoleAction("runs", "export_report", "e", "Export report"),
+    ConsoleAction("runs", "export_report", "e", "Export report", short="Export"),
     # Run
     ConsoleAction("run", "back", "escape", "Back", key_display="esc"),
     ConsoleAction("run", "cancel_run", "c", "Cancel"),
-    ConsoleAction("run", "toggle_pause", "p", "Pause/resume"),
-    ConsoleAction("run", "extend_budget", "b", "Extend budget"),
-    ConsoleAction("run", "export_report", "e", "Export report"),
-    ConsoleAction("run", "toggle_follow", "f", "Follow log"),
+    ConsoleAction("run", "toggle_pause", "p", "Pause/resume", short="Pause"),
+    ConsoleAction("run", "extend_budget", "b", "Extend budget", short="+Budget"),
+    ConsoleAction("run", "export_report", "e", "Export report", short="Export"),
+    ConsoleAction("run", "toggle_follow", "f", "Follow log", short="Follow"),
+    ConsoleAction("run", "follow_tail", "end", "Jump to the log's tail and follow it", show=False),
     ConsoleAction("run", "search", "slash", "Search", key_display="/"),
     ConsoleAction("run", "next_match", "n", "Next match", show=False),
     ConsoleAction("run", "previous_match", "N", "Previous match", show=False),
+    ConsoleAction("run", "view_line", "v", "Log: the current match (or the bottom line) in full", show=False),
+    ConsoleAction("run", "toggle_log_scale", "l", "Metrics: log scale on/off", show=False),
     ConsoleAction("run", "tab('log')", "1", "Log tab", show=False),
     ConsoleAction("run", "tab('metrics')", "2", "Metrics tab", show=False),
     ConsoleAction("run", "tab('submissions')", "3", "Submissions tab", show=False),

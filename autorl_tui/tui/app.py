@@ -17,8 +17,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from autorl_tui.engine.client import EngineClient, EngineNotRunning, Lagged
 from autorl_tui.exitcodes import InfraError, UsageError
-from autorl_tui.home import Home
-from autorl_tui.tui.actions import actions_for, bindings
+from autorl_tui.home import EngineLock, Home
+from autorl_tui.tui.actions import SCOPE_TITLES, actions_for, bindings
 from autorl_tui.tui.formatting import fmt_delta, fmt_score, short_id
 from autorl_tui.tui.model import Changes, ConsoleModel
 
@@ -49,7 +49,7 @@ class ActionsProvider(Provider):
     async def discover(self) -> Hits:
         for action, ns in self._actions():
             yield DiscoveryHit(f"{action.description}  ({action.keys_label})", self._runner(action.name, ns),
-                               help=f"{action.scope} action")
+                               help=SCOPE_TITLES.get(action.scope, action.scope))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
@@ -57,7 +57,7 @@ class ActionsProvider(Provider):
             text = f"{action.description}  ({action.keys_label})"
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), self._runner(action.name, ns), help=f"{action.scope} action")
+                yield Hit(score, matcher.highlight(text), self._runner(action.name, ns), help=SCOPE_TITLES.get(action.scope, action.scope))
 
 
 class ConsoleApp(App):
@@ -86,6 +86,13 @@ class ConsoleApp(App):
 
         # Scales of the resource gauges (tests pin them for deterministic snapshots).
         self.machine = {"cpus": os.cpu_count() or 1, "mem": psutil.virtual_memory().total}
+
+    def get_system_commands(self, screen):
+        """Textual's own palette entries, less its Quit: the registry's `q` quit (which leaves
+        runs going) is the one way out, so the palette offers one quit, not two."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Quit":
+                yield command
 
     # ------------------------------------------------------------------ attach
     async def on_mount(self) -> None:
@@ -212,7 +219,12 @@ class ConsoleApp(App):
         runs = self.model.runs.values()
         active = sum(1 for r in runs if r["state"] in ("preparing", "baseline", "running", "paused", "finalizing"))
         queued = sum(1 for r in runs if r["state"] == "queued")
-        conn = f"engine pid {self.model.engine.get('pid', '?')}" if self.connected else "DISCONNECTED"
+        if self.connected:
+            conn = f"engine pid {self.model.engine.get('pid', '?')}"
+        elif EngineLock(self.home).held():
+            conn = "DISCONNECTED (an engine holds this home)"
+        else:
+            conn = "NO ENGINE holds this home: active runs are not being watched (autorl-tui resume)"
         queue = "  queue PAUSED" if self.model.queue_paused else ""
         return f"{conn}  home {self.home.root}  runs: {active} active, {queued} queued, {len(self.model.runs)} total{queue}"
 

@@ -40,6 +40,18 @@ def beats_baseline(run: dict) -> bool:
     return base is not None and best is not None and best > base
 
 
+def note_liveness(run: dict, ev) -> None:
+    """What the Runs table's liveness column shows: when the run last said anything (resource
+    samples are the engine's, not the run's, so they do not count), and the step it is at —
+    the latest training step, or the latest preparation/baseline progress line."""
+    run["last_event_at"] = max(ev.ts, run.get("last_event_at") or 0)
+    if isinstance(ev, MetricPoint) and ev.step is not None:
+        run["step"] = max(ev.step, run.get("step") or 0)
+    elif isinstance(ev, RunEventAppended) and run.get("state") in ("preparing", "baseline") \
+            and ev.kind in ("harness", "preparing"):
+        run["progress"] = ev.message
+
+
 class ConsoleModel:
     def __init__(self):
         self.runs: dict[str, dict] = {}
@@ -70,6 +82,9 @@ class ConsoleModel:
                 continue
             rid = ev.run_id
             run = self.runs.get(rid) if rid else None
+            if run is not None and ev.ts and not isinstance(ev, ResourceSample):
+                note_liveness(run, ev)
+                ch.runs.add(rid)
             if isinstance(ev, RunEventAppended):
                 ch.log.setdefault(rid, []).append(LogLine(ev.ts, ev.kind, ev.level, ev.message,
                                                                   getattr(ev, "recv_seq", 0)))
@@ -93,6 +108,8 @@ class ConsoleModel:
                 if run is None:
                     ch.unknown_runs.add(rid)
                     continue
+                if run.get("state") in ("running", "paused") and ev.state not in ("running", "paused"):
+                    run["agent_ended_at"] = ev.ts       # what follows is grading/finalizing, not the agent
                 run["state"] = ev.state
                 if ev.failure_source is not None:
                     run["failure_source"] = ev.failure_source

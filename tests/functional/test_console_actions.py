@@ -127,9 +127,10 @@ async def test_a_console_far_behind_drops_its_backlog_and_resyncs(served):
                 served.engine.bus.publish(RunEventAppended(RID, kind="stdout", message=f"flood {i}"))
         served.loop.call_soon_threadsafe(flood)
         await until(pilot, lambda: app.dropped_events > 0, what="the backlog to be dropped")
-        await until(pilot, lambda: app.client.backlog == 0, what="the console to catch up")
+        # every event reached the client and none waits (backlog 0 alone can be a pause mid-flood)
+        await until(pilot, lambda: app.client.received == 2000 and app.client.backlog == 0,
+                    what="the console to catch up")
         assert app.connected and len(app.model.runs) == 3      # state re-read, nothing lost from the table
-        assert app.client.received == 2000
 
 
 async def test_loading_a_plan_fills_the_form_and_editing_the_form_keeps_it(served, tmp_path):
@@ -177,6 +178,8 @@ async def test_retry_and_pausing_the_queue_ask_first(served):
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the pause confirmation")
         await pilot.press("y")
         await until(pilot, lambda: served.engine.queue_paused, what="the queue to pause")
+        # the console knows once the engine's event arrives (before, P would ask to pause again)
+        await until(pilot, lambda: app.model.queue_paused, what="the console to see the pause")
         await pilot.press("P")                                # resuming needs no confirmation
         await until(pilot, lambda: not served.engine.queue_paused, what="the queue to resume")
         table = app.screen.query_one("#runs")
@@ -191,3 +194,69 @@ async def test_retry_and_pausing_the_queue_ask_first(served):
         await pilot.press("y")                                # the static engine refuses every retry: the
         await until(pilot, lambda: any("static engine runs nothing" in str(n.message)   # refusal shows it was sent
                                        for n in app._notifications), what="the retry to reach the engine")
+
+
+def burst(app, *keys):
+    """Keys as a terminal delivers a fast typist's burst: all queued at once, none waiting for the
+    screen to settle (so the filter's deferred focus has not happened yet)."""
+    from textual import events
+    for key in keys:
+        event = events.Key(key, key if len(key) == 1 else None)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+async def test_the_filter_bar_never_leaks_keys(served):
+    """Typing "humaneval" right after `/` opened New plan (the `n`): keys reached the table's
+    bindings before the deferred focus moved to the filter bar, and again once it lost focus."""
+    app = FrozenConsole(served.home)
+    async with app.run_test(size=(130, 36)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
+        runs_screen = app.screen
+        burst(app, "slash", *"scripted")
+        box = runs_screen.query_one("#filter")
+        await until(pilot, lambda: runs_screen.filter_text == "scripted", what="every key to land in the filter")
+        assert app.screen is runs_screen and runs_screen.filter_text == "scripted"
+        assert all("scripted" in rid for rid in row_ids(app)) and len(row_ids(app)) < 3
+        # the bar loses focus (a click on the table) while still open: letters still go to it
+        runs_screen.query_one("#runs").focus()
+        await pilot.pause()
+        burst(app, *" gen")                                   # n = New plan, g = GPUs, e = export
+        await until(pilot, lambda: box.value == "scripted gen", what="the letters to reach the filter")
+        assert app.screen is runs_screen and box.has_focus
+        assert not any("export" in str(n.message) for n in app._notifications)
+        # enter closes the bar, keeping the filter (shown in the hint); keys are commands again
+        await pilot.press("backspace", "backspace", "backspace", "backspace", "enter")
+        await until(pilot, lambda: not box.display and runs_screen.filter_text == "scripted", what="the bar to close")
+        assert runs_screen.filter_text == "scripted" and len(row_ids(app)) < 3
+        assert "filter: scripted" in str(runs_screen.query_one("#runs-hint").render())
+        await pilot.press("slash")                             # reopens with the filter to edit
+        await until(pilot, lambda: box.display and box.has_focus, what="the bar to reopen")
+        assert box.value == "scripted"
+        await pilot.press("escape")
+        await until(pilot, lambda: len(row_ids(app)) == 3, what="escape to clear the filter")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewPlanScreen), what="n to be a command again")
+
+
+async def test_the_log_search_bar_never_leaks_keys(served):
+    """The Run screen's search had the same leak: "/step" typed at once paused the agent (p) and
+    exported a report (e). Enter closes the bar so that n/N are commands again."""
+    app = FrozenConsole(served.home)
+    app.notify_events = True
+    async with app.run_test(size=(130, 36)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == 3, what="the snapshot")
+        app.open_run(RID)
+        await until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.loaded, what="the run")
+        burst(app, "slash", *"step 05")
+        box = app.screen.query_one("#search")
+        await until(pilot, lambda: box.value == "step 05", what="every key to land in the search bar")
+        await pilot.press("enter")
+        log = app.screen.query_one("#log-view")
+        await until(pilot, lambda: not box.display and log.match_index is not None, what="the search")
+        assert log.lines[log.match_index].message.startswith("step 05")
+        first = log.match_index
+        await pilot.press("n")                                 # a command again: the next match
+        await until(pilot, lambda: log.match_index != first, what="the next match")
+        assert served.engine.store.get("runs", RID)["state"] == "running"    # never paused
+        assert not any("export" in str(n.title) for n in app._notifications)

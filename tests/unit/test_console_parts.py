@@ -74,11 +74,25 @@ async def test_log_view_search_jumps_between_matches():
         await pilot.pause()
         view.scroll_to(y=0, animate=False, immediate=True)
         assert view.search("boom") and view.match_index == 40
+        assert (view.match_rank, view.match_total) == (1, 2)   # "match 1 of 2"
         assert view.follow is False
         assert view.search(None) and view.match_index == 81
+        assert (view.match_rank, view.match_total) == (2, 2)
         assert not view.search(None)                 # no further match
         assert view.search(None, backwards=True) and view.match_index == 40
-        assert not view.search("absent")
+        assert not view.search("absent") and view.match_total == 0
+
+
+async def test_log_view_does_not_repeat_the_kind_that_starts_a_message():
+    app = LogApp()
+    async with app.run_test(size=(80, 10)) as pilot:
+        view = app.query_one(LogView)
+        view.append_lines([LogLine(0, "state", "info", "state queued → preparing"),
+                           LogLine(0, "stdout", "info", "stateless words")])
+        await pilot.pause()
+        first = "".join(s.text for s in view.render_line(0)).split()
+        assert first == ["state", "queued", "→", "preparing"]          # was: state state queued → …
+        assert "stateless words" in "".join(s.text for s in view.render_line(1))
 
 
 class ThemedLogApp(App):
@@ -192,3 +206,51 @@ def test_screens_take_their_bindings_from_the_registry():
     for scope, owner in SCREENS.items():
         assert [b.key for b in owner.BINDINGS] == [a.key for a in ACTIONS if a.scope == scope]
     assert inspect.isclass(RunScreen)
+
+
+def test_elapsed_budget_counts_the_agent_and_shows_grading_apart():
+    """`1m58s/1m30s` looked like an overrun: it counted held-out grading after the agent's 90 s."""
+    from autorl_tui.tui.formatting import fmt_elapsed_budget, fmt_liveness
+
+    done = {"state": "done", "started_at": 1000.0, "deadline": 1090.0, "ended_at": 1118.0, "budget_s": 90.0}
+    assert fmt_elapsed_budget(done, now=5000.0) == "1m30s/1m30s"
+    assert fmt_liveness(done, now=5000.0) == "graded +28s"
+    # an agent that stopped early (its end seen live) is not charged for the grading either
+    early = {**done, "agent_ended_at": 1040.0, "ended_at": 1070.0}
+    assert fmt_elapsed_budget(early, now=5000.0) == "40s/1m30s" and fmt_liveness(early, now=5000.0) == "graded +30s"
+    running = {"state": "running", "started_at": 1000.0, "deadline": 1090.0, "budget_s": 90.0}
+    assert fmt_elapsed_budget(running, now=1030.0) == "30s/1m30s"
+
+
+def test_sparkline_runs_lowest_to_highest():
+    from autorl_tui.tui.widgets.chart import sparkline
+
+    assert sparkline([18.0, 40.0, 66.5]) == "▁▄█"
+    assert sparkline([5.0, 5.0]) == "▅▅" and sparkline([]) == ""
+    assert len(sparkline(list(range(100)), width=16)) == 16          # the newest 16
+
+
+class ChartApp(App):
+    def compose(self):
+        from autorl_tui.tui.widgets.chart import MetricChart
+        yield MetricChart("loss")
+
+
+async def test_metric_chart_has_a_step_axis_a_log_scale_and_states_a_single_point():
+    from autorl_tui.tui.widgets.chart import MetricChart
+
+    app = ChartApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        chart = app.query_one(MetricChart)
+        chart.set_points([(10.0, 1000.0), (20.0, 10.0), (30.0, 0.1)])
+        await pilot.pause()
+        lines = str(chart.render()).splitlines()
+        assert lines[-1].split()[0] == "step└10" and lines[-1].split()[-1] == "30"   # the x axis: steps
+        linear_middle = lines[3]
+        chart.set_log_scale(True)
+        lines = str(chart.render()).splitlines()
+        assert "log" in lines[-1] and lines[3] != linear_middle     # 10 sits mid-way on a log axis
+        chart.set_points([(10.0, 1.0), (20.0, -1.0)])
+        assert "log scale needs positive values" in str(chart.render())
+        chart.set_points([(7.0, 0.5)])
+        assert "one point: 0.5 at step 7" in str(chart.render())

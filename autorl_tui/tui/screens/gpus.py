@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
+from autorl_tui.tui.widgets.footer import console_footer
 from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.formatting import ACTIVE_STATES, fmt_elapsed_budget, short_id
 from autorl_tui.units import fmt_bytes
@@ -22,7 +23,7 @@ class GpusScreen(Screen):
         yield DataTable(id="gpus-table", cursor_type="row")
         yield Static(id="cluster-title", classes="status-bar")
         yield DataTable(id="cluster-table", cursor_type="row")
-        yield Footer()
+        yield console_footer()
 
     def on_mount(self) -> None:
         self.reload()

@@ -19,7 +19,6 @@ def help_table() -> Table:
     for scope, title in SCOPE_TITLES.items():
         for action in (a for a in ACTIONS if a.scope == scope):
             table.add_row(title, action.keys_label, action.description)
-    table.add_row("Everywhere", "ctrl+p", "Command palette: every action by name")
     return table
 
 

@@ -12,10 +12,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Select, SelectionList, Static, TextArea
+from textual.widgets import Input, Label, Select, SelectionList, Static, TextArea
 
 from autorl_tui.catalog.plans import parse_plan
 from autorl_tui.exitcodes import UsageError
+from autorl_tui.tui.widgets.footer import console_footer
 from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.widgets.checklist import CheckList
 
@@ -91,7 +92,7 @@ class NewPlanScreen(Screen):
                 yield Label("Plan YAML (what will be enqueued)")
                 yield TextArea(id="yaml", soft_wrap=False)
                 yield Static(id="verdict")
-        yield Footer()
+        yield console_footer()
 
     def on_mount(self) -> None:
         self.load_catalog()
@@ -139,7 +140,7 @@ class NewPlanScreen(Screen):
         text = self.query_one("#yaml", TextArea).text
         verdict = self.query_one("#verdict", Static)
         try:
-            plan = parse_plan(text, "the plan")
+            plan = parse_plan(text, "in the form")
         except UsageError as exc:
             verdict.update(f"[red]✗ {exc}[/red]")
             return False

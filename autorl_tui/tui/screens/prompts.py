@@ -43,3 +43,23 @@ class InputScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class LineScreen(ModalScreen[None]):
+    """One log line in full, wrapped (the log view shows a line on one row, cut at the edge)."""
+    BINDINGS = [("escape,v,q", "dismiss", "Close")]
+
+    def __init__(self, title: str, message: str):
+        super().__init__()
+        self.title_text = title
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        from rich.text import Text
+        from textual.containers import VerticalScroll
+        from textual.widgets import Static
+
+        with VerticalScroll(classes="dialog", id="line-detail"):
+            yield Label(self.title_text, classes="hint")
+            yield Static(Text(self.message), id="line-text")     # Text: brackets stay literal
+            yield Label("esc closes", classes="hint")

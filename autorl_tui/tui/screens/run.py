@@ -12,17 +12,20 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import (DataTable, Footer, Input, SelectionList, Static, TabbedContent, TabPane)
+from textual.widgets import (DataTable, Input, SelectionList, Static, TabbedContent, TabPane)
 
 from autorl_tui.durations import format_duration, parse_duration
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.scores import env_summary_text
 from autorl_tui.reports.series_order import informative_rank, is_constant
+from autorl_tui.tui.widgets.footer import console_footer
 from autorl_tui.tui.actions import bindings
-from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, elapsed_s, fmt_delta,
-                                       fmt_offset, fmt_score, time_left)
+from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_STYLE, agent_span, budget_s,
+                                       fmt_after_agent, fmt_delta, fmt_offset, fmt_score, time_left)
 from autorl_tui.tui.model import Changes
-from autorl_tui.tui.widgets.chart import MetricChart
+from autorl_tui.tui.typed_bar import route_key
+from autorl_tui.tui.widgets.chart import MetricChart, sparkline
+from autorl_tui.tui.widgets.checklist import CheckList
 from autorl_tui.tui.widgets.gauge import Gauge
 from autorl_tui.units import fmt_bytes
 from autorl_tui.tui.widgets.log_view import LogLine, LogView
@@ -41,6 +44,7 @@ class RunScreen(Screen):
         super().__init__()
         self.run_id = run_id
         self.loaded = False
+        self.log_scale = False    # the Metrics tab's y axis (l toggles)
         self.as_of_seq = 0
         self._early: list[Changes] = []
         self.series: dict[str, deque] = {}
@@ -70,12 +74,12 @@ class RunScreen(Screen):
         with TabbedContent(id="tabs", initial="log"):
             with TabPane("Log", id="log"):
                 yield Input(placeholder="search the log (enter: find, n/N: next/previous, esc: close)",
-                            id="search")
+                            id="search", select_on_focus=False)
                 yield LogView(capacity=LOG_CAPACITY, id="log-view")
                 yield Static(id="log-status", classes="hint")
             with TabPane("Metrics", id="metrics"):
                 with Horizontal():
-                    yield SelectionList[str](id="series-list")
+                    yield CheckList(id="series-list")   # ✓ or blank, not a coloured X
                     yield VerticalScroll(id="charts")
             with TabPane("Submissions", id="submissions"):
                 yield DataTable(id="subs-table", cursor_type="row", zebra_stripes=True)
@@ -84,7 +88,7 @@ class RunScreen(Screen):
                     yield DataTable(id="rev-table", cursor_type="row")
                     with VerticalScroll(id="diff-scroll"):
                         yield Static("select a revision to see its diff", id="diff")
-        yield Footer()
+        yield console_footer()
 
     def on_mount(self) -> None:
         self.query_one("#search").display = False
@@ -138,9 +142,17 @@ class RunScreen(Screen):
         self.refresh_header()     # the run's row may have arrived with the history: not only on the next tick
 
     def _origin(self) -> float | None:
-        """Log, submission and revision times are offsets from the run's creation: known from the
-        first line on and never moved, so a line shows the same time live and when reopened."""
-        return self.run.get("created_at")
+        """Log, submission and revision times are offsets from the agent's start, the clock the
+        budget gauge counts on; queueing and preparation come before it (negative offsets, and
+        the line under the log says how long). Before the agent starts: from the run's creation."""
+        return self.run.get("started_at") or self.run.get("created_at")
+
+    def _clock_note(self) -> str:
+        run = self.run
+        if run.get("started_at") and run.get("created_at"):
+            before = format_duration(max(0.0, run["started_at"] - run["created_at"]))
+            return f"times: from the agent's start (queued and prepared {before} before it)"
+        return "times: since the run was queued (the agent has not started)"
 
     def apply_changes(self, changes: Changes) -> None:
         if self.run_id in changes.runs:
@@ -190,6 +202,8 @@ class RunScreen(Screen):
         if not self.is_mounted:
             return
         run, now = self.run, self.app.clock()
+        if self.loaded:
+            self.query_one(LogView).set_origin(self._origin())     # moves once, when the agent starts
         state = run.get("state", "?")
         head = Text()
         head.append(f"{self.run_id}  ", style="bold")
@@ -199,21 +213,26 @@ class RunScreen(Screen):
         head.append(f"  dev {fmt_score(run.get('baseline_dev_score'))}→{fmt_score(run.get('best_dev_score'))}"
                     f" ({fmt_delta(run.get('dev_improvement'))})  test {fmt_score(run.get('baseline_score'))}"
                     f"→{fmt_score(run.get('test_score'))} ({fmt_delta(run.get('improvement'))})")
+        spark = sparkline([y for _, y in self._dev_score_points()])
+        if spark:                   # the dev score of each graded submission, oldest to newest
+            head.append(f"  {spark}", style="green")
         head.append(f"   {run.get('task', '')} · {run.get('agent', '')} · {run.get('model', '')} · seed {run.get('seed', '')}"
                     f"{' · driver ' + run['driver'] if run.get('driver') else ''} · {run.get('executor', '')}")
         if state in FINISHED_STATES and run.get("end_reason"):
             head.append(f"   {run['end_reason']}", style="dim")
         self.query_one("#run-header", Static).update(head)
-        budget = (run.get("deadline") - run["started_at"]) if run.get("deadline") and run.get("started_at") \
-            else run.get("budget_s")
-        spent = elapsed_s(run, now)
+        budget = budget_s(run)
+        span = agent_span(run, now)          # the agent's own time; grading/finalizing apart
+        spent = span[0] if span else None
         left = time_left(run, now)
+        after = fmt_after_agent(run, now)
         gauge = self.query_one("#g-budget", Gauge)
         if spent is None:
             gauge.set_value(None, f"not started · {format_duration(budget)}")
-        elif left is None:
+        elif left is None or after:
             gauge.set_value(min(1.0, spent / budget) if budget else None,
-                            f"used {format_duration(spent)} of {format_duration(budget)}")
+                            f"agent used {format_duration(spent)} of {format_duration(budget)}"
+                            + (f" · {after}" if after else ""))
         else:
             gauge.set_value(spent / budget if budget else None,
                             f"{format_duration(left)} left of {format_duration(budget)}")
@@ -239,13 +258,18 @@ class RunScreen(Screen):
     def _update_log_status(self, total: int | None = None) -> None:
         log = self.query_one(LogView)
         follow = "following" if log.follow else "paused (f or end: follow)"
-        search = f"  search: {log.search_term!r}" if log.search_term else ""
+        search = f"  search: {log.search_term!r} match {log.match_rank} of {log.match_total}" \
+            if log.search_term else ""
         self.query_one("#log-status", Static).update(
-            f"times: since the run was queued  {len(log.lines)} lines in view (last {log.capacity})  {follow}{search}")
+            f"{self._clock_note()}  {len(log.lines)} lines in view (last {log.capacity})  {follow}{search}")
 
     def action_toggle_follow(self) -> None:
         log = self.query_one(LogView)
         log.follow = not log.follow
+        self._update_log_status()
+
+    def action_follow_tail(self) -> None:
+        self.query_one(LogView).follow = True
         self._update_log_status()
 
     def action_search(self) -> None:
@@ -253,12 +277,14 @@ class RunScreen(Screen):
         box = self.query_one("#search", Input)
         box.display = True
         box.focus()
+        box.cursor_position = len(box.value)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "search":
             log = self.query_one(LogView)
             if not log.search(event.value):
                 self.notify(f"no match for {event.value!r}", severity="warning")
+            event.input.display = False      # n/N are commands again once the bar is closed
             log.focus()
             self._update_log_status()
 
@@ -266,18 +292,20 @@ class RunScreen(Screen):
         log = self.query_one(LogView)
         if log.search_term and not log.search(None):
             self.notify("no further match", severity="warning")
+        self._update_log_status()
 
     def action_previous_match(self) -> None:
         log = self.query_one(LogView)
         if log.search_term and not log.search(None, backwards=True):
             self.notify("no earlier match", severity="warning")
+        self._update_log_status()
+
+    def _close_search(self) -> None:
+        self.query_one("#search", Input).display = False
+        self.query_one(LogView).focus()
 
     def on_key(self, event) -> None:
-        box = self.query_one("#search", Input)
-        if event.key == "escape" and box.has_focus:
-            box.display = False
-            self.query_one(LogView).focus()
-            event.stop()
+        route_key(event, self.query_one("#search", Input), self.action_search, self._close_search)
 
     # ------------------------------------------------------------------ metrics
     def _add_point(self, name: str, step, value, source: str, session: int | None = None) -> None:
@@ -334,6 +362,24 @@ class RunScreen(Screen):
             return (flat, informative_rank(base), base, seq)
         return sorted(self.selected_series, key=key)
 
+    def action_view_line(self) -> None:
+        from autorl_tui.tui.screens.prompts import LineScreen
+
+        log = self.query_one(LogView)
+        line = log.pointed_line()
+        if line is None:
+            self.notify("the log is empty", severity="warning")
+            return
+        stamp = fmt_offset(line.ts - log.origin) if log.origin else ""
+        self.app.push_screen(LineScreen(f"{stamp} {line.kind} {line.level}  ({len(line.message)} characters)",
+                                        line.message))
+
+    def action_toggle_log_scale(self) -> None:
+        self.log_scale = not self.log_scale
+        for chart in self.query(MetricChart):
+            chart.set_log_scale(self.log_scale)
+        self.notify(f"metrics: {'log' if self.log_scale else 'linear'} scale")
+
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
         self.selected_series = list(event.selection_list.selected)
         self._redraw_charts(rebuild=True)
@@ -347,6 +393,7 @@ class RunScreen(Screen):
             charts = []
             for i, name in enumerate(self._chart_order()):
                 chart = MetricChart(name, color=SERIES_COLORS[i % len(SERIES_COLORS)])
+                chart.log_scale = self.log_scale
                 existing[name] = chart
                 charts.append(chart)
             if charts:

@@ -5,20 +5,24 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
+from autorl_tui.tui.widgets.footer import console_footer
 from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_ICON, STATE_STYLE, dev_baseline,
-                                       fmt_delta, fmt_elapsed_budget, fmt_score, short_id, shown_improvement)
+                                       fmt_delta, fmt_elapsed_budget, fmt_liveness, fmt_score, is_stale, short_id,
+                                       shown_improvement)
 from autorl_tui.tui.model import Changes
+from autorl_tui.tui.typed_bar import route_key
 
 COLUMNS = [("state", "State", 12), ("id", "Run", 6), ("task", "Task", 12), ("agent", "Agent", 14),
            ("model", "Model", 8), ("seed", "Seed", 4), ("gpu", "GPU", 5), ("time", "Elapsed/Budget", 14),
+           ("activity", "Last event", 24),
            ("baseline", "Base dev", 8), ("best", "Best dev", 8), ("base_test", "Base test", 9), ("test", "Test", 6),
            ("improvement", "Δ", 10)]
 # Which columns go first when the terminal is narrow: state and id never; the agent last (the
 # reference and the control of one task would look alike without it), then the task.
-DROP_ORDER = ("model", "seed", "gpu", "time", "base_test", "baseline", "improvement", "task", "agent")
+DROP_ORDER = ("model", "seed", "gpu", "activity", "time", "base_test", "baseline", "improvement", "task", "agent")
 
 
 def visible_columns(width: int) -> list[tuple]:
@@ -74,10 +78,10 @@ class RunsScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="status", classes="status-bar")
         yield Input(placeholder="filter: words or field:value (state:running agent:scripted), esc to close",
-                    id="filter")
+                    id="filter", select_on_focus=False)   # keys typed before the focus arrives stay
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static(id="runs-hint", classes="hint")
-        yield Footer()
+        yield console_footer()
 
     def on_mount(self) -> None:
         self._columns: list[tuple] = []
@@ -112,14 +116,16 @@ class RunsScreen(Screen):
         now = self.app.clock()
         state = run["state"]
         label = f"{STATE_ICON.get(state, ' ')} {state}"
-        if state == "failed" and run.get("failure_source"):
-            label = f"{STATE_ICON['failed']} failed:{run['failure_source']}"
+        style = STATE_STYLE.get(state, "")
+        if is_stale(run, now):       # silent too long: the icon says so even when columns are cut
+            label, style = f"⚠ {state}", "bold yellow"
         holders = [d for d, rid in (self.app.model.gpus.get("holders") or {}).items() if rid == run["id"]]
         gpu = ",".join(holders) if holders else (str(run.get("gpus_requested")) if run.get("gpus_requested") else "cpu")
         imp, basis = shown_improvement(run)
-        return (Text(label, style=STATE_STYLE.get(state, "")), short_id(run["id"]), run.get("task", ""),
+        return (Text(label, style=style), short_id(run["id"]), run.get("task", ""),
                 run.get("agent", ""), run.get("model", ""), str(run.get("seed", "")), gpu,
-                fmt_elapsed_budget(run, now), fmt_score(dev_baseline(run)),
+                fmt_elapsed_budget(run, now), Text(fmt_liveness(run, now), style=style if is_stale(run, now) or state == "failed" else "dim"),
+                fmt_score(dev_baseline(run)),
                 fmt_score(run.get("best_dev_score")), fmt_score(run.get("baseline_score")),
                 fmt_score(run.get("test_score")),
                 Text(fmt_delta(imp) + (" dev" if basis == "dev" and imp is not None else ""),
@@ -187,6 +193,7 @@ class RunsScreen(Screen):
         active = [rid for rid, r in self.app.model.runs.items() if r["state"] in ACTIVE_STATES]
         if active:
             self.update_rows(active)
+        self.refresh_status()      # ages and whether an engine holds the home move with the clock
 
     def refresh_status(self) -> None:
         if not self.is_mounted:
@@ -286,6 +293,7 @@ class RunsScreen(Screen):
         box = self.query_one("#filter", Input)
         box.display = True
         box.focus()
+        box.cursor_position = len(box.value)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
@@ -294,12 +302,16 @@ class RunsScreen(Screen):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
+            # Enter closes the bar and keeps the filter (the hint names it; / edits it): keys
+            # are commands again only once the bar is visibly closed.
+            event.input.display = False
             self.query_one(DataTable).focus()
 
-    def on_key(self, event) -> None:
+    def _close_filter(self) -> None:
         box = self.query_one("#filter", Input)
-        if event.key == "escape" and box.has_focus:
-            box.value = ""
-            box.display = False
-            self.query_one(DataTable).focus()
-            event.stop()
+        box.value = ""
+        box.display = False
+        self.query_one(DataTable).focus()
+
+    def on_key(self, event) -> None:
+        route_key(event, self.query_one("#filter", Input), self.action_filter, self._close_filter)

@@ -46,6 +46,20 @@ def braille_lines(points: list[tuple[float, float]], width: int, height: int,
     return ["".join(chr(0x2800 + c) for c in row) for row in grid]
 
 
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float], width: int = 16) -> str:
+    """The last `width` values as block characters, lowest ▁ to highest █ ('' without values)."""
+    vals = [v for v in values if v is not None and math.isfinite(v)][-width:]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    if hi == lo:
+        return SPARKS[len(SPARKS) // 2] * len(vals)
+    return "".join(SPARKS[round((v - lo) / (hi - lo) * (len(SPARKS) - 1))] for v in vals)
+
+
 def fmt_value(v: float | None) -> str:
     if v is None:
         return "-"
@@ -55,7 +69,9 @@ def fmt_value(v: float | None) -> str:
 
 
 class MetricChart(Widget):
-    """One series: a title line (name, last, min, max, points) over a braille plot with a y axis."""
+    """One series: a title line (name, last, min, max, points) over a braille plot with a y axis
+    and a step axis; `log_scale` plots log10 of the values (when all are positive). A series of
+    one point is stated, not charted."""
 
     DEFAULT_CSS = """
     MetricChart { height: 8; min-height: 4; }
@@ -67,6 +83,11 @@ class MetricChart(Widget):
         self.color = color
         self.points: list[tuple[float, float]] = []
         self.source = ""
+        self.log_scale = False
+
+    def set_log_scale(self, on: bool) -> None:
+        self.log_scale = on
+        self.refresh()
 
     def set_points(self, points: list[tuple[float, float]], source: str = "") -> None:
         self.points = points
@@ -84,17 +105,30 @@ class MetricChart(Widget):
         if self.source:
             head += f"  [{self.source}]"
         text.append(head[:width] + "\n", style="bold")
-        plot_h = max(1, height - 1)
+        plot_h = max(1, height - 2)          # the title above, the step axis below
         if not values:
             text.append("(no points yet)", style="dim")
             return text
+        points = [(x, y) for x, y in self.points if y is not None]
+        if len(points) == 1:
+            text.append(f"one point: {fmt_value(points[0][1])} at step {points[0][0]:g}", style="dim")
+            return text
+        log = self.log_scale and min(values) > 0
+        if self.log_scale and not log:
+            text.append("(log scale needs positive values: linear)\n", style="dim")
+            plot_h = max(1, plot_h - 1)
         lo, hi = min(values), max(values)
         axis_w = 9
-        rows = braille_lines(self.points, max(1, width - axis_w - 1), plot_h)
+        plot_w = max(1, width - axis_w - 1)
+        shown = [(x, math.log10(y)) for x, y in points] if log else points
+        rows = braille_lines(shown, plot_w, plot_h)
         for i, row in enumerate(rows):
             label = fmt_value(hi) if i == 0 else fmt_value(lo) if i == plot_h - 1 else ""
             text.append(f"{label:>{axis_w}}│", style="dim")
-            text.append(row, style=self.color)
-            if i < plot_h - 1:
-                text.append("\n")
+            text.append(row + "\n", style=self.color)
+        first, last_x = f"{min(x for x, _ in points):g}", f"{max(x for x, _ in points):g}"
+        scale = "  log" if log else ""
+        middle = max(1, plot_w - len(first) - len(last_x) - len("step") - len(scale) - 2)
+        text.append(f"{'step':>{axis_w}}└{first}{' ' * (middle // 2)}{scale}{' ' * (middle - middle // 2)}{last_x}",
+                    style="dim")
         return text

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
+from textual.binding import Binding
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -67,7 +68,7 @@ class LogView(ScrollView, can_focus=True):
     LogView > .log-view--match { text-style: bold underline; }
     LogView > .log-view--current-match { text-style: bold reverse; }
     """
-    BINDINGS = [("end", "follow_tail", "Tail")]
+    BINDINGS = [Binding("end", "follow_tail", "Tail", show=False)]   # the Run screen lists it
 
     follow: reactive[bool] = reactive(True)
 
@@ -81,6 +82,8 @@ class LogView(ScrollView, can_focus=True):
         self._moving = False      # our own scrolling must not switch following off
         self.search_term: str | None = None
         self.match_index: int | None = None   # ring index of the current match
+        self.match_rank = 0       # the current match is the match_rank-th of match_total (as of the last jump)
+        self.match_total = 0
 
     # ------------------------------------------------------------------ data
     def set_origin(self, origin: float | None) -> None:
@@ -145,6 +148,15 @@ class LogView(ScrollView, can_focus=True):
     def action_follow_tail(self) -> None:
         self.follow = True
 
+    def pointed_line(self) -> LogLine | None:
+        """The line `v` shows in full: the current search match, else the bottom line in view."""
+        if not self.lines:
+            return None
+        if self.match_index is not None:
+            return self.lines[self.match_index]
+        bottom = int(self.scroll_y) + self.scrollable_content_region.height - 1
+        return self.lines[max(0, min(len(self.lines) - 1, bottom))]
+
     # ------------------------------------------------------------------ search
     def search(self, term: str | None, backwards: bool = False) -> bool:
         """Jump to the next line containing `term` (case-insensitive). Returns False if none."""
@@ -153,6 +165,7 @@ class LogView(ScrollView, can_focus=True):
                 self.match_index = None
             self.search_term = term or None
         if not self.search_term or not self.lines:
+            self.match_total = self.match_rank = 0
             self.refresh()
             return False
         needle = self.search_term.lower()
@@ -167,6 +180,8 @@ class LogView(ScrollView, can_focus=True):
         for i in order:
             if needle in self.lines[i].message.lower():
                 self.match_index = i
+                hits = [needle in line.message.lower() for line in self.lines]
+                self.match_total, self.match_rank = sum(hits), sum(hits[:i + 1])
                 self.follow = False
                 self._moving = True
                 try:
@@ -176,6 +191,8 @@ class LogView(ScrollView, can_focus=True):
                     self._moving = False
                 self.refresh()
                 return True
+        if self.match_index is None:
+            self.match_total = self.match_rank = 0
         self.refresh()
         return False
 
@@ -198,6 +215,8 @@ class LogView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         line = self.lines[index]
         message = clean(line.message)
+        if message.startswith(line.kind + " "):      # "state queued → preparing": the kind column says it
+            message = message[len(line.kind) + 1:]
         style = base + self._line_style(line)
         stamp = fmt_offset(line.ts - self.origin) if self.origin else ""
         segments = [Segment(f"{stamp:>9} ", base + self._part("stamp")),

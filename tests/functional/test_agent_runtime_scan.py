@@ -121,7 +121,10 @@ def _check(run: dict, held_out_splits: dict) -> None:
     # the needles are real: humaneval's held-out prompts are among them, so a copy would be found
     assert any(w.startswith("humaneval/test") for w in needles.texts.values())
     assert any(w.startswith("humaneval/test") for w in needles.ids.values())
-    assert result.files > 1000 and not result.unreadable, result.unreadable[:10]
+    # The one file the host may fail to read back is the loopback forwarder the shim writes for the
+    # run (a copy of engine/executors/container_init.py, nothing of any task; sandbox_net.py): its
+    # folder belongs to the sandbox's uid and goes when the shim closes the network.
+    assert result.files > 1000 and set(result.unreadable) <= {"/run/autorl-net/init.py"}, result.unreadable[:10]
     assert not result.too_big_not_elf, result.too_big_not_elf
     assert not result.hits, "held-out items readable by the agent:\n" + "\n".join(result.hits[:40])
 

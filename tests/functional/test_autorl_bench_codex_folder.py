@@ -44,7 +44,8 @@ def test_a_codex_folder_runs_with_its_provider_file_from_the_operator(folder_hom
         env = {"LITELLM_API_KEY": "sk-standin-not-a-key", "CODEX_MODEL": "gpt-5.5"}
         refused = run_folder(home, FOLDER, overlay, dict(env, PATH="/usr/local/bin:/usr/bin:/bin"))
         assert refused.returncode == 2 and "calls `codex`, which is not on PATH" in refused.stderr, refused.stderr
-        proc = run_folder(home, FOLDER, overlay, dict(env, PATH=f"{cli_bin}:{os.environ['PATH']}"))
+        proc = run_folder(home, FOLDER, overlay, dict(env, PATH=f"{cli_bin}:{os.environ['PATH']}"),
+                          host_ports=[llm.port])      # the sandbox reaches the stand-in LLM, nothing else
         scripted = llm.scripted_requests("responses")
     db, run, ws = the_done_run(home, proc)
     assert [s["status"] for s in db.execute("SELECT status FROM submissions")] == ["scored"]

@@ -33,7 +33,8 @@ def test_a_gemini_folder_runs_in_the_folder_the_operator_trusts(folder_home):
                                   ".gemini/trustedFolders.json": str(trusted)}}
         proc = run_folder(home, FOLDER, overlay, {"GEMINI_API_KEY": "standin-not-a-key", "GEMINI_CLI_NO_RELAUNCH": "true",
                                                   "GOOGLE_GEMINI_BASE_URL": llm.base_url,
-                                                  "PATH": f"{cli_bin}:{os.environ['PATH']}"})
+                                                  "PATH": f"{cli_bin}:{os.environ['PATH']}"},
+                          host_ports=[llm.port])      # the sandbox reaches the stand-in LLM, nothing else
         scripted = llm.scripted_requests("gemini")
     db, run, ws = the_done_run(home, proc)
     assert [s["status"] for s in db.execute("SELECT status FROM submissions")] == ["scored"]

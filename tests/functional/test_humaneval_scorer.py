@@ -38,8 +38,8 @@ def problems():
     return {p["task_id"]: p for p in bundled_problems()}
 
 
-def ctx(tmp_path, **options):
-    return ScorerContext(task_dir=Path("."), split="dev", split_path=tmp_path, scratch_dir=tmp_path,
+def ctx(tmp_path, task_dir: Path = Path("."), **options):
+    return ScorerContext(task_dir=task_dir, split="dev", split_path=tmp_path, scratch_dir=tmp_path,
                          options={"workers": 2, "timeout_s": 5, **options})
 
 
@@ -229,7 +229,10 @@ def test_standard_values_and_numpy_pass_as_officially(problems, tmp_path):
     for p_texts in texts.values():
         p_texts += [p_texts[0]] * (n - len(p_texts))
     res = get_scorer("unit_tests").evaluate(GivenCompletionsPolicy(texts), items,
-                                            EvalProtocol(prompt_format="plain", n=n, k=[1]), ctx(tmp_path))
+                                            EvalProtocol(prompt_format="plain", n=n, k=[1]),
+                                                # the task folder hidden as in grading; not the checkout (".")
+                                                # that holds the venv, and numpy, when the venv is inside it
+                                                ctx(tmp_path, task_dir=tmp_path / "task"))
     by_name = {}
     for s in res.samples:
         task_id, j = s.sample_id.split("#")

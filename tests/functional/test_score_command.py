@@ -340,8 +340,8 @@ def _score_host_glob(dev_problems, tmp_path):
     body = HOST_GLOB.replace("REPO/", str(REPO) + "/")
     rows = [{"id": p["task_id"], "completion": cheat_completion(p, body, HUMAN_EVAL)} for p in problems]
     rows.append({"id": dev_problems[12]["task_id"], "completion": dev_problems[12]["canonical_solution"]})
-    proc = cli("score", "humaneval", "--completions", str(write_lines(tmp_path / "c.jsonl", rows)), "--json",
-               home=tmp_path / "home", timeout=600)
+    proc = cli("score", "humaneval", "--protocol", "subset", "--completions", str(write_lines(tmp_path / "c.jsonl", rows)),
+               "--json", home=tmp_path / "home", timeout=600)
     assert proc.returncode == 0, proc.stderr
     got = {r["id"]: r for r in json.loads(proc.stdout)["items"]}
     assert [got[p["task_id"]]["passed"] for p in problems] == [False] * len(problems), got

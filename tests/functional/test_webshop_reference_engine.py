@@ -40,7 +40,7 @@ def small_webshop_tasks(root):
     shutil.copytree(REPO / "autorl_tui" / "tasks" / "webshop", task, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     card = yaml.safe_load((task / "task.yaml").read_text())
     card["id"] = "webshop-small"
-    card["protocol"]["max_steps"] = 8
+    card["protocols"][card["default_protocol"]]["max_steps"] = 8
     card["submission_cap"] = {"min_interval_s": 0}
     card["data"]["params"].update(source="generated", per_type=6, id_chars=2)
     card["data"]["splits"] = {"train": {"n": 240, "seed": 1}, "dev": {"n": 24, "seed": 2}, "test": {"n": TEST_N, "seed": 3}}

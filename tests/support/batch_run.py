@@ -18,9 +18,11 @@ def the_done_run(home: Path, proc):
     return db, run, ws
 
 
-def run_folder(home: Path, folder: Path, overlay: dict, env: dict, budget: str = "240s", name: str = "folder"):
+def run_folder(home: Path, folder: Path, overlay: dict, env: dict, budget: str = "240s", name: str = "folder",
+               host_ports: list[int] | None = None):
     """Write a plan running one AutoRL-Bench folder on arith-small with the tiny model and the
-    operator overlay `overlay`, run it `--batch` with `env`; returns the CompletedProcess."""
+    operator overlay `overlay`, run it `--batch` with `env`; returns the CompletedProcess.
+    `host_ports`: the host's loopback ports the sandboxed agent may reach (a stand-in LLM's)."""
     import json
 
     from tests.support.harness import TASKS, cli
@@ -30,6 +32,8 @@ def run_folder(home: Path, folder: Path, overlay: dict, env: dict, budget: str =
            "budget": budget, "executor": "local"}
     if overlay:
         raw["agent_overlays"] = {folder.name: overlay}
+    if host_ports:
+        raw["host_ports"] = list(host_ports)
     plan.write_text(json.dumps(raw))
     return cli("--tasks-dir", str(TASKS), "--plain", "--batch", str(plan), home=home, timeout=600, env=env)
 

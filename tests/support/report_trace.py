@@ -329,7 +329,8 @@ def check_run_report(db, r: dict) -> set[str]:
         ups = sum(b > a for a, b in zip(traj, traj[1:]))
         assert ab["monotonic_ratio"] == pytest.approx(ups / (len(traj) - 1))
     if start and end and run["budget_s"]:
-        assert ab["time_used_ratio"] == pytest.approx((end - start) / run["budget_s"])
+        # on the whole-second clocks AutoRL-Bench's run_meta.json holds (each clock cut to its second)
+        assert abs(ab["time_used_ratio"] - (end - start) / run["budget_s"]) <= 2 / run["budget_s"]
     if end and graded:
         assert ab["last_submit_gap"] == int(end - max(s["graded_at"] for s in graded))
     assert ab["copy_model_count"] is None or ab["copy_model_count"] >= 0

@@ -74,8 +74,12 @@ class StandinLLM:
             self._server.server_close()
 
     @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self):
         return self.start()

@@ -332,7 +332,7 @@ def check_run_report(db, r: dict) -> set[str]:
         # on the whole-second clocks AutoRL-Bench's run_meta.json holds (each clock cut to its second)
         assert abs(ab["time_used_ratio"] - (end - start) / run["budget_s"]) <= 2 / run["budget_s"]
     if end and graded:
-        assert ab["last_submit_gap"] == int(end - max(s["graded_at"] for s in graded))
+        assert abs(ab["last_submit_gap"] - (end - max(s["graded_at"] for s in graded))) <= 1   # whole seconds
     assert ab["copy_model_count"] is None or ab["copy_model_count"] >= 0
     checked.add("autorl_bench")
 

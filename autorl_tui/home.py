@@ -140,6 +140,19 @@ class Home:
         return self.runs_dir / run_id
 
 
+def _locked_elsewhere(fd: int, mode: int) -> bool:
+    """Whether another open file holds a lock on fd's file that `mode` conflicts with; closes fd."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 class EngineLock:
     """Exclusive per-home lock. The holder's pid and start time are written into the lock file."""
 
@@ -187,27 +200,10 @@ class EngineLock:
             fd = os.open(self.home.lock_path, os.O_RDONLY)
         except FileNotFoundError:
             return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        else:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
-        finally:
-            os.close(fd)
+        return _locked_elsewhere(fd, fcntl.LOCK_SH)
 
     def is_held_by_other(self) -> bool:
-        fd = os.open(self.home.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        else:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
-        finally:
-            os.close(fd)
+        return _locked_elsewhere(os.open(self.home.lock_path, os.O_RDWR | os.O_CREAT, 0o600), fcntl.LOCK_EX)
 
     def __enter__(self):
         self.acquire()

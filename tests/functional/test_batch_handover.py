@@ -16,12 +16,18 @@ from tests.support.harness import REPO, TASKS, cli, install_model, make_reachabl
 pytestmark = pytest.mark.slow
 
 
-def test_batch_hands_the_plan_to_the_running_engine(tiny_model_dir, tmp_path):
+def engine_home(tiny_model_dir):
+    """A home with the tiny model and its background engine started (the console's)."""
     home = make_reachable_home()
     home.mkdir(parents=True)
     install_model(tiny_model_dir, home)
     env = {"AUTORL_TASKS_DIR": str(TASKS)}
     cli("engine", "start", home=home, env=env, check=True, timeout=60)
+    return home, env
+
+
+def test_batch_hands_the_plan_to_the_running_engine(tiny_model_dir, tmp_path):
+    home, env = engine_home(tiny_model_dir)
     try:
         plan = write_plan(tmp_path / "plan.yaml", budget="60s")
         proc = cli("--plain", "--batch", str(plan), home=home, env=env, timeout=400)
@@ -38,11 +44,7 @@ def test_batch_hands_the_plan_to_the_running_engine(tiny_model_dir, tmp_path):
 
 
 def test_ctrl_c_on_a_handed_over_batch_names_the_runs_that_go_on(tiny_model_dir, tmp_path):
-    home = make_reachable_home()
-    home.mkdir(parents=True)
-    install_model(tiny_model_dir, home)
-    env = {"AUTORL_TASKS_DIR": str(TASKS)}
-    cli("engine", "start", home=home, env=env, check=True, timeout=60)
+    home, env = engine_home(tiny_model_dir)
     try:
         plan = write_plan(tmp_path / "plan.yaml", budget="60s", seeds=[0, 1])
         proc = subprocess.Popen([sys.executable, "-m", "autorl_tui", "--home", str(home), "--plain", "--batch", str(plan)],

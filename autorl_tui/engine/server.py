@@ -270,11 +270,8 @@ class EngineServer:
         runs = self.engine.runs()
         for run in runs:       # liveness: when each active run's newest event was written
             if run.get("state") in ACTIVE_STATES:
-                rows = self.engine.store.query("SELECT ts FROM events WHERE run_id = ? ORDER BY id DESC LIMIT 1",
-                                               (run["id"],))
-                run["last_event_at"] = rows[0]["ts"] if rows else None
-                steps = self.engine.store.query("SELECT MAX(step) AS step FROM metrics WHERE run_id = ?", (run["id"],))
-                run["step"] = steps[0]["step"] if steps else None
+                run["last_event_at"] = self.engine.store.last_event_at(run["id"])
+                run["step"] = self.engine.store.last_step(run["id"])
         return {"runs": runs, "queue_paused": bool(getattr(self.engine, "queue_paused", False)),
                 "gpus": self.gpu_inventory(), "now": time.time(), "engine": self.cmd_ping(conn)}
 

@@ -36,6 +36,16 @@ class RunStateQueries:
         """The lowest queue position among queued runs (0 when none is queued)."""
         return self.one("SELECT COALESCE(MIN(queue_pos), 0) AS m FROM runs WHERE state='queued'")["m"]
 
+    def last_event_at(self, run_id: str) -> float | None:
+        """When the run's newest event was written (None without events)."""
+        row = self.one("SELECT ts FROM events WHERE run_id = ? ORDER BY id DESC LIMIT 1", (run_id,))
+        return row["ts"] if row else None
+
+    def last_step(self, run_id: str) -> int | None:
+        """The highest training step any of the run's metric series reached."""
+        row = self.one("SELECT MAX(step) AS step FROM metrics WHERE run_id = ?", (run_id,))
+        return row["step"] if row else None
+
     def top_queued_priority(self) -> int:
         """The highest priority among queued runs (0 when none is queued)."""
         return int(self.one("SELECT COALESCE(MAX(priority), 0) AS m FROM runs WHERE state='queued'")["m"])

@@ -20,6 +20,8 @@ os.environ.setdefault("RAY_AUTH_TOKEN", __import__("secrets").token_hex(16))
 # A command run without --home (in-process or as a subprocess) resolves $AUTORL_HOME, then
 # $XDG_DATA_HOME: both point into a temporary folder for the whole session, never at ~/.local/share.
 _SESSION_DATA = tempfile.mkdtemp(prefix="autorl-tests-data-")
+_REAL_HOME = Path.home() / ".local" / "share" / "autorl-tui"     # the default home a user has
+_REAL_HOME_BEFORE = _REAL_HOME.exists()
 atexit.register(shutil.rmtree, _SESSION_DATA, True)
 os.environ["XDG_DATA_HOME"] = _SESSION_DATA
 os.environ["AUTORL_HOME"] = os.path.join(_SESSION_DATA, "autorl-tui")
@@ -88,3 +90,11 @@ def pytest_collection_modifyitems(config, items):
     whole files in this order, so the long ones start early and the many quick ones fill in last."""
     heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("docker")}
     items.sort(key=lambda item: item.path not in heavy)    # stable: the order within each group is kept
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Tests use temporary homes only: a default home that appeared during the session is a test
+    writing into the user's real one, and fails the run."""
+    if not _REAL_HOME_BEFORE and _REAL_HOME.exists():
+        session.exitstatus = 1
+        print(f"\nFAILED: a test wrote into the user's real home {_REAL_HOME}; tests must use temporary homes")

@@ -9,23 +9,12 @@
 import json
 import os
 import shutil
-import urllib.error
-import urllib.request
+
+from grading_api import submit
 
 ws = os.environ["WORKSPACE"]
 out = os.environ["OUTPUT_DIR"]
 victim = os.environ["VICTIM"]
-
-
-def submit(folder: str):
-    req = urllib.request.Request(f"{os.environ['GRADING_SERVER_URL']}/submit", method="POST",
-                                 data=json.dumps({"model_path": folder}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=300) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
 
 
 shutil.copytree(os.environ["MODEL_PATH"], os.path.join(out, "sparse"))

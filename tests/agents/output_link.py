@@ -10,22 +10,11 @@
 import json
 import os
 import shutil
-import urllib.error
-import urllib.request
+
+from grading_api import submit
 
 ws = os.environ["WORKSPACE"]
 out = os.environ["OUTPUT_DIR"]
-
-
-def submit(folder: str):
-    req = urllib.request.Request(f"{os.environ['GRADING_SERVER_URL']}/submit", method="POST",
-                                 data=json.dumps({"model_path": folder}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=300) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
 
 
 v1 = os.path.join(out, "v1")

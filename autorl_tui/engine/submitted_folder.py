@@ -60,6 +60,8 @@ class SubmittedFolder:
                 os.close(dfd)
                 dfd = nxt
             fd = _open_beneath(dfd, leaf, _FILE_FLAGS, f"{self.label}/{rel}")
+        except FileNotFoundError:               # listed, then renamed or deleted by the agent
+            raise _vanished(f"{self.label}/{rel}") from None
         finally:
             os.close(dfd)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -85,6 +87,11 @@ def _link_refusal(shown: str) -> SubmissionRejected:
     return SubmissionRejected(f"{shown} is a symbolic link: submissions are read only through real folders and "
                               f"files (no link anywhere in the path or inside the folder); copy the files instead",
                               "symlink_out")
+
+
+def _vanished(shown: str) -> SubmissionRejected:
+    return SubmissionRejected(f"{shown} went away while it was being submitted: submit a folder nothing is "
+                              f"still writing (save_pretrained() first, then submit)", "missing")
 
 
 def _open_beneath(dfd: int, name: str, flags: int, shown: str) -> int:
@@ -177,7 +184,10 @@ def _list(top: int, label: str) -> list[Entry]:
                 raise SubmissionRejected(f"{label}/ holds more than {MAX_FILES} files and folders: submit only the "
                                          f"save_pretrained() output (config, weights, tokenizer)", "too_many_files")
             rel = prefix + name
-            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:           # listed, then renamed or deleted by the agent
+                raise _vanished(f"{label}/{rel}") from None
             if stat.S_ISLNK(st.st_mode):
                 raise _link_refusal(f"{label}/{rel}")
             if stat.S_ISDIR(st.st_mode):

@@ -10,6 +10,7 @@ A card fixes the evaluation protocol. Data comes from a *provider* named in the 
 
     data:
       provider: files              # JSONL files shipped beside the card (paths relative to it)
+      normalize: rows:normalize    # optional (also for `local`): an item normalizer for each row
       splits: {train: {path: data/train.jsonl}, ...}
 
     data:
@@ -290,8 +291,7 @@ def _materialize_files(card: TaskCard, split: str, out_dir: Path) -> Path:
     src = card.dir / card.data["splits"][split]["path"]
     if not src.exists():
         raise DataUnavailable(f"task {card.id}: split {split} file {src} is missing")
-    items = read_items(src)
-    return _write_jsonl(out_dir / f"{split}.jsonl", items)
+    return _write_jsonl(out_dir / f"{split}.jsonl", _normalized(card, read_items(src), split))
 
 
 def data_source_fingerprint(card: TaskCard) -> str:
@@ -382,11 +382,17 @@ def _materialize_local(card: TaskCard, split: str, out_dir: Path) -> Path:
             if other.get("from") == split and other.get("overlaps") != split:   # overlaps: keeps them
                 n = int(other.get("last", 0))
                 items = items[:-n] if n else items[int(other.get("first", 0)):]
+    return _write_jsonl(out_dir / f"{split}.jsonl", _normalized(card, items, split))
+
+
+def _normalized(card: TaskCard, items: list[dict], split: str) -> list[dict]:
+    """The split's rows through the card's `data.normalize` (an item normalizer), if it names one
+    (`files` and `local` providers: e.g. rows in a benchmark's official shape)."""
     normalize = card.data.get("normalize")
-    if normalize:
-        fn = registry.resolve("item_normalizers", normalize, card.dir)
-        items = [fn(x, i, split) for i, x in enumerate(items)]
-    return _write_jsonl(out_dir / f"{split}.jsonl", items)
+    if not normalize:
+        return items
+    fn = registry.resolve("item_normalizers", normalize, card.dir)
+    return [fn(x, i, split) for i, x in enumerate(items)]
 
 
 def data_origin(card: TaskCard) -> dict:

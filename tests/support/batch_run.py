@@ -19,16 +19,16 @@ def the_done_run(home: Path, proc):
 
 
 def run_folder(home: Path, folder: Path, overlay: dict, env: dict, budget: str = "240s", name: str = "folder",
-               host_ports: list[int] | None = None):
-    """Write a plan running one AutoRL-Bench folder on arith-small with the tiny model and the
-    operator overlay `overlay`, run it `--batch` with `env`; returns the CompletedProcess.
+               host_ports: list[int] | None = None, task: str = "arith-small"):
+    """Write a plan running one AutoRL-Bench folder on `task` (a tests/data/tasks card) with the tiny
+    model and the operator overlay `overlay`, run it `--batch` with `env`; returns the CompletedProcess.
     `host_ports`: the host's loopback ports the sandboxed agent may reach (a stand-in LLM's)."""
     import json
 
     from tests.support.harness import TASKS, cli
 
     plan = home.parent / f"{name}.yaml"
-    raw = {"name": name, "tasks": ["arith-small"], "agents": [str(folder)], "models": ["tiny"], "seeds": [0],
+    raw = {"name": name, "tasks": [task], "agents": [str(folder)], "models": ["tiny"], "seeds": [0],
            "budget": budget, "executor": "local"}
     if overlay:
         raw["agent_overlays"] = {folder.name: overlay}

@@ -106,3 +106,16 @@ def test_scorer_options_are_checked_by_the_scorer(capsys, tmp_path):
     assert code == 2
     assert "anchors:" in out and "expected (A, B or tie)" in out
     assert "scorer_options.timeout_s is 'soon'" in out
+
+
+def test_files_in_a_benchmarks_official_shape_go_through_the_cards_normalizer(capsys, home_dir):
+    """`provider: files` with `data.normalize`: arith-qa ships GSM8K-format files; the agent's train
+    rows stay {question, answer}, held-out rows gain the id and prompt the scorer needs."""
+    code, out, _ = run_cli(capsys, "--home", str(home_dir), "tasks", "validate",
+                           str(EXAMPLE.parent / "arith-qa"))
+    assert code == 0 and "valid (train 64, dev 12, test 12)" in out, out
+    cached = next((home_dir / "cache" / "tasks" / "arith-qa").iterdir())
+    train = [json.loads(x) for x in (cached / "train.jsonl").read_text().splitlines()]
+    dev = [json.loads(x) for x in (cached / "dev.jsonl").read_text().splitlines()]
+    assert set(train[0]) == {"question", "answer"} and train[0]["answer"].split("#### ")[-1].isdigit()
+    assert dev[0]["id"] == "arith-qa-dev-00000" and dev[0]["prompt"] == dev[0]["question"]

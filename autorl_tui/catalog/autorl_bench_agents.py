@@ -35,6 +35,11 @@ def _start_name(folder: Path) -> str | None:
     return str(raw.get("start") or START_DEFAULT) if isinstance(raw, dict) else None
 
 
+# A stack whose folder runs an external pipeline that drives the stack's CLI (its start script never
+# calls it, so the scan cannot see it): AutoRL-Bench's opencode folder (its README: `npm install -g opencode`).
+PIPELINE_CLIS = {"opencode": "opencode"}
+
+
 def _stack(folder: Path, raw: dict) -> str | None:
     named = raw.get("stack")
     if named:
@@ -81,6 +86,8 @@ def load_agent_folder(folder: Path):
     if output_format not in known_output_formats():
         raise UsageError(f"AutoRL-Bench agent {folder}: output_format {output_format!r} unknown")
     calls = scan_script(script.read_text(errors="replace"))     # what it really needs beyond bash
+    if stack in PIPELINE_CLIS and PIPELINE_CLIS[stack] not in calls.clis:
+        calls.clis.append(PIPELINE_CLIS[stack])
     return AgentSpec(name=folder.name, command=command, source=script, description=str(raw.get("name") or ""),
                      env=list(dict.fromkeys(names)), output_format=output_format, network=network,
                      image=raw.get("image"), needs=["bash", *calls.clis], raw=raw, env_values=values,

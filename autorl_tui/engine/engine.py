@@ -24,7 +24,7 @@ from autorl_tui.engine.events import EventBus
 from autorl_tui.engine.executors import get_executor
 from autorl_tui.engine.run_journal import ACTIVE_STATES, FINAL_STATES
 from autorl_tui.engine.supervisor import RunSupervisor
-from autorl_tui.catalog.overlays import overlay_env
+from autorl_tui.catalog.overlays import exposure, overlay_env
 from autorl_tui.catalog.script_scan import ScriptNeeds, missing_pieces, unsupplied_checkouts
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.home import EngineLock, Home
@@ -169,6 +169,14 @@ class Engine:
         paths += [package / "catalog" / "generators", package / "grading"]
         return [p for p in paths if p.exists()]
 
+    def _protected_folders(self, card) -> list[tuple[str, Path]]:
+        """What an operator's bind or copy must neither hold nor lie inside (catalog/overlays.exposure)."""
+        out = [("the engine's home (the store, other runs, cached held-out splits)", self.home.root),
+               ("the harness's own code", Path(__file__).resolve().parents[1])]
+        out += [("a task folder (task sources and data)", p) for p in self.task_search_path() if p.is_dir()]
+        root = local_data_root(card) if card.data.get("provider") == "local" else None
+        return out + ([("the task's data (its held-out split)", root)] if root else [])
+
     def make_parser(self, output_format: str):
         if output_format == "text":
             return None
@@ -198,11 +206,16 @@ class Engine:
                 raise
         agent = find_agent(req.agent, self.agent_search_path())
         overlay = req.options.get("overlay") or {}
-        passed = set(agent.env) | set(overlay_env(overlay, os.environ))     # refuses a named variable unset here
+        given = overlay_env(overlay, os.environ)       # refuses a named variable unset here
+        exposed = exposure(overlay, self._protected_folders(card), agent.name)
+        if exposed:
+            raise UsageError(exposed)
         if agent.script:      # an AutoRL-Bench folder: the CLIs and checkouts its start script needs
             needs = ScriptNeeds(clis=list(agent.script["clis"]), checkouts=list(agent.script["checkouts"]))
-            missing = missing_pieces(needs, os.environ) or unsupplied_checkouts(
-                needs, os.environ, passed, overlay.get("binds") or [] if isolation_of(req) != "none" else ["/"])
+            copies = overlay.get("copies") or {}     # checked as the operator's folders they are copied from
+            environ, passed = {**os.environ, **given, **copies}, set(agent.env) | set(given) | set(copies)
+            shown = [*(overlay.get("binds") or []), *copies.values()] if isolation_of(req) != "none" else ["/"]
+            missing = missing_pieces(needs, environ) or unsupplied_checkouts(needs, environ, passed, shown)
             if missing:
                 raise UsageError(f"agent {agent.name} ({agent.agent_dir}): {'; '.join(missing)}")
         if req.model not in builtin_models():

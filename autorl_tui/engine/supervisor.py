@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
-from autorl_tui.catalog.overlays import overlay_env, place_home_files
+from autorl_tui.catalog.overlays import overlay_env, place_copies, place_home_files
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
 from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
@@ -301,15 +301,22 @@ class RunSupervisor:
 
     def _launch_spec(self, grading_url: str) -> LaunchSpec:
         overlay = self.spec.get("options", {}).get("overlay") or {}
-        passthrough = {**passthrough_env(self.agent), **overlay_env(overlay, os.environ)}
+        given = overlay_env(overlay, os.environ)
+        copies = place_copies(overlay, self.workspace.root / ".home")
+        passthrough = {**passthrough_env(self.agent), **given, **copies}
         placed = place_home_files(overlay, self.workspace.root / ".home")
         if overlay:
+            from_file = sorted(set(given) - set(overlay.get("env") or []))     # names only: values may be keys
             self.log("harness", "operator overlay: " + "; ".join(filter(None, [
                 overlay.get("env") and "variables " + ", ".join(overlay["env"]),
+                from_file and f"variables from {overlay['env_file']}: " + ", ".join(from_file),
                 placed and "home files " + ", ".join(placed),
-                overlay.get("binds") and "read-only folders " + ", ".join(overlay["binds"])])),
-                data={"overlay": {"env": overlay.get("env") or [], "home_files": placed,
-                                  "binds": overlay.get("binds") or []}})
+                overlay.get("binds") and "read-only folders " + ", ".join(overlay["binds"]),
+                copies and "private copies " + ", ".join(f"{v}={p} (of {overlay['copies'][v]})"
+                                                          for v, p in copies.items())])),
+                data={"overlay": {"env": overlay.get("env") or [], "env_file": overlay.get("env_file"),
+                                  "env_file_names": from_file, "home_files": placed,
+                                  "binds": overlay.get("binds") or [], "copies": copies}})
         if self.spec.get("driver"):
             passthrough.setdefault("DRIVER_MODEL", self.spec["driver"])
         if self.spec.get("options", {}).get("driver_url"):

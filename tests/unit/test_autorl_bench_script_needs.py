@@ -16,6 +16,7 @@ from tests.support.harness import REPO, TASKS, write_plan
 
 AGENTS = REPO / "tests" / "data" / "autorl_bench" / "agents"
 CODEX, PIPELINE = AGENTS / "codex_provider", AGENTS / "pipeline_checkout"
+OPENCODE = AGENTS / "opencode_shaped"
 
 
 def test_the_script_says_which_cli_variables_and_checkout_it_needs():
@@ -65,10 +66,12 @@ def _cli(*args, env=None):
 
 
 def test_agents_command_lists_what_the_folder_lacks(tmp_path):
-    proc = _cli("agents", str(CODEX), str(PIPELINE), "--json",
+    proc = _cli("agents", str(CODEX), str(PIPELINE), str(OPENCODE), "--json",
                 env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     rows = {json.loads(l)["name"]: json.loads(l) for l in proc.stdout.splitlines()}
     assert not rows["codex_provider"]["ready"] and rows["codex_provider"]["missing_executables"] == ["codex"]
+    # its pipeline drives `opencode`, which its start script never names
+    assert rows["opencode_shaped"]["missing_executables"] == ["opencode"]
     assert not rows["pipeline_checkout"]["ready"] and "cd ${PIPELINE_RL_ROOT" in rows["pipeline_checkout"]["problems"][0]
 
 
@@ -99,7 +102,7 @@ def test_overlays_in_a_plan_are_checked_whole_with_one_line_errors(tmp_path):
                                       "binds": ["checkout"]}}}), str(tmp_path / "plan.yaml"))
     overlay = {r.agent: r.options.get("overlay") for r in plan.runs}
     assert overlay[str(CODEX)] == {"env": ["CODEX_PROVIDER"], "home_files": {".codex/config.toml": str(cfg)},
-                                   "binds": [str(checkout)]}
+                                   "binds": [str(checkout)], "env_file": None, "copies": {}}
     assert overlay["baseline-copy"] is None            # only the agent it names
     bad = [({"x": {"env": ["A"]}}, "not an agent of this plan"),
            ({"codex_provider": {"env": ["TASK"]}}, "the harness's own"),

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The GPU check (issue 35), one command on a machine with an NVIDIA GPU and no package registry,
+# from the repo root, after scripts/gpu-wheels.sh ran on a machine with one (it fills .whl/ and
+# .gpu-cache/, which travel with the tree):
+#
+#     bash scripts/gpu-check.sh            # logs and a summary into $OUT (default ./.gpu-check-out)
+#
+# Stages, each with its own time limit, each run whatever the previous ones did:
+#   setup  the wheels into /tmp/site (PYTHONPATH), bubblewrap unpacked into /tmp/bwrap
+#          (AUTORL_BWRAP), an agent runtime at /tmp/agent-rt (a hard-linked copy of python3's own
+#          venv plus the agent's packages: AUTORL_AGENT_RUNTIME), imports and the sandbox probe
+#   tests  pytest tests/gpu (inference on cuda, placement against real NVML, the vLLM fallback on
+#          the GPU, a sandboxed warm grading on the GPU, the reference SFT step on cuda in bf16)
+#          and the placement unit tests
+#   bench  benchmarks/bench_gpu_grading.py: grading wall per submission vs raw batched inference
+#          on the same GPU (transformers), a table
+#   demo   data/plans/gpu-demo.yaml end to end (budget shortened to GPU_DEMO_BUDGET, 100s), then
+#          scripts/gpu_demo_assert.py: training and every grading on cuda, from the store's events
+# Total wall at most ~8 minutes (the stages' limits: 60 + 120 + 75 + 210 s).
+set -u
+cd "$(dirname "$0")/.."
+REPO=$PWD
+OUT=${OUT:-$REPO/.gpu-check-out}
+mkdir -p "$OUT"
+PY=${PY:-python3}
+SITE=/tmp/site
+HOME_DIR=/tmp/gpu-demo-home
+MODELS=$REPO/.gpu-cache/autorl-models
+# GPU_CHECK_DRY=1: a dry run on a machine that has the project's venv (PY=.venv/bin/python) and no
+# GPU: the wheels are installed with python 3.12 semantics into a scratch folder that is not used,
+# the agent runtime is $AUTORL_AGENT_RUNTIME as set, the CUDA tests skip, the demo runs on the CPU
+# (its assertions then fail, as they should).
+DRY=${GPU_CHECK_DRY:-0}
+if [ "$DRY" = 1 ]; then RT=${AUTORL_AGENT_RUNTIME:?GPU_CHECK_DRY=1 needs AUTORL_AGENT_RUNTIME}; SITE=$(mktemp -d)
+else RT=/tmp/agent-rt; export PYTHONPATH=$SITE:$REPO; fi
+export PYTHONPATH=${PYTHONPATH:-$REPO}
+export AUTORL_TEST_CACHE=$MODELS AUTORL_AGENT_RUNTIME=$RT
+export REPO OUT PY SITE RT HOME_DIR MODELS DRY
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+[ -x /tmp/bwrap/usr/bin/bwrap ] && export AUTORL_BWRAP=/tmp/bwrap/usr/bin/bwrap
+SUMMARY=()
+T0=$(date +%s)
+
+stage() {   # stage NAME LIMIT_S FUNCTION: its output into $OUT/NAME.log; rc and time into the summary
+  local name=$1 limit=$2 fn=$3 start rc
+  start=$(date +%s)
+  echo "=== $name (limit ${limit}s) $(date -u +%H:%M:%S)"
+  timeout -k 10 "$limit" bash -c "$(declare -f "$fn"); $fn" >"$OUT/$name.log" 2>&1
+  rc=$?
+  local took=$(( $(date +%s) - start ))
+  local verdict=ok
+  [ $rc -eq 124 ] || [ $rc -eq 137 ] && verdict="TIMED OUT"
+  [ $rc -ne 0 ] && [ "$verdict" = ok ] && verdict="FAILED (rc $rc)"
+  SUMMARY+=("$(printf '%-6s %-16s %4ss  %s' "$name" "$verdict" "$took" "$(tail -n 1 "$OUT/$name.log" | cut -c1-150)")")
+  tail -n 25 "$OUT/$name.log"
+}
+
+setup() {
+  set -x
+  nvidia-smi -L; nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv
+  $PY -c 'import sys, torch, transformers; print(sys.version.split()[0], sys.prefix, "torch", torch.__version__,
+"cuda", torch.cuda.is_available(), "transformers", transformers.__version__)'
+  mkdir -p $SITE
+  if [ "$DRY" = 1 ]; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --only-binary=:all: --python-version 3.12 \
+      --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+      --platform manylinux2014_x86_64 --target $SITE $REPO/.whl/*.whl || exit 1
+    ls $SITE; echo "dry run: the agent runtime is $RT"
+  else
+    $PY -m pip install -q --no-index --no-deps --no-compile --target $SITE $REPO/.whl/*.whl || exit 1
+  fi
+  if ls $REPO/.whl/bubblewrap_*.deb >/dev/null 2>&1 && [ ! -x /tmp/bwrap/usr/bin/bwrap ]; then
+    dpkg -x $REPO/.whl/bubblewrap_*.deb /tmp/bwrap
+  fi
+  # The agent runtime: python3's venv (torch with CUDA, transformers, accelerate, peft) hard-linked
+  # into a venv of its own (the engine refuses the harness's own), plus trl and datasets.
+  prefix=$($PY -c 'import sys; print(sys.prefix)')
+  if [ "$DRY" != 1 ] && [ ! -e $RT/pyvenv.cfg ]; then
+    rm -rf $RT
+    cp -al "$prefix" $RT 2>/dev/null || { rm -rf $RT; cp -a "$prefix" $RT; }
+  fi
+  purelib=$($RT/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  [ "$DRY" = 1 ] || $PY -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$purelib" \
+    $REPO/.whl/trl-*.whl $REPO/.whl/datasets-*.whl $REPO/.whl/dill-*.whl $REPO/.whl/multiprocess-*.whl \
+    $REPO/.whl/fsspec-*.whl $REPO/.whl/huggingface_hub-*.whl || exit 1
+  env -u PYTHONPATH $RT/bin/python -c 'import torch, trl, datasets, peft, transformers, huggingface_hub as h
+from trl import SFTTrainer, GRPOTrainer
+print("agent runtime:", torch.__version__, "cuda", torch.cuda.is_available(), "transformers", transformers.__version__,
+"trl", trl.__version__, "datasets", datasets.__version__, "huggingface_hub", h.__version__)' || exit 1
+  $PY -c 'import duckdb, sqlite_utils, textual, trl, datasets, pytest_asyncio, autorl_tui.cli; print("harness imports ok")' || exit 1
+  mkdir -p $MODELS
+  $PY -c 'from autorl_tui.engine.executors.sandbox_bwrap import probe; print("sandbox:", probe())'
+  $PY -m autorl_tui.cli doctor --home $HOME_DIR 2>&1 | head -40
+  echo "setup done"
+}
+
+tests() {
+  $PY -m pytest -q -p no:cacheprovider -n 0 -rs -s tests/gpu tests/unit/test_grading_placement.py
+}
+
+bench() {
+  BENCH_RUNS=3 BENCH_JSON=$OUT/bench.json $PY benchmarks/bench_gpu_grading.py
+}
+
+demo() {
+  rm -rf $HOME_DIR; mkdir -p $HOME_DIR/models
+  tiny=$(ls -d $MODELS/tiny-* 2>/dev/null | head -1)
+  [ -n "$tiny" ] && cp -a "$tiny" $HOME_DIR/models/tiny
+  sed "s/^budget: .*/budget: ${GPU_DEMO_BUDGET:-100s}/" data/plans/gpu-demo.yaml > /tmp/gpu-demo.yaml
+  if ! $PY -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'; then
+    echo "no CUDA here: the demo runs on the CPU (gpus_per_run: 0); its assertions must fail"
+    sed -i "s/^gpus_per_run: .*/gpus_per_run: 0/" /tmp/gpu-demo.yaml
+  fi
+  if ! $PY -c 'from autorl_tui.engine.executors.sandbox_bwrap import probe; import sys; sys.exit(0 if probe()[0] else 1)'; then
+    echo "no sandbox here: the demo's agent runs unisolated (isolation: none)"
+    echo "isolation: none" >> /tmp/gpu-demo.yaml
+  fi
+  cat /tmp/gpu-demo.yaml
+  $PY -m autorl_tui.cli --plain --batch /tmp/gpu-demo.yaml --home $HOME_DIR
+  echo "batch exit code $?"
+  $PY scripts/gpu_demo_assert.py $HOME_DIR
+}
+
+stage setup 60 setup
+stage tests 120 tests
+stage bench 75 bench
+stage demo 210 demo
+{
+  echo "gpu-check summary ($(( $(date +%s) - T0 ))s; logs in $OUT):"
+  for line in "${SUMMARY[@]}"; do echo "  $line"; done
+} | tee "$OUT/summary.txt"

@@ -3,6 +3,7 @@ import json
 import os
 import random
 import re
+import sys
 
 ANSWER_RE = re.compile(r"####\s*(-?[\d,]*\.?\d+)")
 
@@ -32,6 +33,10 @@ def trainer_device():
         bf16 = bool(torch.cuda.is_bf16_supported())
         label = f"cuda:{torch.cuda.current_device()} {torch.cuda.get_device_name()}" + (" bf16" if bf16 else " fp32")
         return {"use_cpu": False, "bf16": bf16}, label
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "").strip():
+        print(f"warning: the run has GPU(s) (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']}) but torch "
+              f"sees none (torch {torch.__version__}, CUDA build {torch.version.cuda}): training on the CPU",
+              file=sys.stderr, flush=True)
     return {"use_cpu": True, "bf16": False}, "cpu"
 
 

@@ -45,7 +45,7 @@ stage() {   # stage NAME LIMIT_S FUNCTION: its output into $OUT/NAME.log; rc and
   local name=$1 limit=$2 fn=$3 start rc
   start=$(date +%s)
   echo "=== $name (limit ${limit}s) $(date -u +%H:%M:%S)"
-  timeout -k 10 "$limit" bash -c "$(declare -f "$fn"); $fn" >"$OUT/$name.log" 2>&1
+  timeout -k 10 "$limit" bash -c "$(declare -f wheels "$fn"); $fn" >"$OUT/$name.log" 2>&1
   rc=$?
   local took=$(( $(date +%s) - start ))
   local verdict=ok
@@ -53,6 +53,21 @@ stage() {   # stage NAME LIMIT_S FUNCTION: its output into $OUT/NAME.log; rc and
   [ $rc -ne 0 ] && [ "$verdict" = ok ] && verdict="FAILED (rc $rc)"
   SUMMARY+=("$(printf '%-6s %-16s %4ss  %s' "$name" "$verdict" "$took" "$(tail -n 1 "$OUT/$name.log" | cut -c1-150)")")
   tail -n 25 "$OUT/$name.log"
+}
+
+wheels() {   # wheels TARGET WHEEL...: pip --target without a registry; without pip, the wheels unzipped
+  local target=$1; shift
+  if $PY -m pip --version >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$target" "$@"
+  else
+    echo "no pip in $PY: unzipping the wheels into $target (what they replace removed first: never
+    written through, since the agent runtime's files may be hard links to python3's own)"
+    for w in "$@"; do
+      $PY -c 'import sys, zipfile; print("\n".join(sorted({n.split("/")[0] for n in zipfile.ZipFile(sys.argv[1]).namelist()})))' \
+        "$w" | while read -r top; do [ -n "$top" ] && rm -rf "${target:?}/$top"; done
+      $PY -m zipfile -e "$w" "$target" || return 1
+    done
+  fi
 }
 
 setup() {
@@ -67,7 +82,7 @@ setup() {
       --platform manylinux2014_x86_64 --target $SITE $REPO/.whl/*.whl || exit 1
     ls $SITE; echo "dry run: the agent runtime is $RT"
   else
-    $PY -m pip install -q --no-index --no-deps --no-compile --target $SITE $REPO/.whl/*.whl || exit 1
+    wheels $SITE $REPO/.whl/*.whl || exit 1
   fi
   if ls $REPO/.whl/bubblewrap_*.deb >/dev/null 2>&1 && [ ! -x /tmp/bwrap/usr/bin/bwrap ]; then
     dpkg -x $REPO/.whl/bubblewrap_*.deb /tmp/bwrap
@@ -86,7 +101,7 @@ setup() {
     fi
   fi
   purelib=$($RT/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  [ "$DRY" = 1 ] || $PY -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$purelib" \
+  [ "$DRY" = 1 ] || wheels "$purelib" \
     $REPO/.whl/trl-*.whl $REPO/.whl/datasets-*.whl $REPO/.whl/dill-*.whl $REPO/.whl/multiprocess-*.whl \
     $REPO/.whl/fsspec-*.whl $REPO/.whl/huggingface_hub-*.whl || exit 1
   env -u PYTHONPATH $RT/bin/python -c 'import torch, trl, datasets, peft, transformers, huggingface_hub as h

@@ -41,6 +41,9 @@ from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_se
 from autorl_tui.tasks.arith.tiny_model import build_tiny_model, source_key  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+# benchmarks/bench_gpu_grading.py sets these: both sides on the same GPU (the grading pinned to it).
+DEVICE = os.environ.get("BENCH_DEVICE", "cpu")
+GPUS = [g for g in os.environ.get("BENCH_GPUS", "").split(",") if g]
 SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "1.0"))
 SNAPSHOT_MB = int(os.environ.get("BENCH_SNAPSHOT_MB", "256"))
 
@@ -48,14 +51,15 @@ SNAPSHOT_MB = int(os.environ.get("BENCH_SNAPSHOT_MB", "256"))
 def request(card, split: str, split_path: Path, model: Path) -> dict:
     return {"task": card.to_dict(), "split": split, "split_path": str(split_path), "model_path": str(model),
             "protocol": card.protocol.to_dict(), "scorer": card.scorer, "scorer_options": {},
-            "backend": "transformers", "device": "cpu", "threads": THREADS, "seed": card.protocol.seed}
+            "backend": "transformers", "device": DEVICE, "threads": THREADS, "seed": card.protocol.seed,
+            "placement": {"devices": GPUS}}
 
 
 def grade(req: dict, work: Path):
     from autorl_tui.engine.grading_client import run_grader
 
     t0 = time.perf_counter()
-    outcome = asyncio.run(run_grader(req, work, threads=THREADS, timeout_s=1800))
+    outcome = asyncio.run(run_grader(req, work, gpus=GPUS, threads=THREADS, timeout_s=1800))
     if not outcome.ok:
         raise SystemExit(f"grading failed: {outcome.error}")
     return time.perf_counter() - t0, outcome
@@ -72,7 +76,7 @@ def raw_inference(card, items: list[dict], model: Path):
     hf_logging.disable_progress_bar()
     torch.set_num_threads(THREADS)
     p = card.protocol
-    policy = TransformersPolicy(model, threads=THREADS, seed=p.seed, prompt_format=p.prompt_format,
+    policy = TransformersPolicy(model, device=DEVICE, threads=THREADS, seed=p.seed, prompt_format=p.prompt_format,
                                 system_prompt=p.system_prompt, batch_size=p.batch_size)
     prompts = [it["prompt"] for it in items]
 

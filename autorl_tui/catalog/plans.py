@@ -12,6 +12,7 @@ import yaml
 
 from autorl_tui import registry
 from autorl_tui.durations import parse_duration
+from autorl_tui.catalog.grading_choice import GradingChoice, PlacementError
 from autorl_tui.catalog.overlays import parse_overlays
 from autorl_tui.exitcodes import UsageError
 
@@ -19,7 +20,7 @@ ISOLATIONS = ("sandbox", "none")
 PLAN_KEYS = {"name", "tasks", "cells", "agents", "models", "seeds", "drivers", "budget", "executor",
              "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
              "cost_budget", "description", "threads", "log_cap", "isolation", "cluster", "model_mismatch",
-             "agent_overlays", "protocol", "host_ports"}
+             "agent_overlays", "protocol", "host_ports", "grading"}
 TASK_ENTRY_KEYS = {"id", "protocol"}
 CLUSTER_KEYS = {"address", "resources", "cpus", "containers", "auth"}
 MAX_BUDGET_S = 7 * 24 * 3600      # a longer budget is a typo (100000h), not a plan
@@ -146,8 +147,9 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
         raise UsageError(f"plan {where}: model_mismatch must be refuse (the default) or allow, "
                          f"got {raw['model_mismatch']!r}")
     _check_host_ports(raw.get("host_ports"), where)
+    _check_grading(raw.get("grading"), executor, where)
     options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap",
-                                   "cluster", "model_mismatch", "host_ports")
+                                   "cluster", "model_mismatch", "host_ports", "grading")
                if k in raw}
     if executor == "ray" and "image" in raw:
         # An image asks for containers: the docker executor on each run's node (docs/cluster.md).
@@ -231,6 +233,20 @@ def _check_cluster(cluster, executor: str, where: str) -> None:
     if not isinstance(cluster.get("containers", False), bool):
         raise UsageError(f"plan {where}: cluster.containers must be true or false (true: each agent runs in a "
                          f"container of its node's Docker Engine); {fix}")
+
+
+def _check_grading(grading, executor: str, where: str) -> None:
+    """`grading: {placement: shared | pool, pool_gpus: [...], backend: auto | vllm | transformers}`
+    (docs/grading.md, "GPU"); the decision's own rules check it (grading/placement.py)."""
+    if grading is None:
+        return
+    try:
+        choice = GradingChoice.from_dict(grading, f"plan {where}")
+    except PlacementError as exc:
+        raise UsageError(str(exc)) from None
+    if choice.placement == "pool" and executor == "ray":
+        raise UsageError(f"plan {where}: grading.placement pool names this machine's GPUs; a ray run grades "
+                         f"on its cluster (docs/cluster.md): drop grading.placement or use executor local")
 
 
 def _check_log_cap(cap, where: str) -> None:

@@ -211,6 +211,7 @@ class GradingOutcome:
     wall_s: float = 0.0
     phases: dict = field(default_factory=dict)     # where the wall time went: phase_breakdown()
     where: dict | None = None      # executor ray: the node (and GPUs) it was graded on (ray_grading.py)
+    placement: dict | None = None  # backend, device(s) and vLLM settings as the worker ran them (placement.py)
 
 
 # The wall-clock stamps of one grading, in order, each naming the phase that ends at it. The
@@ -621,4 +622,23 @@ def _read_outcome(work_dir: Path, res_path: Path, returncode, wall: float, stage
                               grader_version=result.get("grader_version"), wall_s=wall)
     return GradingOutcome(ok=True, score=float(result["score"]), metrics=result.get("metrics", {}),
                           samples=result.get("samples", []), timings=result.get("timings", {}),
-                          grader_version=result.get("grader_version"), wall_s=wall)
+                          grader_version=result.get("grader_version"), wall_s=wall,
+                          placement=_plain_placement(result.get("placement")))
+
+
+def _plain_placement(raw) -> dict | None:
+    """The worker's placement record, kept only as flat plain values (the worker ran as the graded
+    model's uid: its result is data to check, not to trust)."""
+    if not isinstance(raw, dict):
+        return None
+    out = {}
+    for key, value in list(raw.items())[:32]:
+        if isinstance(value, dict):
+            value = {str(k)[:64]: v for k, v in list(value.items())[:16]
+                     if v is None or isinstance(v, (str, int, float, bool))}
+        elif isinstance(value, list):
+            value = [v for v in value[:16] if isinstance(v, (str, int, float))]
+        elif not (value is None or isinstance(value, (str, int, float, bool))):
+            continue
+        out[str(key)[:64]] = value[:400] if isinstance(value, str) else value
+    return out

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Callable
 
 from autorl_tui.durations import format_duration
 from autorl_tui.engine.grading_client import GradingOutcome, prestart_warm, run_grader
+from autorl_tui.engine.grading_placement import place
 from autorl_tui.engine.run_outcomes import RunFailure
 from autorl_tui.grading import GRADER_VERSION
 
 if TYPE_CHECKING:
     from autorl_tui.catalog.tasks import TaskCard
+    from autorl_tui.grading.placement import Placement
     from autorl_tui.engine.run_host import RunHost
     from autorl_tui.engine.run_journal import RunJournal
 
@@ -72,7 +74,13 @@ class RunGrading:
         except OSError as exc:       # an optimisation: the first grading starts its server then
             self.journal.log("harness", f"warm grader not started ahead: {exc}", level="warning")
 
-    def request(self, model_path: Path, split: str) -> dict:
+    def placement(self, model_path: Path, split: str, gpus: list[str] | None = None) -> Placement:
+        """Where and how this grading runs (grading/placement.py): the plan's `grading:` choice, on
+        the run's GPUs (or those the agent named in its submit), sized from their free memory now."""
+        return place(self.spec.get("options") or {}, self.gpus if gpus is None else gpus, model_path,
+                     self.card.protocol, _count_items(self.split_paths.get(split)))
+
+    def request(self, model_path: Path, split: str, placement: Placement | None = None) -> dict:
         options = self._scorer_options(self.card)
         # Graders get only the environment they need: the judge's key variable (named in the card).
         pass_env = list(options.get("pass_env", [])) + ["AUTORL_JUDGE_URL"]
@@ -80,8 +88,10 @@ class RunGrading:
             pass_env.append(options["api_key_env"])
         return {"task": self.card.to_dict(), "split": split, "split_path": self.split_paths[split],
                 "model_path": str(model_path), "protocol": self.card.protocol.to_dict(), "scorer": self.card.scorer,
-                "scorer_options": options, "backend": self.spec.get("backend", "transformers"),
-                "device": "cuda" if self.gpus else "cpu", "threads": self.host.grader_threads,
+                "scorer_options": options,
+                "backend": placement.backend if placement else self.spec.get("backend", "transformers"),
+                "device": placement.device if placement else ("cuda" if self.gpus else "cpu"),
+                "placement": placement.to_dict() if placement else None, "threads": self.host.grader_threads,
                 "seed": self.card.protocol.seed, "limit": None, "pass_env": pass_env,
                 "template_limits": TEMPLATE_LIMITS}
 
@@ -130,10 +140,14 @@ class RunGrading:
                                                  threads=self.host.grader_threads, timeout_s=timeout,
                                                  on_progress=on_progress)
             else:
-                outcome = await run_grader(self.request(model_path, split), work_dir,
-                                           gpus=self.gpus if gpus is None else gpus,
+                placement = self.placement(model_path, split, gpus)
+                outcome = await run_grader(self.request(model_path, split, placement), work_dir,
+                                           gpus=list(placement.devices),
                                            threads=self.host.grader_threads, timeout_s=timeout, on_progress=on_progress)
+                outcome.placement = {**placement.to_dict(), **(outcome.placement or {})}
             where = {"where": outcome.where} if outcome.where else {}
+            if outcome.placement:
+                where["placement"] = outcome.placement
             if progress_what:
                 where["baseline"] = True
             if outcome.ok:

@@ -11,6 +11,7 @@ Submitted models are untrusted: they are always loaded with `trust_remote_code=F
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from pathlib import Path
@@ -61,8 +62,6 @@ def check_model_dir(path: Path) -> None:
 def refuse_custom_code(path: Path) -> None:
     """A submission's code never runs: `auto_map` (classes from .py files in the folder) is refused
     outright rather than silently ignored, so the author learns the model is not what they trained."""
-    import json
-
     for name in ("config.json", "tokenizer_config.json"):
         try:
             data = json.loads((path / name).read_text())
@@ -160,6 +159,7 @@ class TransformersPolicy:
                                f"(trust_remote_code is off): {exc}") from exc
         self.model.to(device)
         self.model.eval()
+        self.device_used = str(next(self.model.parameters()).device)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -227,7 +227,6 @@ _SIGNATURE_KEYS = ("architectures", "model_type", "hidden_size", "intermediate_s
 
 def vllm_signature(model_path: Path) -> tuple:
     import hashlib
-    import json
 
     config = json.loads((model_path / "config.json").read_text())
     tok = hashlib.sha256()
@@ -237,12 +236,15 @@ def vllm_signature(model_path: Path) -> tuple:
     return tuple(json.dumps(config.get(k), sort_keys=True) for k in _SIGNATURE_KEYS) + (tok.hexdigest(),)
 
 
-def warm_vllm_engine(model_path: Path, seed: int, make_engine=None) -> tuple[Any, str]:
+def warm_vllm_engine(model_path: Path, seed: int, make_engine=None,
+                     engine_args: dict | None = None) -> tuple[Any, str]:
     """The device group's engine with model_path's weights: the running engine with its weights
     reloaded in place when the signature matches, else a fresh engine (the old one dropped).
+    engine_args: vllm.LLM's settings from the grading's placement (grading/placement.py).
     Returns (engine, "reloaded" | "fresh")."""
     group = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    signature = vllm_signature(model_path)
+    engine_args = {k: v for k, v in (engine_args or {}).items() if v is not None}
+    signature = vllm_signature(model_path) + (json.dumps(engine_args, sort_keys=True),)
     cached = _VLLM_ENGINES.get(group)
     if cached and cached[1] == signature:
         llm = cached[0]
@@ -262,7 +264,7 @@ def warm_vllm_engine(model_path: Path, seed: int, make_engine=None) -> tuple[Any
         from vllm import LLM
 
         def make_engine():
-            return LLM(model=str(model_path), trust_remote_code=False, seed=seed)
+            return LLM(model=str(model_path), trust_remote_code=False, seed=seed, **engine_args)
     llm = make_engine()
     _VLLM_ENGINES[group] = (llm, signature)
     return llm, "fresh"
@@ -275,14 +277,15 @@ class VLLMPolicy:
 
     def __init__(self, model_path: str | Path, device: str = "cuda", threads: int | None = None, seed: int = 0,
                  prompt_format: str = "chat", system_prompt: str | None = None, batch_size: int = 64,
-                 template_limits: dict | None = None):
+                 template_limits: dict | None = None, engine_args: dict | None = None):
         try:
             import vllm  # noqa: F401
         except ImportError as exc:
             raise RuntimeError("the vllm backend needs the optional `gpu` extra (pip install 'autorl-tui[gpu]') "
                                "and an NVIDIA GPU; use backend transformers otherwise") from exc
         check_model_dir(Path(model_path))
-        self.llm, self.load_mode = warm_vllm_engine(Path(model_path), seed)
+        self.llm, self.load_mode = warm_vllm_engine(Path(model_path), seed, engine_args=engine_args)
+        self.device_used = "cuda"
         self.tokenizer = self.llm.get_tokenizer()
         self.prompt_format = prompt_format
         self.system_prompt = system_prompt

@@ -102,7 +102,7 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps
     import torch
     from transformers.utils import logging as hf_logging
 
-    from autorl_tui.grading.inference import InvalidModel, load_policy, seed_everything
+    from autorl_tui.grading.inference import InvalidModel, seed_everything
     from autorl_tui.grading.scorers import get_scorer
     from autorl_tui.grading.types import EvalProtocol, ScorerContext
 
@@ -123,10 +123,10 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps
     t0 = time.perf_counter()
     stamps["load_start"] = time.time()
     try:
-        policy = load_policy(request.get("backend", "transformers"), request["model_path"],
-                             device=request.get("device", "cpu"), threads=threads, seed=seed,
-                             prompt_format=protocol.prompt_format, system_prompt=protocol.system_prompt,
-                             batch_size=protocol.batch_size, template_limits=request.get("template_limits"))
+        policy, placement = _load_policy(request, dict(
+            device=request.get("device", "cpu"), threads=threads, seed=seed, prompt_format=protocol.prompt_format,
+            system_prompt=protocol.system_prompt, batch_size=protocol.batch_size,
+            template_limits=request.get("template_limits")))
     except InvalidModel as exc:
         raise GradingError("invalid_model", str(exc)) from exc
     load_s = time.perf_counter() - t0
@@ -156,7 +156,52 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps
     return {"ok": True, "score": result.score, "metrics": result.metrics,
             "samples": [s.to_dict() for s in result.samples], "timings": timings,
             "grader_version": GRADER_VERSION, "scorer": request["scorer"],
-            "scorer_version": getattr(scorer, "version", "?"), "n_items": len(items)}
+            "scorer_version": getattr(scorer, "version", "?"), "n_items": len(items), "placement": placement}
+
+
+def _load_policy(request: dict, kwargs: dict) -> tuple[Any, dict]:
+    """The request's backend with its placement's settings (grading/placement.py). When vLLM cannot
+    start, transformers on the same device, said in the returned placement (`fallback`): never
+    silently another backend, never the CPU in place of a GPU. Returns (policy, placement as run)."""
+    from autorl_tui.grading.inference import InvalidModel, load_policy
+
+    backend = request.get("backend", "transformers")
+    placement = {**dict(request.get("placement") or {}), "backend": backend, "device": kwargs["device"]}
+    if backend != "vllm":
+        policy = load_policy(backend, request["model_path"], **kwargs)
+    else:
+        args = {k: placement.get(k) for k in ("tensor_parallel_size", "gpu_memory_utilization", "max_model_len",
+                                              "enforce_eager")}
+        try:
+            policy = load_policy("vllm", request["model_path"], **kwargs, engine_args=args)
+        except InvalidModel:
+            raise
+        except Exception as exc:  # noqa: BLE001 - vLLM not installed, out of memory, unsupported model, ...
+            reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''}"
+            print(f"grader: vLLM could not start ({reason}); grading with transformers on {kwargs['device']}",
+                  file=sys.stderr, flush=True)
+            _release_gpu_memory()
+            policy = load_policy("transformers", request["model_path"], **kwargs)
+            placement.update(backend="transformers", fallback={"from": "vllm", "error": reason})
+    placement["device_used"] = getattr(policy, "device_used", kwargs["device"])
+    if str(placement["device_used"]).startswith("cuda"):
+        import torch
+
+        placement["gpu_name"] = torch.cuda.get_device_name(0)
+    return policy, placement
+
+
+def _release_gpu_memory() -> None:
+    import gc
+
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - best effort before the fallback loads its own copy
+        pass
 
 
 def _if_out_of_memory(result: dict, exc: BaseException) -> None:

@@ -71,6 +71,21 @@ def test_scripted_agent_trains_submits_twice_and_export_reproduces_the_store(tra
     assert {r["protocol"] for r in listed} == {"default"}
 
 
+def test_every_grading_event_records_where_and_how_it_ran(train_twice_home):
+    """The placement decision (grading/placement.py) and what the worker ran travel in each
+    grading's end event; runs without GPUs grade on the CPU with transformers, and say why."""
+    db = store(train_twice_home)
+    ends = [json.loads(r[0]) for r in db.execute("SELECT data FROM events WHERE kind='grading' ORDER BY id")]
+    ends = [d for d in ends if d.get("phase") == "end"]
+    assert len(ends) >= 6          # per run: baselines (or cached), submissions, the held-out test
+    for data in ends:
+        place = data["placement"]
+        assert (place["backend"], place["device"], place["placement"], place["devices"]) == \
+            ("transformers", "cpu", "cpu", []), place
+        assert place["device_used"] == "cpu" and place["reason"] == "no GPU for this grading"
+        assert place["max_model_len"] > 0 and "fallback" not in place
+
+
 def test_integrity_rules_of_the_grading_api(home, tmp_path):
     plan = write_plan(tmp_path / "plan.yaml", agents=["test-integrity"], budget="120s")
     # The agent is told where the harness keeps private things and tries to read them.

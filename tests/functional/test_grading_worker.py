@@ -6,24 +6,8 @@ import sys
 
 import pytest
 
-from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
 from tests.conftest import REPO
-
-
-def run_worker(tmp_path, **overrides):
-    card = find_task("arith", task_search_path())
-    split_path = materialize(card, "dev", tmp_path / "cache")
-    request = {"task": card.to_dict(), "split": "dev", "split_path": str(split_path),
-               "protocol": card.protocol.to_dict(), "scorer": card.scorer, "scorer_options": {},
-               "backend": "transformers", "device": "cpu", "threads": 1, "seed": 0,
-               "scratch_dir": str(tmp_path / "scratch"), "limit": 40, **overrides}
-    req, res = tmp_path / "REQUEST.json", tmp_path / "RESULT.json"
-    req.write_text(json.dumps(request))
-    proc = subprocess.run([sys.executable, "-m", "autorl_tui.grading.worker", str(req), str(res)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".RESULT")]   # atomic: no temp left
-    return json.loads(res.read_text())
+from tests.support.grader_worker import run_worker
 
 
 @pytest.mark.slow
@@ -60,3 +44,22 @@ def test_worker_reports_invalid_models_and_bad_requests(tmp_path):
     assert proc.returncode == 0
     bad = json.loads(res.read_text())
     assert bad["ok"] is False and bad["error_kind"] == "internal" and "cannot read request" in bad["error"]
+
+
+@pytest.mark.slow
+def test_vllm_that_cannot_start_falls_back_to_transformers_on_the_same_device(tmp_path, tiny_model_dir):
+    """vLLM is not installed on this CPU machine: the grading asked for it (as the placement would on
+    a GPU) runs with transformers on the request's device, and the result's placement says why."""
+    placement = {"backend": "vllm", "device": "cpu", "devices": [], "tensor_parallel_size": 1,
+                 "gpu_memory_utilization": 0.3, "max_model_len": 256, "enforce_eager": True}
+    (tmp_path / "a").mkdir()
+    result = run_worker(tmp_path / "a", model_path=str(tiny_model_dir), backend="vllm", placement=placement, limit=16)
+    assert result["ok"] is True, result
+    got = result["placement"]
+    assert got["backend"] == "transformers" and got["device"] == "cpu" and got["device_used"] == "cpu"
+    assert got["fallback"]["from"] == "vllm" and "gpu" in got["fallback"]["error"]
+    assert got["gpu_memory_utilization"] == 0.3          # what was asked stays on record
+    (tmp_path / "b").mkdir()
+    plain = run_worker(tmp_path / "b", model_path=str(tiny_model_dir), limit=16)
+    assert plain["placement"]["backend"] == "transformers" and "fallback" not in plain["placement"]
+    assert [s["output"] for s in plain["samples"]] == [s["output"] for s in result["samples"]]

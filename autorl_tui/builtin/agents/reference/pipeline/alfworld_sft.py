@@ -21,7 +21,7 @@ import random
 import re
 import time
 
-from common import save_full_model, setup_threads
+from common import save_full_model, setup_threads, trainer_device
 from metrics_callback import MetricsFileCallback, StopAt
 
 
@@ -87,11 +87,12 @@ def main():
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModelForCausalLM.from_pretrained(a.model)
     max_length = int(getattr(model.config, "max_position_embeddings", 1024) or 1024)
+    device_args, device = trainer_device()
     cfg = SFTConfig(
         output_dir=os.path.join("logs", "sft_trainer"), max_steps=a.steps, per_device_train_batch_size=a.batch,
         learning_rate=a.lr, lr_scheduler_type="cosine", warmup_steps=max(1, a.steps // 20),
-        logging_steps=max(1, a.steps // 40), save_strategy="no", report_to="none", bf16=False, use_cpu=True,
-        dataloader_num_workers=0, max_length=min(max_length, 2048), seed=a.seed, disable_tqdm=True,
+        logging_steps=max(1, a.steps // 40), save_strategy="no", report_to="none", dataloader_num_workers=0,
+        max_length=min(max_length, 2048), seed=a.seed, disable_tqdm=True, **device_args,
         completion_only_loss=not a.full_loss)
     stop = StopAt(a.stop_at)
     trainer = SFTTrainer(model=model, args=cfg, train_dataset=Dataset.from_list(rows), processing_class=tok,
@@ -100,7 +101,8 @@ def main():
     trainer.train()
     train_s = time.time() - t1
     save_full_model(trainer, tok, a.out, 0)
-    print(json.dumps({"stage": "sft", "examples": len(rows), "steps": trainer.state.global_step,
+    print(json.dumps({"stage": "sft", "device": device, "examples": len(rows),
+                      "steps": trainer.state.global_step,
                       "stopped_early": stop.stopped_early, "train_s": round(train_s, 1),
                       "total_s": round(time.time() - t0, 1), "out": a.out}), flush=True)
 

@@ -3,6 +3,7 @@ import json
 import os
 import random
 import re
+import sys
 
 ANSWER_RE = re.compile(r"####\s*(-?[\d,]*\.?\d+)")
 
@@ -20,6 +21,23 @@ def setup_threads():
     hf_logging.set_verbosity_error()
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning)
+
+
+def trainer_device():
+    """Where the trainers run: the run's GPU when it has one (the harness sets CUDA_VISIBLE_DEVICES
+    to the run's GPUs), in bf16 mixed precision where the card supports it; else the CPU.
+    Returns (TrainingArguments fields, a label for the stage's summary line)."""
+    import torch
+
+    if torch.cuda.is_available():
+        bf16 = bool(torch.cuda.is_bf16_supported())
+        label = f"cuda:{torch.cuda.current_device()} {torch.cuda.get_device_name()}" + (" bf16" if bf16 else " fp32")
+        return {"use_cpu": False, "bf16": bf16}, label
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "").strip():
+        print(f"warning: the run has GPU(s) (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']}) but torch "
+              f"sees none (torch {torch.__version__}, CUDA build {torch.version.cuda}): training on the CPU",
+              file=sys.stderr, flush=True)
+    return {"use_cpu": True, "bf16": False}, "cpu"
 
 
 def load_train(path):
@@ -120,11 +138,13 @@ def make_generate(model_path, max_new_tokens=24):
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     model = AutoModelForCausalLM.from_pretrained(model_path)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device)
     model.eval()
 
     def generate(prompts):
         texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
-        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
         with torch.no_grad():
             out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
                                  eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)

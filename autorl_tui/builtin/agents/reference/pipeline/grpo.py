@@ -5,7 +5,8 @@ import json
 import os
 import time
 
-from common import exact_match_reward, load_train, lora_config, rl_dataset, save_full_model, setup_threads
+from common import (exact_match_reward, load_train, lora_config, rl_dataset, save_full_model, setup_threads,
+                    trainer_device)
 from metrics_callback import MetricsFileCallback, StopAt
 
 
@@ -32,13 +33,14 @@ def main():
     t0 = time.time()
     items = load_train(a.data)[-a.n_train:]
     tok = AutoTokenizer.from_pretrained(a.model)
+    device_args, device = trainer_device()
     cfg = GRPOConfig(
         output_dir=os.path.join("logs", "grpo_trainer"), max_steps=a.steps,
         per_device_train_batch_size=a.prompts * a.gens, num_generations=a.gens,
         max_completion_length=a.max_completion, temperature=1.0, learning_rate=a.lr * (4 if a.lora else 1),
         lr_scheduler_type="constant_with_warmup", warmup_steps=max(1, a.steps // 20), beta=a.beta,
-        logging_steps=max(1, a.steps // 20), save_strategy="no", report_to="none", bf16=False,
-        gradient_checkpointing=False, use_cpu=True, dataloader_num_workers=0, seed=a.seed, disable_tqdm=True,
+        logging_steps=max(1, a.steps // 20), save_strategy="no", report_to="none", gradient_checkpointing=False,
+        dataloader_num_workers=0, seed=a.seed, disable_tqdm=True, **device_args,
         log_completions=False, use_vllm=False)
     stop = StopAt(a.stop_at)
     trainer = GRPOTrainer(model=a.model, reward_funcs=exact_match_reward, args=cfg, train_dataset=rl_dataset(items),
@@ -49,7 +51,8 @@ def main():
     train_s = time.time() - t1
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     save_full_model(trainer, tok, a.out, a.lora)
-    print(json.dumps({"stage": "grpo", "steps": trainer.state.global_step, "stopped_early": stop.stopped_early,
+    print(json.dumps({"stage": "grpo", "device": device, "steps": trainer.state.global_step,
+                      "stopped_early": stop.stopped_early,
                       "train_s": round(train_s, 1), "total_s": round(time.time() - t0, 1), "out": a.out,
                       "first_reward": rewards[0] if rewards else None,
                       "last_reward": rewards[-1] if rewards else None}), flush=True)

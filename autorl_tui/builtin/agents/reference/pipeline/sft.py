@@ -5,7 +5,7 @@ import json
 import os
 import time
 
-from common import load_train, lora_config, save_full_model, setup_threads, sft_dataset
+from common import load_train, lora_config, save_full_model, setup_threads, sft_dataset, trainer_device
 from metrics_callback import MetricsFileCallback, StopAt
 
 
@@ -31,12 +31,12 @@ def main():
     items = load_train(a.data)[: a.n_train]
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModelForCausalLM.from_pretrained(a.model)
+    device_args, device = trainer_device()
     cfg = SFTConfig(
         output_dir=os.path.join("logs", "sft_trainer"), max_steps=a.steps, per_device_train_batch_size=a.batch,
         learning_rate=a.lr * (2 if a.lora else 1), lr_scheduler_type="cosine", warmup_steps=max(1, a.steps // 20),
-        logging_steps=max(1, a.steps // 20), save_strategy="no", report_to="none", bf16=False,
-        gradient_checkpointing=False, use_cpu=True, dataloader_num_workers=0, max_length=128, seed=a.seed,
-        disable_tqdm=True)
+        logging_steps=max(1, a.steps // 20), save_strategy="no", report_to="none", gradient_checkpointing=False,
+        dataloader_num_workers=0, max_length=128, seed=a.seed, disable_tqdm=True, **device_args)
     stop = StopAt(a.stop_at)
     trainer = SFTTrainer(model=model, args=cfg, train_dataset=sft_dataset(items, a.seed, a.teacher_share),
                          processing_class=tok, peft_config=lora_config(a.lora) if a.lora else None,
@@ -45,7 +45,8 @@ def main():
     trainer.train()
     train_s = time.time() - t1
     save_full_model(trainer, tok, a.out, a.lora)
-    print(json.dumps({"stage": "sft", "steps": trainer.state.global_step, "stopped_early": stop.stopped_early,
+    print(json.dumps({"stage": "sft", "device": device, "steps": trainer.state.global_step,
+                      "stopped_early": stop.stopped_early,
                       "train_s": round(train_s, 1), "total_s": round(time.time() - t0, 1), "out": a.out}), flush=True)
 
 

@@ -1,0 +1,98 @@
+"""Grading on a GPU (issue 35): grading wall time per submission against raw batched inference on
+the same GPU, transformers backend, the tiny model on arith dev (200) and test (400). Each side as
+in benchmarks/bench_grading.py (its functions, with BENCH_DEVICE=cuda and the grading pinned to
+BENCH_GPUS, default 0): the grading as the engine runs it (run_grader: sandboxed and warm where
+the host can sandbox; each grading's child starts its own CUDA context), the raw side in this
+process with the model loaded on the GPU and warmed up. BENCH_RUNS pairs per split (default 5),
+alternating order. Prints a table; BENCH_JSON=FILE also writes the figures as JSON.
+BENCH_DEVICE=cpu BENCH_GPUS= runs the same on the CPU (a dry run of the script).
+
+    BENCH_RUNS=5 PYTHONPATH=$PWD python3 benchmarks/bench_gpu_grading.py
+"""
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("BENCH_DEVICE", "cuda")
+os.environ.setdefault("BENCH_GPUS", "0")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_grading as bg  # noqa: E402
+
+
+def main() -> int:
+    import torch
+
+    from autorl_tui.engine import grader_service
+    from autorl_tui.engine.executors.sandbox_bwrap import probe
+
+    if bg.DEVICE == "cuda" and not torch.cuda.is_available():
+        print("bench_gpu_grading: no CUDA device here (torch.cuda.is_available() is False); nothing measured")
+        return 3
+    cache = Path(os.environ.get("AUTORL_TEST_CACHE", bg.REPO / ".pytest_cache" / "autorl-models"))
+    model = bg.build_tiny_model(cache / f"tiny-{bg.source_key()}", seed=0)
+    card = bg.find_task("arith", bg.task_search_path())
+    sandboxed, why = probe()
+    gpu = torch.cuda.get_device_name(0) if bg.DEVICE == "cuda" else "none (BENCH_DEVICE=cpu: a dry run)"
+    bg.say(f"(GPU {gpu}, GPUs {bg.GPUS}; tiny model, batch {card.protocol.batch_size}, max_tokens "
+           f"{card.protocol.max_tokens}, {bg.THREADS} threads, median of {bg.RUNS}; "
+           f"{'sandboxed, warm grader: ' + why if sandboxed else 'NOT sandboxed, cold path: ' + why})")
+    base = Path(tempfile.mkdtemp(prefix="bench-gpu-grading-", dir="/tmp"))
+    os.chmod(base, 0o711)
+    rows = []
+    try:
+        os.environ[grader_service.DISABLE_ENV] = "1"
+        for split in ("dev", "test"):
+            path = bg.materialize(card, split, base / "cache")
+            items = bg.read_items(path)
+            first, first_outcome = bg.grade(bg.request(card, split, path, model), base / "gradings" / f"{split}-first")
+            raw_once = bg.raw_inference(card, items, model)
+            walls, raws, outcomes = [], [], []
+            for i in range(bg.RUNS):
+                for side in ("grade", "raw") if i % 2 == 0 else ("raw", "grade"):
+                    time.sleep(bg.SETTLE_S)
+                    if side == "raw":
+                        raws.append(raw_once())
+                    else:
+                        wall, outcome = bg.grade(bg.request(card, split, path, model), base / "gradings" / f"{split}{i}")
+                        walls.append(wall)
+                        outcomes.append(outcome)
+            mid = outcomes[walls.index(sorted(walls)[len(walls) // 2])]
+            rows.append({"split": split, "n": len(items), "raw_s": statistics.median(raws),
+                         "grading_s": statistics.median(walls),
+                         "ratio": statistics.median(w / r for w, r in zip(walls, raws)),
+                         "child_load_s": mid.timings.get("load_s"), "child_inference_s": mid.timings.get("inference_s"),
+                         "first_grading_s": first, "score": mid.score,
+                         "device_used": (mid.placement or {}).get("device_used"),
+                         "phases_ms": {k: round(v * 1000) for k, v in mid.phases.items()}})
+            del raw_once
+            if bg.DEVICE == "cuda":
+                torch.cuda.empty_cache()
+        os.environ[grader_service.DISABLE_ENV] = "0"
+        dev = bg.materialize(card, "dev", base / "cache")
+        cold, cold_outcome = bg.grade(bg.request(card, "dev", dev, model), base / "cold" / "c0")
+    finally:
+        grader_service.close_all()
+        shutil.rmtree(base, ignore_errors=True)
+    bg.say("| split | n | raw inference (s) | grading wall (s) | ratio | in child: load / inference (s) "
+           "| first grading (s) | score | device |")
+    bg.say("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        bg.say(f"| {r['split']} | {r['n']} | {r['raw_s']:.3f} | {r['grading_s']:.3f} | {r['ratio']:.2f} | "
+               f"{r['child_load_s']:.3f} / {r['child_inference_s']:.3f} | {r['first_grading_s']:.2f} | "
+               f"{r['score']:.2f} | {r['device_used']} |")
+    bg.say(f"cold path (one worker process) on dev: {cold:.2f} s, device {(cold_outcome.placement or {}).get('device_used')}")
+    for r in rows:
+        bg.say(f"phases_ms {r['split']}: " + " ".join(f"{k}={v}" for k, v in r["phases_ms"].items()))
+    if os.environ.get("BENCH_JSON"):
+        Path(os.environ["BENCH_JSON"]).write_text(json.dumps({"gpu": gpu, "sandboxed": sandboxed, "rows": rows,
+                                                              "cold_dev_s": cold}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

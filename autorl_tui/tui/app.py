@@ -4,6 +4,7 @@ batches (a few times a second, so a flood of log lines never starves input), and
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
 import os
 import sys
@@ -100,6 +101,10 @@ class ConsoleApp(App):
 
         self.push_screen(RunsScreen())
         await self.attach()
+        # Everything built so far (Textual, the widgets, the imported modules: most of the heap)
+        # lives as long as the console: out of the collector's reach, a full collection under a
+        # flood walks only what the flood allocates (measured: 164 ms pauses before, see docs/console.md).
+        gc.freeze()
         self.set_interval(1 / self.refresh_hz, self.apply_pending)
         self.set_interval(1.0, self.tick)
 

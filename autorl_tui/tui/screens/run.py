@@ -29,6 +29,7 @@ from autorl_tui.tui.widgets.checklist import CheckList
 from autorl_tui.tui.widgets.gauge import Gauge
 from autorl_tui.units import fmt_bytes
 from autorl_tui.tui.widgets.log_view import LogLine, LogView
+from autorl_tui.tui.widgets.text_line import set_text
 
 DEFAULT_SERIES = ("reward", "loss", "kl", "entropy", "completions/mean_length", "dev score", "dev_score")
 SERIES_COLORS = ("green", "cyan", "yellow", "magenta", "blue", "bright_red")
@@ -220,7 +221,7 @@ class RunScreen(Screen):
                     f"{' · driver ' + run['driver'] if run.get('driver') else ''} · {run.get('executor', '')}")
         if state in FINISHED_STATES and run.get("end_reason"):
             head.append(f"   {run['end_reason']}", style="dim")
-        self.query_one("#run-header", Static).update(head)
+        set_text(self.query_one("#run-header", Static), head)   # wraps on a narrow terminal: height may change
         budget = budget_s(run)
         span = agent_span(run, now)          # the agent's own time; grading/finalizing apart
         spent = span[0] if span else None
@@ -260,8 +261,9 @@ class RunScreen(Screen):
         follow = "following" if log.follow else "paused (f or end: follow)"
         search = f"  search: {log.search_term!r} match {log.match_rank} of {log.match_total}" \
             if log.search_term else ""
-        self.query_one("#log-status", Static).update(
-            f"{self._clock_note()}  {len(log.lines)} lines in view (last {log.capacity})  {follow}{search}")
+        set_text(self.query_one("#log-status", Static),
+                 f"{self._clock_note()}  {len(log.lines)} lines in view (last {log.capacity})  {follow}{search}",
+                 fixed_height=True)
 
     def action_toggle_follow(self) -> None:
         log = self.query_one(LogView)

@@ -14,6 +14,7 @@ from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_ICO
                                        shown_improvement)
 from autorl_tui.tui.model import Changes
 from autorl_tui.tui.typed_bar import route_key
+from autorl_tui.tui.widgets.text_line import set_text
 
 COLUMNS = [("state", "State", 12), ("id", "Run", 6), ("task", "Task", 12), ("agent", "Agent", 14),
            ("model", "Model", 8), ("seed", "Seed", 4), ("gpu", "GPU", 5), ("time", "Elapsed/Budget", 14),
@@ -198,7 +199,7 @@ class RunsScreen(Screen):
     def refresh_status(self) -> None:
         if not self.is_mounted:
             return
-        self.query_one("#status", Static).update(self.app.status_line())
+        set_text(self.query_one("#status", Static), self.app.status_line(), fixed_height=True)
         sort_name = SORTS[self.sort_index][0] + (" ↓" if self.sort_reverse else "")
         shown = len(self._order)
         total = len(self.app.model.runs)
@@ -207,7 +208,7 @@ class RunsScreen(Screen):
             hint += f"  filter: {self.filter_text}"
         if not total:
             hint = "no runs yet: press n to start a plan"
-        self.query_one("#runs-hint", Static).update(hint)
+        set_text(self.query_one("#runs-hint", Static), hint, fixed_height=True)
 
     def selected_run_id(self) -> str | None:
         table = self.query_one(DataTable)

@@ -233,4 +233,12 @@ MIGRATIONS.append(
     );
     CREATE INDEX findings_run ON findings(run_id, ts)
     """)
+MIGRATIONS.append(
+    # 6: the host's load average (1, 5, 15 min) with each resource sample, so a report can say why
+    # a run was slow (the budget is wall-clock; a busy machine gives the agent less CPU)
+    """
+    ALTER TABLE resources ADD COLUMN load1 REAL;
+    ALTER TABLE resources ADD COLUMN load5 REAL;
+    ALTER TABLE resources ADD COLUMN load15 REAL
+    """)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -132,7 +132,8 @@ class RunScreen(Screen):
         self._fill_revisions()
         if hist.get("resources"):
             r = hist["resources"]
-            self._show_resources(r.get("cpu_percent"), r.get("rss_bytes"), r.get("n_procs"), r.get("gpus"))
+            self._show_resources(r.get("cpu_percent"), r.get("rss_bytes"), r.get("n_procs"), r.get("gpus"),
+                                 r.get("load1"))
         self.loaded = True
         for early in self._early:
             self._apply(early, min_seq=self.as_of_seq)
@@ -186,7 +187,8 @@ class RunScreen(Screen):
             self._redraw_charts()
         sample = changes.resources.get(rid)
         if sample is not None:
-            self._show_resources(sample.cpu_percent, sample.rss_bytes, sample.n_procs, sample.gpus)
+            self._show_resources(sample.cpu_percent, sample.rss_bytes, sample.n_procs, sample.gpus,
+                                 (sample.load or [None])[0])
         if self._revisions_dirty and self.query_one(TabbedContent).active == "revisions":
             self.reload_revisions()
 
@@ -238,11 +240,12 @@ class RunScreen(Screen):
             gauge.set_value(spent / budget if budget else None,
                             f"{format_duration(left)} left of {format_duration(budget)}")
 
-    def _show_resources(self, cpu, rss, n_procs, gpus) -> None:
+    def _show_resources(self, cpu, rss, n_procs, gpus, load1=None) -> None:
         machine = self.app.machine
+        load = "" if load1 is None else f" · load {load1:.1f}"     # the host's: a busy machine explains a slow run
         self.query_one("#g-cpu", Gauge).set_value(
             None if cpu is None else cpu / (100 * machine["cpus"]),
-            "-" if cpu is None else f"{cpu:.0f}% · {n_procs or 0} procs")
+            "-" if cpu is None else f"{cpu:.0f}% · {n_procs or 0} procs{load}")
         self.query_one("#g-rss", Gauge).set_value(
             None if rss is None else rss / machine["mem"], fmt_bytes(rss))
         gauge = self.query_one("#g-gpu", Gauge)

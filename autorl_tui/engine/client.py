@@ -227,8 +227,34 @@ class EngineClient:
     async def status(self) -> dict:
         return await self.call("status")
 
-    async def snapshot(self) -> dict:
-        return await self.call("snapshot")
+    async def snapshot(self, *, page_size: int | None = None, after: list | None = None,
+                       known: dict[str, str] | None = None) -> dict:
+        """Run summaries (no spec), queue state, GPUs; one page with `page_size`; only the runs
+        whose digest differs from `known` (engine/run_summaries.py)."""
+        args: dict[str, Any] = {}
+        if page_size is not None:
+            args["page_size"] = page_size
+        if after is not None:
+            args["after"] = after
+        if known:
+            args["known"] = known
+        page = await self.call("snapshot", **args)
+        # The wire names the columns once and sends each run as a list of values (a third of the
+        # bytes of a dict per run); callers get one dict per run.
+        columns, rows = page.pop("columns", None), page.pop("rows", None)
+        if columns is not None and rows is not None:
+            page["runs"] = [dict(zip(columns, row)) for row in rows]
+        return page
+
+    async def snapshot_pages(self, page_size: int, known: dict[str, str] | None = None) -> AsyncIterator[dict]:
+        """Every page of the snapshot, newest runs first."""
+        after = None
+        while True:
+            page = await self.snapshot(page_size=page_size, after=after, known=known)
+            yield page
+            after = page.get("next")
+            if after is None:
+                return
 
     async def run_history(self, run_id: str, events_limit: int = 5000) -> dict:
         msg = await self._call("run_history", {"run_id": run_id, "events_limit": events_limit})

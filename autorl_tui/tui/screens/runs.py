@@ -14,24 +14,30 @@ from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_ICO
                                        shown_improvement)
 from autorl_tui.tui.model import Changes
 from autorl_tui.tui.typed_bar import route_key
+from autorl_tui.tui.widgets.chart import sparkline
 from autorl_tui.tui.widgets.text_line import set_text
 
 COLUMNS = [("state", "State", 12), ("id", "Run", 6), ("task", "Task", 12), ("agent", "Agent", 14),
            ("model", "Model", 8), ("seed", "Seed", 4), ("gpu", "GPU", 5), ("time", "Elapsed/Budget", 14),
            ("activity", "Last event", 24),
-           ("baseline", "Base dev", 8), ("best", "Best dev", 8), ("base_test", "Base test", 9), ("test", "Test", 6),
+           ("baseline", "Base dev", 8), ("best", "Best dev", 8), ("trend", "Trend", 6), ("base_test", "Base test", 9), ("test", "Test", 6),
            ("improvement", "Δ", 10)]
 # Which columns go first when the terminal is narrow: state and id never; the agent last (the
-# reference and the control of one task would look alike without it), then the task.
-DROP_ORDER = ("model", "seed", "gpu", "activity", "time", "base_test", "baseline", "improvement", "task", "agent")
+# reference and the control of one task would look alike without it), then the task. The dev
+# trend (a sparkline of the last graded dev scores) stays down to 80 columns.
+DROP_ORDER = ("model", "seed", "gpu", "activity", "base_test", "time", "baseline", "improvement", "trend", "task",
+              "agent")
+TREND_WIDTH = 6
+SCROLLBAR = 2          # the table's vertical scrollbar, there as soon as the rows outgrow the screen
 
 
 def visible_columns(width: int) -> list[tuple]:
-    """COLUMNS that fit in `width` cells (each column takes its width plus 2 of padding; the last
-    column's right padding may fall off the edge)."""
+    """COLUMNS that fit in `width` cells beside the table's vertical scrollbar (each column takes
+    its width plus 2 of padding; the last column's right padding may fall off the edge): a table
+    wider than that would grow a horizontal scrollbar."""
     shown = list(COLUMNS)
     for key in DROP_ORDER:
-        if sum(w + 2 for _, _, w in shown) - 1 <= width:
+        if sum(w + 2 for _, _, w in shown) - 1 + SCROLLBAR <= width:
             break
         shown = [c for c in shown if c[0] != key]
     return shown
@@ -127,7 +133,9 @@ class RunsScreen(Screen):
                 run.get("agent", ""), run.get("model", ""), str(run.get("seed", "")), gpu,
                 fmt_elapsed_budget(run, now), Text(fmt_liveness(run, now), style=style if is_stale(run, now) or state == "failed" else "dim"),
                 fmt_score(dev_baseline(run)),
-                fmt_score(run.get("best_dev_score")), fmt_score(run.get("baseline_score")),
+                fmt_score(run.get("best_dev_score")),
+                Text(sparkline([v for _, v in run.get("dev_scores") or ()], TREND_WIDTH), style="green"),
+                fmt_score(run.get("baseline_score")),
                 fmt_score(run.get("test_score")),
                 Text(fmt_delta(imp) + (" dev" if basis == "dev" and imp is not None else ""),
                      style="green" if imp and imp > 0 else "red" if imp and imp < 0 else ""))

@@ -59,6 +59,18 @@ def not_running_message(home_root: Path) -> str:
             f"`autorl-tui --home {home_root} engine start` (or just run `autorl-tui --home {home_root}`)")
 
 
+def decode_lines(lines: list[bytes]) -> list:
+    """The JSON values of complete lines, decoded in one call as one array (a flood of events
+    costs one decoder call per chunk read, not one per line); a bad line raises ValueError."""
+    lines = [line for line in lines if line]
+    if not lines:
+        return []
+    try:
+        return json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        return [json.loads(line) for line in lines]     # raises for the line that is not JSON
+
+
 class EngineClient:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, socket_path: Path):
         self._reader = reader
@@ -108,9 +120,8 @@ class EngineClient:
                     continue
                 *lines, rest = b"".join((*pending, chunk)).split(b"\n")
                 pending = [rest] if rest else []
-                for line in lines:
-                    if line:
-                        self._handle(json.loads(line.decode()))
+                for msg in decode_lines(lines):
+                    self._handle(msg)
                 self._wake_event_waiters()
         except (ConnectionError, ValueError) as exc:
             reason = f"connection to the engine lost: {exc}"

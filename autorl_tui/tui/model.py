@@ -103,6 +103,16 @@ class ConsoleModel:
         ch = Changes()
         for ev in events:
             ch.n_events += 1
+            if type(ev) is RunEventAppended and ev.kind == "stdout":     # most of a flood: the short way
+                rid = ev.run_id
+                ch.log.setdefault(rid, []).append(LogLine(ev.ts, "stdout", ev.level, ev.message,
+                                                          getattr(ev, "recv_seq", 0)))
+                run = self.runs.get(rid) if rid else None
+                if run is not None and ev.ts:
+                    if ev.ts > (run.get("last_event_at") or 0):
+                        run["last_event_at"] = ev.ts
+                    ch.runs.add(rid)
+                continue
             if isinstance(ev, Lagged):
                 ch.resync = True
                 ch.dropped += ev.dropped

@@ -83,3 +83,17 @@ async def test_a_full_ring_is_not_tracked_by_the_garbage_collector():
         tracked = [o for o in gc.get_objects() if isinstance(o, (LogLine, tuple)) and len(o) == 5
                    and isinstance(o[3], str) and o[3].startswith("step ")]
         assert tracked == [], f"{len(tracked)} log lines tracked by the collector"
+
+
+def test_a_chunk_of_lines_is_decoded_in_one_call_and_a_bad_line_still_fails():
+    from autorl_tui.engine.client import decode_lines
+
+    assert decode_lines([b'{"event": {"a": 1}}', b"", b'{"id": 2, "ok": true}']) == [
+        {"event": {"a": 1}}, {"id": 2, "ok": True}]
+    assert decode_lines([]) == [] and decode_lines([b""]) == []
+    try:
+        decode_lines([b'{"a": 1}', b"not json"])
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a line that is not JSON must fail the read, as it did line by line")

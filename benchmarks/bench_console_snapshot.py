@@ -33,7 +33,10 @@ class BenchEngine:
     """The engine's side of the snapshot: its store (the real one) and its queue state."""
 
     def __init__(self, store):
+        from autorl_tui.engine.events import EventBus
+
         self.store = store
+        self.bus = EventBus()           # a console subscribes: nothing is published here
         self.queue_paused = False
 
     def runs(self, states=None):
@@ -53,16 +56,19 @@ def fill(store, n: int) -> None:
                                       for i in range(n) for k in range(1, 5)])
 
 
-async def wire_bytes(client, known: dict) -> int:
-    """The bytes of the answers as the engine writes them (compact JSON), page after page."""
-    total, after = 0, None
-    while True:
-        args = {"page_size": PAGE, **({"after": after} if after else {}), **({"known": known} if known else {})}
-        raw = await client.call("snapshot", **args)
-        total += len(json.dumps(raw, separators=(",", ":")))
-        after = raw.get("next")
-        if after is None:
-            return total
+def count_bytes(client) -> dict:
+    """Bytes of every request and answer on this client from now on, as compact JSON (what the
+    engine writes; the client's own requests are written the same way)."""
+    sizes = {"sent": 0, "received": 0}
+    call = client._call
+
+    async def counted(cmd, args):
+        sizes["sent"] += len(json.dumps({"cmd": cmd, "args": args}, separators=(",", ":")))
+        msg = await call(cmd, args)
+        sizes["received"] += len(json.dumps(msg, separators=(",", ":")))
+        return msg
+    client._call = counted
+    return sizes
 
 
 async def measure(n: int) -> dict:
@@ -85,24 +91,25 @@ async def measure(n: int) -> dict:
                 full = engine.runs()                      # what the old snapshot sent: every row with its spec
                 out["old_full_rows_s"] = time.perf_counter() - t
                 out["old_full_rows_bytes"] = len(json.dumps(full, default=str, separators=(",", ":")))
+                sizes = count_bytes(client)
                 t = time.perf_counter()
                 pages = [p async for p in client.snapshot_pages(PAGE)]
                 out["attach_s"] = time.perf_counter() - t
-                out["attach_bytes"] = await wire_bytes(client, {})
+                out["attach_bytes"] = sizes["received"]
                 out["attach_pages"] = len(pages)
                 t = time.perf_counter()
                 first = await client.snapshot(page_size=PAGE)
                 out["first_page_s"] = time.perf_counter() - t
                 assert len(first["runs"]) == min(n, PAGE)
-                known = {r["id"]: r["digest"] for p in pages for r in p["runs"]}
+                known = {r["id"]: (r["created_at"], r["digest"]) for p in pages for r in p["runs"]}
                 store.update("runs", "r00042-arith-scripted-s0", {"state": "failed", "end_reason": "boom"})
                 store.insert("runs", {**store.run("r00001-arith-scripted-s1"), "id": f"r{n:05d}-new-s0",
                                       "created_at": T0 + 10 * n})
+                sizes["sent"] = sizes["received"] = 0
                 t = time.perf_counter()
                 pages = [p async for p in client.snapshot_pages(PAGE, known=known)]
                 out["resync_s"] = time.perf_counter() - t
-                out["resync_bytes"] = await wire_bytes(client, known)
-                out["resync_request_bytes"] = len(json.dumps(known, separators=(",", ":"))) * len(pages)
+                out["resync_bytes"], out["resync_request_bytes"] = sizes["received"], sizes["sent"]
                 out["resync_runs_sent"] = sum(len(p["runs"]) for p in pages)
         finally:
             await server.close()

@@ -257,11 +257,21 @@ class EngineClient:
             page["runs"] = [dict(zip(columns, row)) for row in rows]
         return page
 
-    async def snapshot_pages(self, page_size: int, known: dict[str, str] | None = None) -> AsyncIterator[dict]:
-        """Every page of the snapshot, newest runs first."""
-        after = None
+    async def snapshot_pages(self, page_size: int,
+                             known: dict[str, tuple[float, str]] | None = None) -> AsyncIterator[dict]:
+        """Every page of the snapshot, newest runs first. `known`: run id -> (created_at, digest) of
+        the rows the caller holds; each page request carries the digests of the rows that can fall
+        in that page (the caller's next page and a half after the cursor, in the same order), so a
+        re-read of 10,000 runs sends each digest about once and gets back only what changed."""
+        keys = sorted(((created, rid) for rid, (created, _) in (known or {}).items()), reverse=True)
+        pos, after = 0, None
         while True:
-            page = await self.snapshot(page_size=page_size, after=after, known=known)
+            if after is not None:
+                cursor = (after[0], after[1])
+                while pos < len(keys) and keys[pos] >= cursor:
+                    pos += 1
+            window = {rid: known[rid][1] for _, rid in keys[pos:pos + page_size + page_size // 2]}
+            page = await self.snapshot(page_size=page_size, after=after, known=window)
             yield page
             after = page.get("next")
             if after is None:

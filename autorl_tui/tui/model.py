@@ -83,9 +83,10 @@ class ConsoleModel:
         self.runs = {}
         self.merge_snapshot(snap)
 
-    def known_digests(self) -> dict[str, str]:
-        """What a re-attaching console holds: the server's digest of each run row as it sent it."""
-        return {rid: r["digest"] for rid, r in self.runs.items() if r.get("digest")}
+    def known_digests(self) -> dict[str, tuple[float, str]]:
+        """What a re-attaching console holds: each run's place in the snapshot's order (created_at)
+        and the server's digest of its row as it sent it."""
+        return {rid: (r.get("created_at") or 0.0, r["digest"]) for rid, r in self.runs.items() if r.get("digest")}
 
     def merge_snapshot(self, page: dict) -> list[str]:
         """A snapshot page's runs replace ours (the page leaves out runs we hold unchanged).

@@ -3,7 +3,6 @@ spec (the spec comes with a run's history), read in pages, and a re-attaching co
 the runs that changed. Real EngineServer over a real Store and a real Unix socket; the console
 driven by Textual's pilot; the engine is stopped and started again for the re-attach."""
 
-import asyncio
 import json
 
 import pytest
@@ -62,7 +61,7 @@ async def test_summaries_in_pages_then_only_what_changed(big):
         ids = [r["id"] for p in pages for r in p["runs"]]
         assert ids == sorted(ids, reverse=True) and len(set(ids)) == N_RUNS        # newest first, each once
 
-        known = {r["id"]: r["digest"] for r in whole["runs"]}
+        known = {r["id"]: (r["created_at"], r["digest"]) for r in whole["runs"]}
         changed = ["r00007-arith-scripted-s0", "r00500-arith-scripted-s0", "r00999-arith-scripted-s0"]
         for rid in changed:
             engine.store.update("runs", rid, {"best_dev_score": 99.5})
@@ -87,7 +86,7 @@ async def test_a_reattaching_console_is_sent_only_the_changed_runs(big):
         table = app.screen.query_one("#runs")
         await server.close()                                # the engine goes away ...
         await until(pilot, lambda: not app.connected, what="the console to notice")
-        engine.store.update("runs", "r00042-arith-scripted-s0", {"state": "failed", "end_reason": "boom"})
+        engine.store.update("runs", "r00998-arith-scripted-s0", {"state": "failed", "end_reason": "boom"})
         engine.store.insert("runs", {**{k: v for k, v in engine.store.run("r00001-arith-scripted-s0").items()},
                                      "id": "r01000-arith-scripted-s0", "created_at": T0 + 5000})
         server2 = EngineServer(engine, home.socket_path, catalog=CatalogSources(home_root=home.root))
@@ -96,8 +95,8 @@ async def test_a_reattaching_console_is_sent_only_the_changed_runs(big):
             await until(pilot, lambda: app.connected and len(app.model.runs) == N_RUNS + 1, timeout=60,
                         what="the re-attach")
             assert app.snapshot_runs_received == N_RUNS + 2      # the changed run and the new one
-            assert app.model.runs["r00042-arith-scripted-s0"]["state"] == "failed"
-            await until(pilot, lambda: "failed" in str(table.get_cell("r00042-arith-scripted-s0", "state")),
+            assert app.model.runs["r00998-arith-scripted-s0"]["state"] == "failed"
+            await until(pilot, lambda: "failed" in str(table.get_cell("r00998-arith-scripted-s0", "state")),
                         what="the row redrawn")
         finally:
             await server2.close()
@@ -117,4 +116,19 @@ async def test_the_runs_table_draws_each_runs_dev_trend(big):
         assert str(table.get_cell("r00998-arith-scripted-s0", "trend")) == ""
         engine.bus.publish(SubmissionUpdated(rid, submission={"seq": 5, "status": "scored", "score": 10.0}))
         await until(pilot, lambda: str(table.get_cell(rid, "trend")) == "▂▅▄█▁", what="the live point")
-        await asyncio.sleep(0)
+
+
+async def test_a_home_of_many_runs_shows_the_first_rows_and_the_filter_finds_the_rest(big):
+    home, engine, _ = big
+    app = ConsoleApp(home, notify_events=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: len(app.model.runs) == N_RUNS, what="the snapshot")
+        table = app.screen.query_one("#runs")
+        hint = app.screen.query_one("#runs-hint")
+        await until(pilot, lambda: table.row_count == 500, what="the first rows")
+        assert "r00999-arith-scripted-s0" in table.rows and "r00042-arith-scripted-s0" not in table.rows
+        assert str(hint.render()).startswith(f"the first 500 of {N_RUNS} runs ({N_RUNS} in all; / filters)")
+        await pilot.press("slash", *"r00042", "enter")
+        await until(pilot, lambda: table.row_count == 1, what="the filter")
+        assert "r00042-arith-scripted-s0" in table.rows
+        assert str(hint.render()).startswith(f"1 of {N_RUNS} runs")

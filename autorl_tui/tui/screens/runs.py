@@ -73,6 +73,10 @@ def matches(run: dict, query: str) -> bool:
 class RunsScreen(Screen):
     SCOPE = "runs"
     BINDINGS = bindings("runs")
+    # Rows the table holds: active runs and the queue come first, then history newest first; a
+    # home of 10,000 runs shows its first 500 (building a row costs the table ~1 ms) and `/`
+    # finds any other.
+    MAX_ROWS = 500
 
     def __init__(self):
         super().__init__()
@@ -81,6 +85,7 @@ class RunsScreen(Screen):
         self.sort_reverse = False
         self._cells: dict[str, tuple] = {}     # run id -> the cell values on screen
         self._order: list[str] = []
+        self.matching = 0          # runs that match the filter (the table holds at most MAX_ROWS)
 
     def compose(self) -> ComposeResult:
         yield Static(id="status", classes="status-bar")
@@ -141,7 +146,10 @@ class RunsScreen(Screen):
                      style="green" if imp and imp > 0 else "red" if imp and imp < 0 else ""))
 
     def ordered_ids(self) -> list[str]:
+        """The ids the table shows, in order: the first MAX_ROWS of the runs that match the filter
+        (`self.matching` says how many match)."""
         runs = [r for r in self.app.model.runs.values() if matches(r, self.filter_text)]
+        self.matching = len(runs)
         _, field = SORTS[self.sort_index]
         if field is None:
             runs.sort(key=default_order, reverse=self.sort_reverse)
@@ -150,7 +158,7 @@ class RunsScreen(Screen):
                 v = r.get(field)
                 return (v is None, v if v is not None else 0, r["id"])
             runs.sort(key=key, reverse=self.sort_reverse)
-        return [r["id"] for r in runs]
+        return [r["id"] for r in runs[:self.MAX_ROWS]]
 
     def reload(self) -> None:
         """Rebuild the table (snapshot, filter or sort changed)."""
@@ -212,6 +220,9 @@ class RunsScreen(Screen):
         shown = len(self._order)
         total = len(self.app.model.runs)
         hint = f"{shown} of {total} runs  sort: {sort_name}"
+        if self.matching > shown:
+            hint = (f"the first {shown} of {self.matching} {'matching ' if self.filter_text else ''}runs "
+                    f"({total} in all; / filters)  sort: {sort_name}")
         if self.filter_text:
             hint += f"  filter: {self.filter_text}"
         if not total:

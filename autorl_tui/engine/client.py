@@ -59,6 +59,18 @@ def not_running_message(home_root: Path) -> str:
             f"`autorl-tui --home {home_root} engine start` (or just run `autorl-tui --home {home_root}`)")
 
 
+def decode_lines(lines: list[bytes]) -> list:
+    """The JSON values of complete lines, decoded in one call as one array (a flood of events
+    costs one decoder call per chunk read, not one per line); a bad line raises ValueError."""
+    lines = [line for line in lines if line]
+    if not lines:
+        return []
+    try:
+        return json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        return [json.loads(line) for line in lines]     # raises for the line that is not JSON
+
+
 class EngineClient:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, socket_path: Path):
         self._reader = reader
@@ -108,9 +120,8 @@ class EngineClient:
                     continue
                 *lines, rest = b"".join((*pending, chunk)).split(b"\n")
                 pending = [rest] if rest else []
-                for line in lines:
-                    if line:
-                        self._handle(json.loads(line.decode()))
+                for msg in decode_lines(lines):
+                    self._handle(msg)
                 self._wake_event_waiters()
         except (ConnectionError, ValueError) as exc:
             reason = f"connection to the engine lost: {exc}"
@@ -227,8 +238,44 @@ class EngineClient:
     async def status(self) -> dict:
         return await self.call("status")
 
-    async def snapshot(self) -> dict:
-        return await self.call("snapshot")
+    async def snapshot(self, *, page_size: int | None = None, after: list | None = None,
+                       known: dict[str, str] | None = None) -> dict:
+        """Run summaries (no spec), queue state, GPUs; one page with `page_size`; only the runs
+        whose digest differs from `known` (engine/run_summaries.py)."""
+        args: dict[str, Any] = {}
+        if page_size is not None:
+            args["page_size"] = page_size
+        if after is not None:
+            args["after"] = after
+        if known:
+            args["known"] = known
+        page = await self.call("snapshot", **args)
+        # The wire names the columns once and sends each run as a list of values (a third of the
+        # bytes of a dict per run); callers get one dict per run.
+        columns, rows = page.pop("columns", None), page.pop("rows", None)
+        if columns is not None and rows is not None:
+            page["runs"] = [dict(zip(columns, row)) for row in rows]
+        return page
+
+    async def snapshot_pages(self, page_size: int,
+                             known: dict[str, tuple[float, str]] | None = None) -> AsyncIterator[dict]:
+        """Every page of the snapshot, newest runs first. `known`: run id -> (created_at, digest) of
+        the rows the caller holds; each page request carries the digests of the rows that can fall
+        in that page (the caller's next page and a half after the cursor, in the same order), so a
+        re-read of 10,000 runs sends each digest about once and gets back only what changed."""
+        keys = sorted(((created, rid) for rid, (created, _) in (known or {}).items()), reverse=True)
+        pos, after = 0, None
+        while True:
+            if after is not None:
+                cursor = (after[0], after[1])
+                while pos < len(keys) and keys[pos] >= cursor:
+                    pos += 1
+            window = {rid: known[rid][1] for _, rid in keys[pos:pos + page_size + page_size // 2]}
+            page = await self.snapshot(page_size=page_size, after=after, known=window)
+            yield page
+            after = page.get("next")
+            if after is None:
+                return
 
     async def run_history(self, run_id: str, events_limit: int = 5000) -> dict:
         msg = await self._call("run_history", {"run_id": run_id, "events_limit": events_limit})

@@ -67,6 +67,7 @@ class ResourceSample(EngineEvent):
     rss_bytes: int | None
     n_procs: int | None
     gpus: list[dict] | None = None
+    load: list[float] | None = None     # the host's load average: 1, 5, 15 min
 
 
 @dataclass

@@ -37,6 +37,7 @@ from typing import Any, Awaitable, Callable
 from autorl_tui import __version__
 from autorl_tui.engine.events import RunStateChanged, RunUpdated
 from autorl_tui.engine.run_journal import ACTIVE_STATES
+from autorl_tui.engine.run_summaries import summary_page
 from autorl_tui.exitcodes import InfraError, UsageError
 
 log = logging.getLogger(__name__)
@@ -263,16 +264,18 @@ class EngineServer:
                 "queue_paused": bool(getattr(self.engine, "queue_paused", False)),
                 "clients": len(self._connections), **self._run_counts()}
 
-    def cmd_snapshot(self, conn) -> dict:
-        """Current state: every run row (newest first), queue state, GPUs. Consistent with the
-        event stream on this connection (queued events are written before the answer)."""
+    def cmd_snapshot(self, conn, page_size: int | None = None, after: list | None = None,
+                     known: dict | None = None) -> dict:
+        """Current state: run summaries (newest first; no spec), queue state, GPUs. Consistent with
+        the event stream on this connection (queued events are written before the answer). Paged
+        with `page_size` (`next` is the cursor to pass as `after`); with `known` (run id -> the
+        digest the caller holds) only the runs that changed are sent (engine/run_summaries.py)."""
         conn.flush_subscription()
-        runs = self.engine.runs()
-        for run in runs:       # liveness: when each active run's newest event was written
-            if run.get("state") in ACTIVE_STATES:
-                run["last_event_at"] = self.engine.store.last_event_at(run["id"])
-                run["step"] = self.engine.store.last_step(run["id"])
-        return {"runs": runs, "queue_paused": bool(getattr(self.engine, "queue_paused", False)),
+        try:
+            page = summary_page(self.engine.store, page_size=page_size, after=after, known=known)
+        except ValueError as exc:
+            raise UsageError(f"snapshot: {exc}") from None
+        return {**page, "queue_paused": bool(getattr(self.engine, "queue_paused", False)),
                 "gpus": self.gpu_inventory(), "now": time.time(), "engine": self.cmd_ping(conn)}
 
     def gpu_inventory(self) -> dict:

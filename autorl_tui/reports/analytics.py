@@ -607,7 +607,18 @@ class Analytics:
                 "gpu_busy_hours": res["gpu_busy_hours"], "gpu_allocated_hours": gpu["gpu_allocated_hours"],
                 "attempts": gpu["n_attempts"], "inference_s": grading["inference_s"],
                 "grading_s": grading["grading_s"], "tokens_in": run["tokens_in"], "tokens_out": run["tokens_out"],
-                "cost_usd": run["cost_usd"]}
+                "cost_usd": run["cost_usd"], "host_load": self.host_load(run_id)}
+
+    def host_load(self, run_id: str) -> dict | None:
+        """Mean and peak of the host's 1-minute load average over the run's samples, the means of
+        the 5- and 15-minute ones (None without samples, or in a store older than the column)."""
+        try:
+            row = self.query("host_load", run_id=run_id)[0]
+        except duckdb.BinderException:        # a store written before the load was recorded
+            return None
+        if not row["n_samples"]:
+            return None
+        return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()}
 
     # ------------------------------------------------------------------ helpers
     def _t0(self, run_id: str) -> float:

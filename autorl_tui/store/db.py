@@ -153,9 +153,13 @@ class Store(RunStateQueries, FindingQueries):
             return rid
 
     def append_resource(self, run_id: str, *, cpu_percent: float | None, rss_bytes: int | None,
-                        n_procs: int | None, gpus: Any = None, ts: float | None = None) -> None:
+                        n_procs: int | None, gpus: Any = None, ts: float | None = None,
+                        load: list[float] | tuple[float, ...] | None = None) -> None:
+        """`load`: the host's load average over 1, 5 and 15 minutes when the sample was taken."""
+        l1, l5, l15 = load if load else (None, None, None)
         with self._lock:
-            self._resources.append((run_id, ts or time.time(), cpu_percent, rss_bytes, n_procs, _dumps(gpus)))
+            self._resources.append((run_id, ts or time.time(), cpu_percent, rss_bytes, n_procs, _dumps(gpus),
+                                    l1, l5, l15))
 
     def stage_update(self, table: str, where: dict, fields: dict) -> None:
         """An update committed in the same transaction as the rows buffered so far: e.g. a tail's
@@ -194,8 +198,8 @@ class Store(RunStateQueries, FindingQueries):
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", metrics)
                 if resources:
                     self._conn.executemany(
-                        "INSERT INTO resources (run_id, ts, cpu_percent, rss_bytes, n_procs, gpus) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", resources)
+                        "INSERT INTO resources (run_id, ts, cpu_percent, rss_bytes, n_procs, gpus, load1, load5, load15) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", resources)
                 for (table, where), fields in staged.items():
                     self._conn.execute(*_update_sql(table, dict(where), fields))
                 self._conn.execute("COMMIT")

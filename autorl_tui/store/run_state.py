@@ -53,6 +53,38 @@ class RunStateQueries:
     def run(self, run_id: str) -> RunRow | None:
         return self.get("runs", run_id)
 
+    def run_summaries(self, limit: int | None = None, after: tuple[float, str] | None = None) -> list[RunRow]:
+        """Run rows without their spec (the console's snapshot: the spec is read with a run's
+        history), newest first as `runs`; `limit` rows after the (created_at, id) cursor `after`."""
+        columns = ", ".join(c for c in self._run_columns() if c != "spec")
+        sql, params = f"SELECT {columns} FROM runs", []
+        if after is not None:
+            sql += " WHERE created_at < ? OR (created_at = ? AND id < ?)"
+            params = [after[0], after[0], after[1]]
+        sql += " ORDER BY created_at DESC, id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return self.rows("runs", sql, params)
+
+    def _run_columns(self) -> list[str]:
+        return [r["name"] for r in self.query("PRAGMA table_info(runs)")]
+
+    def recent_dev_scores(self, run_ids: list[str], per_run: int) -> dict[str, list[tuple[int, float]]]:
+        """The last `per_run` graded dev scores of each run, oldest first, as (seq, score)."""
+        if not run_ids:
+            return {}
+        marks = ", ".join("?" for _ in run_ids)
+        rows = self.query(
+            "SELECT run_id, seq, score FROM (SELECT run_id, seq, score, ROW_NUMBER() OVER "
+            "(PARTITION BY run_id ORDER BY seq DESC) AS rn FROM submissions "
+            f"WHERE score IS NOT NULL AND run_id IN ({marks})) WHERE rn <= ? ORDER BY run_id, seq",
+            [*run_ids, int(per_run)])
+        out: dict[str, list[tuple[int, float]]] = {}
+        for r in rows:
+            out.setdefault(r["run_id"], []).append((r["seq"], r["score"]))
+        return out
+
     def runs(self, states: Iterable[str] | None = None) -> list[RunRow]:
         """Run rows, newest first; only those in `states` when given."""
         sql, params = "SELECT * FROM runs", []

@@ -52,6 +52,23 @@ def note_liveness(run: dict, ev) -> None:
         run["progress"] = ev.message
 
 
+TREND_POINTS = 16     # dev scores kept per run (the snapshot sends as many: engine/run_summaries.py)
+
+
+def note_dev_score(run: dict, sub: dict) -> bool:
+    """A graded submission's dev score joins the run's trend (the Runs table's sparkline): the
+    last TREND_POINTS scores by submission number. Returns whether the trend changed."""
+    seq, score = sub.get("seq"), sub.get("score")
+    if seq is None or score is None:
+        return False
+    points = {s: v for s, v in run.get("dev_scores") or ()}
+    if points.get(seq) == score:
+        return False
+    points[seq] = score
+    run["dev_scores"] = [[s, points[s]] for s in sorted(points)][-TREND_POINTS:]
+    return True
+
+
 class ConsoleModel:
     def __init__(self):
         self.runs: dict[str, dict] = {}
@@ -63,16 +80,40 @@ class ConsoleModel:
         self._announced_beat: set[str] = set()
 
     def load_snapshot(self, snap: dict) -> None:
-        self.runs = {r["id"]: r for r in snap.get("runs", [])}
-        self.queue_paused = bool(snap.get("queue_paused"))
-        self.gpus = snap.get("gpus") or self.gpus
-        self.engine = snap.get("engine") or {}
-        self._announced_beat = {rid for rid, r in self.runs.items() if beats_baseline(r)}
+        self.runs = {}
+        self.merge_snapshot(snap)
+
+    def known_digests(self) -> dict[str, tuple[float, str]]:
+        """What a re-attaching console holds: each run's place in the snapshot's order (created_at)
+        and the server's digest of its row as it sent it."""
+        return {rid: (r.get("created_at") or 0.0, r["digest"]) for rid, r in self.runs.items() if r.get("digest")}
+
+    def merge_snapshot(self, page: dict) -> list[str]:
+        """A snapshot page's runs replace ours (the page leaves out runs we hold unchanged).
+        Returns the ids it brought."""
+        for r in page.get("runs", []):
+            self.runs[r["id"]] = r
+            if beats_baseline(r):
+                self._announced_beat.add(r["id"])     # known on attach: not news
+        self.queue_paused = bool(page.get("queue_paused"))
+        self.gpus = page.get("gpus") or self.gpus
+        self.engine = page.get("engine") or {}
+        return [r["id"] for r in page.get("runs", [])]
 
     def apply(self, events: list) -> Changes:
         ch = Changes()
         for ev in events:
             ch.n_events += 1
+            if type(ev) is RunEventAppended and ev.kind == "stdout":     # most of a flood: the short way
+                rid = ev.run_id
+                ch.log.setdefault(rid, []).append(LogLine(ev.ts, "stdout", ev.level, ev.message,
+                                                          getattr(ev, "recv_seq", 0)))
+                run = self.runs.get(rid) if rid else None
+                if run is not None and ev.ts:
+                    if ev.ts > (run.get("last_event_at") or 0):
+                        run["last_event_at"] = ev.ts
+                    ch.runs.add(rid)
+                continue
             if isinstance(ev, Lagged):
                 ch.resync = True
                 ch.dropped += ev.dropped
@@ -128,6 +169,8 @@ class ConsoleModel:
                 ch.runs.add(rid)
             elif isinstance(ev, SubmissionUpdated):
                 ch.submissions.setdefault(rid, []).append(ev.submission)
+                if run is not None and note_dev_score(run, ev.submission):
+                    ch.runs.add(rid)
         for rid in ch.runs:
             run = self.runs[rid]
             if rid not in self._announced_beat and beats_baseline(run):

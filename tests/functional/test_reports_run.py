@@ -148,3 +148,14 @@ def test_a_failed_runs_cause_sits_beside_its_outcome_and_a_grading_submission_is
     assert 'stroke="#dc2626" stroke-width="2"><title>' not in drawn          # no red cross
     subs[1]["status"] = "error"
     assert 'stroke="#dc2626" stroke-width="2"><title>#2 error' in svg.score_timeline(subs, baseline=20.0, budget_s=600)
+
+
+def test_the_header_says_how_loaded_the_host_was(reported):
+    """The host's load average recorded with each resource sample reaches the report (issue 38):
+    a slow run on a busy machine is explained next to the agent's CPU."""
+    _, out, r = reported
+    hl = r["cost"]["host_load"]
+    assert hl["n_samples"] == r["cost"]["resource_samples"] > 0 and hl["load1_max"] == 4.5
+    html = (out / "run.html").read_text()
+    row = re.search(r'<td id="host-load">(.*?)</td>', html, re.S)
+    assert row and f"{hl['load1_mean']:.1f} on average, peak 4.5" in row.group(1)

@@ -307,6 +307,15 @@ def check_run_report(db, r: dict) -> set[str]:
     assert (c["tokens_in"], c["tokens_out"], c["cost_usd"]) == (run["tokens_in"], run["tokens_out"], run["cost_usd"])
     assert c["inference_s"] == pytest.approx(sum(s["inference_s"] or 0 for s in subs))
     assert c["grading_s"] == pytest.approx(sum(s["grading_s"] or 0 for s in subs))
+    loads = rows(db, "SELECT load1, load5, load15 FROM resources WHERE run_id = ? AND load1 IS NOT NULL", (run_id,))
+    if not loads:
+        assert c["host_load"] is None
+    else:
+        mean = lambda k: sum(x[k] for x in loads) / len(loads)  # noqa: E731
+        assert c["host_load"]["n_samples"] == len(loads)
+        assert c["host_load"]["load1_max"] == pytest.approx(max(x["load1"] for x in loads))
+        for k in ("load1", "load5", "load15"):
+            assert c["host_load"][f"{k}_mean"] == pytest.approx(mean(k), abs=0.005)
     checked.add("cost")
 
     # AutoRL-Bench's diagnostics, by its definitions (core/metrics.py): graded entries in order, a

@@ -237,7 +237,8 @@ def write_run(store: Store, shape: RunShape) -> dict:
         gpus = [{"index": g, "util": 50.0 + 10 * (i % 3), "mem_used": 1_000_000_000, "mem_total": 8_000_000_000}
                 for g in shape.gpus]
         store.append_resource(shape.run_id, cpu_percent=100.0 + (i % 5) * 10, rss_bytes=500_000_000 + i * 1000,
-                              n_procs=3, gpus=gpus or None, ts=t0 + i * 10)
+                              n_procs=3, gpus=gpus or None, ts=t0 + i * 10,
+                              load=[1.5 + (i % 4), 2.0 + (i % 2) * 0.5, 2.25])
     store.append_event(shape.run_id, "harness", "budget exhausted; stopping agent", attempt=1, ts=t_end)
     store.append_event(shape.run_id, "state", "state -> finalizing", data={"state": "finalizing"},
                        attempt=1, ts=t_end + 1)

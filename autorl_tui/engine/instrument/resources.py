@@ -1,7 +1,9 @@
-"""Resource samples of a run: CPU and RSS of the agent's process tree (psutil), and GPU
-utilization and memory through NVML when present (engine/gpus.py is the seam)."""
+"""Resource samples of a run: CPU and RSS of the agent's process tree (psutil), the host's load
+average, and GPU utilization and memory through NVML when present (engine/gpus.py is the seam)."""
 
 from __future__ import annotations
+
+import os
 
 import psutil
 
@@ -28,4 +30,12 @@ class ProcessTreeSampler:
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
         self._procs = current
-        return {"cpu_percent": round(cpu, 1), "rss_bytes": rss, "n_procs": alive}
+        return {"cpu_percent": round(cpu, 1), "rss_bytes": rss, "n_procs": alive, "load": host_load()}
+
+
+def host_load() -> list[float] | None:
+    """The host's load average over 1, 5 and 15 minutes (None where the OS has none)."""
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None

@@ -233,6 +233,13 @@ SELECT count(*) AS n_samples,
            AS gpu_busy_hours
 FROM r;
 
+-- The host's load average while the run was sampled: why a wall-clock budget bought less
+-- training than on an idle machine (the agent shares the cores).
+-- name: host_load
+SELECT count(load1) AS n_samples, avg(load1) AS load1_mean, max(load1) AS load1_max,
+       avg(load5) AS load5_mean, avg(load15) AS load15_mean
+FROM s.resources WHERE run_id = $run_id;
+
 -- name: gpu_allocated
 SELECT coalesce(sum((coalesce(ended_at, $now) - started_at)
                     * CASE WHEN json_valid(gpus) THEN coalesce(json_array_length(gpus), 0) ELSE 0 END), 0) / 3600

@@ -29,6 +29,7 @@ from autorl_tui.tui.widgets.checklist import CheckList
 from autorl_tui.tui.widgets.gauge import Gauge
 from autorl_tui.units import fmt_bytes
 from autorl_tui.tui.widgets.log_view import LogLine, LogView
+from autorl_tui.tui.widgets.text_line import set_text
 
 DEFAULT_SERIES = ("reward", "loss", "kl", "entropy", "completions/mean_length", "dev score", "dev_score")
 SERIES_COLORS = ("green", "cyan", "yellow", "magenta", "blue", "bright_red")
@@ -131,7 +132,8 @@ class RunScreen(Screen):
         self._fill_revisions()
         if hist.get("resources"):
             r = hist["resources"]
-            self._show_resources(r.get("cpu_percent"), r.get("rss_bytes"), r.get("n_procs"), r.get("gpus"))
+            self._show_resources(r.get("cpu_percent"), r.get("rss_bytes"), r.get("n_procs"), r.get("gpus"),
+                                 r.get("load1"))
         self.loaded = True
         for early in self._early:
             self._apply(early, min_seq=self.as_of_seq)
@@ -185,7 +187,8 @@ class RunScreen(Screen):
             self._redraw_charts()
         sample = changes.resources.get(rid)
         if sample is not None:
-            self._show_resources(sample.cpu_percent, sample.rss_bytes, sample.n_procs, sample.gpus)
+            self._show_resources(sample.cpu_percent, sample.rss_bytes, sample.n_procs, sample.gpus,
+                                 (sample.load or [None])[0])
         if self._revisions_dirty and self.query_one(TabbedContent).active == "revisions":
             self.reload_revisions()
 
@@ -220,7 +223,7 @@ class RunScreen(Screen):
                     f"{' · driver ' + run['driver'] if run.get('driver') else ''} · {run.get('executor', '')}")
         if state in FINISHED_STATES and run.get("end_reason"):
             head.append(f"   {run['end_reason']}", style="dim")
-        self.query_one("#run-header", Static).update(head)
+        set_text(self.query_one("#run-header", Static), head)   # wraps on a narrow terminal: height may change
         budget = budget_s(run)
         span = agent_span(run, now)          # the agent's own time; grading/finalizing apart
         spent = span[0] if span else None
@@ -237,11 +240,12 @@ class RunScreen(Screen):
             gauge.set_value(spent / budget if budget else None,
                             f"{format_duration(left)} left of {format_duration(budget)}")
 
-    def _show_resources(self, cpu, rss, n_procs, gpus) -> None:
+    def _show_resources(self, cpu, rss, n_procs, gpus, load1=None) -> None:
         machine = self.app.machine
+        load = "" if load1 is None else f" · load {load1:.1f}"     # the host's: a busy machine explains a slow run
         self.query_one("#g-cpu", Gauge).set_value(
             None if cpu is None else cpu / (100 * machine["cpus"]),
-            "-" if cpu is None else f"{cpu:.0f}% · {n_procs or 0} procs")
+            "-" if cpu is None else f"{cpu:.0f}% · {n_procs or 0} procs{load}")
         self.query_one("#g-rss", Gauge).set_value(
             None if rss is None else rss / machine["mem"], fmt_bytes(rss))
         gauge = self.query_one("#g-gpu", Gauge)
@@ -260,8 +264,9 @@ class RunScreen(Screen):
         follow = "following" if log.follow else "paused (f or end: follow)"
         search = f"  search: {log.search_term!r} match {log.match_rank} of {log.match_total}" \
             if log.search_term else ""
-        self.query_one("#log-status", Static).update(
-            f"{self._clock_note()}  {len(log.lines)} lines in view (last {log.capacity})  {follow}{search}")
+        set_text(self.query_one("#log-status", Static),
+                 f"{self._clock_note()}  {len(log.lines)} lines in view (last {log.capacity})  {follow}{search}",
+                 fixed_height=True)
 
     def action_toggle_follow(self) -> None:
         log = self.query_one(LogView)

@@ -14,23 +14,30 @@ from autorl_tui.tui.formatting import (ACTIVE_STATES, FINISHED_STATES, STATE_ICO
                                        shown_improvement)
 from autorl_tui.tui.model import Changes
 from autorl_tui.tui.typed_bar import route_key
+from autorl_tui.tui.widgets.chart import sparkline
+from autorl_tui.tui.widgets.text_line import set_text
 
 COLUMNS = [("state", "State", 12), ("id", "Run", 6), ("task", "Task", 12), ("agent", "Agent", 14),
            ("model", "Model", 8), ("seed", "Seed", 4), ("gpu", "GPU", 5), ("time", "Elapsed/Budget", 14),
            ("activity", "Last event", 24),
-           ("baseline", "Base dev", 8), ("best", "Best dev", 8), ("base_test", "Base test", 9), ("test", "Test", 6),
+           ("baseline", "Base dev", 8), ("best", "Best dev", 8), ("trend", "Trend", 6), ("base_test", "Base test", 9), ("test", "Test", 6),
            ("improvement", "Δ", 10)]
 # Which columns go first when the terminal is narrow: state and id never; the agent last (the
-# reference and the control of one task would look alike without it), then the task.
-DROP_ORDER = ("model", "seed", "gpu", "activity", "time", "base_test", "baseline", "improvement", "task", "agent")
+# reference and the control of one task would look alike without it), then the task. The dev
+# trend (a sparkline of the last graded dev scores) stays down to 80 columns.
+DROP_ORDER = ("model", "seed", "gpu", "activity", "base_test", "time", "baseline", "improvement", "trend", "task",
+              "agent")
+TREND_WIDTH = 6
+SCROLLBAR = 2          # the table's vertical scrollbar, there as soon as the rows outgrow the screen
 
 
 def visible_columns(width: int) -> list[tuple]:
-    """COLUMNS that fit in `width` cells (each column takes its width plus 2 of padding; the last
-    column's right padding may fall off the edge)."""
+    """COLUMNS that fit in `width` cells beside the table's vertical scrollbar (each column takes
+    its width plus 2 of padding; the last column's right padding may fall off the edge): a table
+    wider than that would grow a horizontal scrollbar."""
     shown = list(COLUMNS)
     for key in DROP_ORDER:
-        if sum(w + 2 for _, _, w in shown) - 1 <= width:
+        if sum(w + 2 for _, _, w in shown) - 1 + SCROLLBAR <= width:
             break
         shown = [c for c in shown if c[0] != key]
     return shown
@@ -66,6 +73,10 @@ def matches(run: dict, query: str) -> bool:
 class RunsScreen(Screen):
     SCOPE = "runs"
     BINDINGS = bindings("runs")
+    # Rows the table holds: active runs and the queue come first, then history newest first; a
+    # home of 10,000 runs shows its first 500 (building a row costs the table ~1 ms) and `/`
+    # finds any other.
+    MAX_ROWS = 500
 
     def __init__(self):
         super().__init__()
@@ -74,6 +85,7 @@ class RunsScreen(Screen):
         self.sort_reverse = False
         self._cells: dict[str, tuple] = {}     # run id -> the cell values on screen
         self._order: list[str] = []
+        self.matching = 0          # runs that match the filter (the table holds at most MAX_ROWS)
 
     def compose(self) -> ComposeResult:
         yield Static(id="status", classes="status-bar")
@@ -126,13 +138,18 @@ class RunsScreen(Screen):
                 run.get("agent", ""), run.get("model", ""), str(run.get("seed", "")), gpu,
                 fmt_elapsed_budget(run, now), Text(fmt_liveness(run, now), style=style if is_stale(run, now) or state == "failed" else "dim"),
                 fmt_score(dev_baseline(run)),
-                fmt_score(run.get("best_dev_score")), fmt_score(run.get("baseline_score")),
+                fmt_score(run.get("best_dev_score")),
+                Text(sparkline([v for _, v in run.get("dev_scores") or ()], TREND_WIDTH), style="green"),
+                fmt_score(run.get("baseline_score")),
                 fmt_score(run.get("test_score")),
                 Text(fmt_delta(imp) + (" dev" if basis == "dev" and imp is not None else ""),
                      style="green" if imp and imp > 0 else "red" if imp and imp < 0 else ""))
 
     def ordered_ids(self) -> list[str]:
+        """The ids the table shows, in order: the first MAX_ROWS of the runs that match the filter
+        (`self.matching` says how many match)."""
         runs = [r for r in self.app.model.runs.values() if matches(r, self.filter_text)]
+        self.matching = len(runs)
         _, field = SORTS[self.sort_index]
         if field is None:
             runs.sort(key=default_order, reverse=self.sort_reverse)
@@ -141,7 +158,7 @@ class RunsScreen(Screen):
                 v = r.get(field)
                 return (v is None, v if v is not None else 0, r["id"])
             runs.sort(key=key, reverse=self.sort_reverse)
-        return [r["id"] for r in runs]
+        return [r["id"] for r in runs[:self.MAX_ROWS]]
 
     def reload(self) -> None:
         """Rebuild the table (snapshot, filter or sort changed)."""
@@ -198,16 +215,19 @@ class RunsScreen(Screen):
     def refresh_status(self) -> None:
         if not self.is_mounted:
             return
-        self.query_one("#status", Static).update(self.app.status_line())
+        set_text(self.query_one("#status", Static), self.app.status_line(), fixed_height=True)
         sort_name = SORTS[self.sort_index][0] + (" ↓" if self.sort_reverse else "")
         shown = len(self._order)
         total = len(self.app.model.runs)
         hint = f"{shown} of {total} runs  sort: {sort_name}"
+        if self.matching > shown:
+            hint = (f"the first {shown} of {self.matching} {'matching ' if self.filter_text else ''}runs "
+                    f"({total} in all; / filters)  sort: {sort_name}")
         if self.filter_text:
             hint += f"  filter: {self.filter_text}"
         if not total:
             hint = "no runs yet: press n to start a plan"
-        self.query_one("#runs-hint", Static).update(hint)
+        set_text(self.query_one("#runs-hint", Static), hint, fixed_height=True)
 
     def selected_run_id(self) -> str | None:
         table = self.query_one(DataTable)

@@ -9,15 +9,17 @@ the ring. Search highlights matches and jumps between them.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from typing import Iterable, Iterator, NamedTuple
 
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from autorl_tui.tui.formatting import fmt_offset
 
@@ -31,13 +33,39 @@ _CONTROL = {i: " " for i in range(32)}
 _CONTROL[ord("\t")] = "    "
 
 
-@dataclass(slots=True)
-class LogLine:
+class LogLine(NamedTuple):
     ts: float
     kind: str
     level: str
     message: str
     seq: int = 0      # the client's receive number (0 for lines read from the store)
+
+
+class LogLines:
+    """The ring of lines, read as `LogLine`s but kept as plain tuples: the garbage collector stops
+    tracking a tuple of numbers and strings, so a full ring (20,000 lines) adds nothing to the
+    pause of a full collection (under a flood those pauses were the console's slowest frames)."""
+
+    def __init__(self, capacity: int):
+        self._ring: deque[tuple] = deque(maxlen=capacity)
+
+    def __len__(self) -> int:
+        return len(self._ring)
+
+    def __getitem__(self, index: int) -> LogLine:
+        return LogLine._make(self._ring[index])
+
+    def __iter__(self) -> Iterator[LogLine]:
+        return map(LogLine._make, self._ring)
+
+    def extend(self, lines: Iterable[LogLine]) -> None:
+        self._ring.extend(map(tuple, lines))
+
+    def clear(self) -> None:
+        self._ring.clear()
+
+    def messages(self) -> Iterator[str]:
+        return (row[3] for row in self._ring)
 
 
 def clean(message: str) -> str:
@@ -75,7 +103,7 @@ class LogView(ScrollView, can_focus=True):
     def __init__(self, capacity: int = 20_000, origin: float | None = None, **kwargs):
         super().__init__(**kwargs)
         self.capacity = capacity
-        self.lines: deque[LogLine] = deque(maxlen=capacity)
+        self.lines = LogLines(capacity)
         self.total = 0            # lines ever appended (the ring holds the last `capacity`)
         self.origin = origin      # timestamps are shown as offsets from this (the run's start)
         self._max_width = 0
@@ -84,15 +112,20 @@ class LogView(ScrollView, can_focus=True):
         self.match_index: int | None = None   # ring index of the current match
         self.match_rank = 0       # the current match is the match_rank-th of match_total (as of the last jump)
         self.match_total = 0
+        # Rendered lines by (line number since the first, scroll x, width, highlight): following
+        # the tail shifts every line up a row; each is rendered once, not on every frame.
+        self._strips: LRUCache[tuple, Strip] = LRUCache(256)
 
     # ------------------------------------------------------------------ data
     def set_origin(self, origin: float | None) -> None:
         if origin != self.origin:
             self.origin = origin
+            self._strips.clear()
             self.refresh()
 
     def clear(self) -> None:
         self.lines.clear()
+        self._strips.clear()
         self.total = 0
         self._max_width = 0
         self.virtual_size = Size(0, 0)
@@ -107,7 +140,7 @@ class LogView(ScrollView, can_focus=True):
         dropped = before + len(new) - len(self.lines)
         width = max((len(line.message) for line in new[-2000:]), default=0) + 12
         self._max_width = min(MAX_WIDTH, max(self._max_width, width))
-        self.virtual_size = Size(self._max_width, len(self.lines))
+        self._set_virtual_size(Size(self._max_width, len(self.lines)))
         if self.match_index is not None:
             self.match_index -= dropped
             if self.match_index < 0:
@@ -121,6 +154,21 @@ class LogView(ScrollView, can_focus=True):
         finally:
             self._moving = False
         self.refresh()
+
+    def _set_virtual_size(self, size: Size) -> None:
+        """Grow the scrollable area without a layout pass of the whole screen (assigning
+        `virtual_size` lays out everything, every batch of a flood); only when a scrollbar
+        appears or goes is a layout needed."""
+        if size == self.virtual_size:
+            return
+        if not self.is_mounted:
+            self.virtual_size = size
+            return
+        bars = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
+        self.set_reactive(Widget.virtual_size, size)
+        self._scroll_update(size)
+        if (self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != bars:
+            self.refresh(layout=True)
 
     # ------------------------------------------------------------------ following and scrolling
     def _scroll_tail(self) -> None:
@@ -180,7 +228,7 @@ class LogView(ScrollView, can_focus=True):
         for i in order:
             if needle in self.lines[i].message.lower():
                 self.match_index = i
-                hits = [needle in line.message.lower() for line in self.lines]
+                hits = [needle in message.lower() for message in self.lines.messages()]
                 self.match_total, self.match_rank = sum(hits), sum(hits[:i + 1])
                 self.follow = False
                 self._moving = True
@@ -206,14 +254,28 @@ class LogView(ScrollView, can_focus=True):
             return self._part(f"level-{line.level}")
         return self._part(line.kind) if line.kind in KINDS else Style()
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()          # a theme or CSS change restyles every line
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
         if index >= len(self.lines):
-            return Strip.blank(width, base)
+            return Strip.blank(width, self.rich_style)
         line = self.lines[index]
+        term = self.search_term
+        lit = bool(term) and term.lower() in line.message.lower()
+        key = (self.total - len(self.lines) + index, scroll_x, width, term if lit else None,
+               lit and index == self.match_index)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = self._render_log_line(line, index, scroll_x, width)
+        return strip
+
+    def _render_log_line(self, line: LogLine, index: int, scroll_x: int, width: int) -> Strip:
+        base = self.rich_style
         message = clean(line.message)
         if message.startswith(line.kind + " "):      # "state queued → preparing": the kind column says it
             message = message[len(line.kind) + 1:]
@@ -232,5 +294,4 @@ class LogView(ScrollView, can_focus=True):
             segments.append(Segment(message[pos:], style))
         else:
             segments.append(Segment(message, style))
-        strip = Strip(segments).crop_extend(scroll_x, scroll_x + width, base)
-        return strip
+        return Strip(segments).crop_extend(scroll_x, scroll_x + width, base)

@@ -72,3 +72,22 @@ def test_a_plan_naming_a_benchmark_without_its_data_stops_at_validation(tmp_path
     store = tmp_path / "home" / "store.db"
     if store.exists():
         assert sqlite3.connect(store).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+
+
+def test_alfworld_needs_its_games_and_its_prompt_file(tmp_path, monkeypatch):
+    """The ALFWorld benchmark names what is missing: the games (`alfworld-download`, ALFWORLD_DATA,
+    or json_2.1.1/ in the home's data folder), then AutoRL-Bench's prompt file (`autorl-tui data get
+    alfworld`, ALFWORLD_REACT_PROMPTS); with both in the home it is available."""
+    from autorl_tui.catalog.tasks import load_task_card, provider_data_missing
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    monkeypatch.delenv("ALFWORLD_REACT_PROMPTS", raising=False)
+    data_home = tmp_path / "data"
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "alfworld", data_home=data_home)
+    why = provider_data_missing(card)
+    assert "alfworld-download" in why and "ALFWORLD_DATA" in why and "alfworld-gen" in why
+    (data_home / "alfworld" / "json_2.1.1" / "valid_unseen").mkdir(parents=True)
+    why = provider_data_missing(card)
+    assert "autorl-tui data get alfworld" in why and "ALFWORLD_REACT_PROMPTS" in why
+    (data_home / "alfworld" / "react_prompts.json").write_text("{}")
+    assert provider_data_missing(card) is None
+    assert provider_data_missing(load_task_card(REPO / "autorl_tui" / "tasks" / "alfworld-gen")) is None

@@ -21,13 +21,15 @@ DSQA_COLUMNS = ["problem", "problem_category", "answer", "answer_type"]
 
 def webshop_official_bytes(products: list[dict]) -> dict[str, bytes]:
     """Generated products (autorl_tui.tasks.webshop.catalog) written as WebShop's small data set:
-    items_shuffle_1000.json, items_ins_v2_1000.json and items_human_ins.json (one human goal each)."""
+    items_shuffle_1000.json, items_ins_v2_1000.json and items_human_ins.json (one human goal each, naming
+    an attribute and, as real instructions do, the option values it asks for)."""
     raw = [{"asin": p["asin"], "name": p["title"], "category": p["category"], "query": p["query"],
             "product_category": p["product_category"], "pricing": f"${p['price']:.2f}",
             "small_description": p["features"], "full_description": p["description"],
             "customization_options": {g: [{"value": v, "image": None} for v in vals] for g, vals in p["options"].items()}}
            for p in products]
-    human = {p["asin"]: [{"instruction": f"i want {p['attributes'][0]} {p['name']}.",
+    human = {p["asin"]: [{"instruction": " ".join([f"i want {p['attributes'][0]} {p['name']}"]
+                                                  + [f"{g} {vals[0]}" for g, vals in p["options"].items()]) + ".",
                           "instruction_attributes": p["attributes"][:1],
                           "instruction_options": [vals[0] for vals in p["options"].values()]}] for p in products}
     return {"items_shuffle_1000.json": json.dumps(raw).encode(),

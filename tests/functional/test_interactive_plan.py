@@ -6,6 +6,7 @@ protocol and the official origin of the data, the score is the share with reward
 report names the protocol, the data's origin and WebShop's secondary figures."""
 
 import json
+import shutil
 import sqlite3
 
 import pytest
@@ -22,8 +23,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.long]
 SHORT = "ws_sft_steps=10,ws_sft_batch=4,ws_focus_steps=0,ws_submit_reserve_s=150,threads=2"
 
 
-def test_a_plan_over_the_webshop_benchmark_runs_on_official_data(tmp_path):
-    home = make_reachable_home()
+@pytest.fixture
+def home():
+    h = make_reachable_home()
+    yield h
+    shutil.rmtree(h.parent, ignore_errors=True)
+
+
+def test_a_plan_over_the_webshop_benchmark_runs_on_official_data(home, tmp_path):
     files = webshop_official_bytes(C.generate_products(seed=7, per_type=2))
     with HubServer() as hub:
         tasks = benchmark_card_on_hub(hub, "webshop", files, tmp_path / "tasks")

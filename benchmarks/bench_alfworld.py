@@ -25,7 +25,7 @@ def main():
     from autorl_tui.grading.types import EvalProtocol, ScorerContext
     from autorl_tui.tasks.alfworld.policies import FixedCommandPolicy, ReplayExpertPolicy
 
-    card = load_task_card(REPO / "autorl_tui" / "tasks" / "alfworld")
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "alfworld-gen")
     card.data["params"]["source"] = "generated"
     card.data["splits"] = {"dev": {"seed": 2, "n_per_type": N_PER_TYPE, "rooms": "seen"}}
     card.id = "alfworld-bench"

@@ -25,7 +25,7 @@ def main():
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_dsqa_"))
     try:
-        card = load_task_card(REPO / "autorl_tui" / "tasks" / "deepsearchqa")
+        card = load_task_card(REPO / "autorl_tui" / "tasks" / "deepsearchqa-gen")
         card.data["params"]["source"] = "generated"
         t0 = time.perf_counter()
         train = materialize(card, "train", tmp)

@@ -21,7 +21,7 @@ def main():
     from autorl_tui.tasks.webshop.provider import build_split
     from autorl_tui.tasks.webshop.shop import Shop
 
-    card = load_task_card(REPO / "autorl_tui" / "tasks" / "webshop")
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "webshop-mini")
     card.data["params"]["source"] = "generated"
     products, train = build_split(card, "train")
     t0 = time.perf_counter()

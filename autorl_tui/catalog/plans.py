@@ -95,7 +95,7 @@ def _combinations(raw: dict, agents: list[str], where: str) -> list[tuple[str, s
     if both:
         raise UsageError(f"plan {where}: `cells` pairs tasks with models; drop `{'` and `'.join(both)}` "
                          f"(or drop `cells` to run every task with every model)")
-    fix = "e.g. cells: [{task: webshop, model: tiny-webshop}, {task: arith, model: tiny, protocol: default}]"
+    fix = "e.g. cells: [{task: webshop-mini, model: tiny-webshop}, {task: arith, model: tiny, protocol: default}]"
     cells = _as_list(raw, "cells", where)
     if not all(isinstance(c, dict) and set(c) - {"protocol"} == {"task", "model"} for c in cells):
         raise UsageError(f"plan {where}: each of `cells` must be a mapping with exactly `task` and `model` "

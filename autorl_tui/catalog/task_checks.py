@@ -22,7 +22,8 @@ import yaml
 from autorl_tui import registry
 from autorl_tui.catalog.protocol import OVERRIDE_KEYS, EvalProtocol, card_protocols
 from autorl_tui.catalog.tasks import (HELD_OUT_SPLITS, REQUIRED, DataUnavailable, TaskCard, load_task_card,
-                                      local_data_root, materialize, provider_module, read_items)
+                                      local_data_root, materialize, provider_data_missing, provider_module,
+                                      read_items)
 from autorl_tui.exitcodes import UsageError
 
 PROVIDERS = ("generator", "files", "local", "python")
@@ -82,10 +83,9 @@ def data_available(card: TaskCard) -> tuple[bool, str]:
             module = provider_module(card)
         except (LookupError, ValueError, ImportError, AttributeError) as exc:
             return False, f"provider function not importable: {exc}"
-        check = getattr(module, "available", None)
-        if check is None:
+        if getattr(module, "available", None) is None:
             return True, "python provider"
-        why = check(card)
+        why = provider_data_missing(card)
         return (why is None, why or "python provider")
     return False, f"unknown provider {provider!r}"
 

@@ -253,6 +253,9 @@ def _build_split(card: TaskCard, split: str, out_dir: Path) -> Path:
     if provider == "local":
         return _materialize_local(card, split, out_dir)
     if provider == "python":
+        why = provider_data_missing(card)
+        if why:
+            raise DataUnavailable(why)
         return Path(provider_function(card)(card, split, out_dir))
     raise UsageError(f"task {card.id}: unknown data provider {provider!r} (generator, files, local, python)")
 
@@ -338,6 +341,13 @@ def provider_module(card: TaskCard):
     """The provider function's module, where its optional hooks live (`available(card)`,
     `source_fingerprint(card)`)."""
     return sys.modules[provider_function(card).__module__]
+
+
+def provider_data_missing(card: TaskCard) -> str | None:
+    """A `python` provider's own answer (its optional `available(card)`): None when its data can be had
+    here, else what is missing and how to get it (a benchmark card without its official data)."""
+    check = getattr(provider_module(card), "available", None)
+    return check(card) if check is not None else None
 
 
 def local_data_root(card: TaskCard) -> Path | None:

@@ -16,7 +16,8 @@ from pathlib import Path
 from autorl_tui.catalog.agents import agent_search_path, find_agent
 from autorl_tui.catalog.models import builtin_models, resolve_model
 from autorl_tui.catalog.plans import Plan, RunRequest, isolation_of
-from autorl_tui.catalog.tasks import DataUnavailable, find_task, local_data_root, task_search_path
+from autorl_tui.catalog.tasks import (DataUnavailable, find_task, local_data_root, provider_data_missing,
+                                     task_search_path)
 from autorl_tui.engine import events as ev
 from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
@@ -204,6 +205,10 @@ class Engine:
                 materialize(card, "train", self.home.cache / "tasks")
             except DataUnavailable:
                 raise
+        elif card.data.get("provider") == "python":    # a benchmark card without its data stops here
+            why = provider_data_missing(card)
+            if why:
+                raise DataUnavailable(why)
         agent = find_agent(req.agent, self.agent_search_path())
         overlay = req.options.get("overlay") or {}
         given = overlay_env(overlay, os.environ)       # refuses a named variable unset here

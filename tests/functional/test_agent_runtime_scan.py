@@ -44,7 +44,7 @@ def held_out_splits():
         except DataUnavailable as exc:      # e.g. a `local` task whose data this machine lacks
             missing[task_id] = str(exc).splitlines()[0]
     print(f"tasks scanned for: {sorted(splits)}; without data here: {missing}")
-    assert {"humaneval", "arith-small", "webshop", "alfworld"} <= set(splits), (sorted(splits), missing)
+    assert {"humaneval", "arith-small", "webshop-mini", "alfworld-gen", "deepsearchqa-gen"} <= set(splits), (sorted(splits), missing)
     return splits
 
 

@@ -24,7 +24,7 @@ TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_
 
 def small_card(tmp: Path, name: str, task_types, splits: dict):
     """The shipped alfworld card with fewer games (same generator, same protocol otherwise)."""
-    card = load_task_card(REPO / "autorl_tui" / "tasks" / "alfworld")
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "alfworld-gen")
     card.data = json.loads(json.dumps(card.data))
     card.data["params"]["source"] = "generated"
     card.data["params"]["task_types"] = list(task_types)
@@ -299,13 +299,15 @@ def test_official_layout_is_used_when_alfworld_data_points_at_it(all_types_train
 
 
 def test_official_source_without_the_data_says_how_to_get_it(alfworld_data, tmp_path, monkeypatch):
-    from autorl_tui.tasks.alfworld.provider import AlfworldDataError, available
+    from autorl_tui.catalog.tasks import DataUnavailable
+    from autorl_tui.tasks.alfworld.provider import available
     card = small_card(tmp_path, "official-missing", TASK_TYPES, {"train": {}, "dev": {}, "test": {}})
     card.data["params"]["source"] = "official"
     monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path / "empty"))
     assert "json_2.1.1" in available(card)
-    with pytest.raises(AlfworldDataError, match="set ALFWORLD_DATA to the folder holding json_2.1.1"):
+    with pytest.raises(DataUnavailable, match="run `alfworld-download` with ALFWORLD_DATA set to a folder"):
         materialize(card, "dev", tmp_path / "cache")
+    assert not list((tmp_path / "cache").rglob("items.jsonl"))      # nothing half-written
 
 
 def test_workspace_gets_the_train_split_and_nothing_held_out(three_splits, tmp_path):

@@ -31,10 +31,10 @@ def home():
 def small_alfworld_tasks(root):
     """The shipped card with one task type and a handful of games (same generator and protocol)."""
     task = root / "alfworld-small"
-    shutil.copytree(REPO / "autorl_tui" / "tasks" / "alfworld", task)
+    shutil.copytree(REPO / "autorl_tui" / "tasks" / "alfworld-gen", task)
     card = yaml.safe_load((task / "task.yaml").read_text())
     card["id"] = "alfworld-small"
-    card["protocols"][card["default_protocol"]]["max_steps"] = 6
+    card["protocol"]["max_steps"] = 6
     card["submission_cap"] = {"min_interval_s": 0}
     card["data"]["params"].update(source="generated", task_types=["pick_and_place_simple"])
     card["data"]["splits"] = {"train": {"seed": 1, "n_per_type": 2, "rooms": "seen"},

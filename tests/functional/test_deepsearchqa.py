@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def small_card(n_train=40, n_dev=20, n_test=30, **options):
-    card = load_task_card(REPO / "autorl_tui" / "tasks" / "deepsearchqa")
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "deepsearchqa-gen")
     card.data = json.loads(json.dumps(card.data))
     card.data["params"]["source"] = "generated"
     for split, n in (("train", n_train), ("dev", n_dev), ("test", n_test)):
@@ -242,7 +242,7 @@ def test_train_split_carries_sft_data_and_the_runner_an_agent_imports(splits, tm
 def test_tasks_validate_passes_on_the_shipped_card(tmp_path):
     env = {"PYTHONPATH": str(REPO), "AUTORL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin",
            "HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-m", "autorl_tui", "tasks", "validate", "deepsearchqa"],
+    out = subprocess.run([sys.executable, "-m", "autorl_tui", "tasks", "validate", "deepsearchqa-gen"],
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "valid" in out.stdout

@@ -37,11 +37,11 @@ def home():
 
 def small_tasks(root):
     task = root / "dsqa-small"
-    shutil.copytree(REPO / "autorl_tui" / "tasks" / "deepsearchqa", task,
+    shutil.copytree(REPO / "autorl_tui" / "tasks" / "deepsearchqa-gen", task,
                     ignore=shutil.ignore_patterns("__pycache__"))
     card = yaml.safe_load((task / "task.yaml").read_text())
     card["id"] = "dsqa-small"
-    card["protocols"][card["default_protocol"]]["max_steps"] = 6          # the expert needs 3-5 (a search per hop, then the answer)
+    card["protocol"]["max_steps"] = 6          # the expert needs 3-5 (a search per hop, then the answer)
     card["scorer_options"]["history_len"] = 1   # the last tool result is all a chain's next hop needs: short prompts
     card["scorer_options"]["top_k"] = 3         # the hit titled as searched ranks first: fewer lines to read past
     card["submission_cap"] = {"min_interval_s": 0}

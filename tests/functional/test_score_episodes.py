@@ -22,7 +22,7 @@ def write_lines(path: Path, rows) -> Path:
 @pytest.fixture(scope="module")
 def dev_items(tmp_path_factory):
     home = tmp_path_factory.mktemp("score_home")
-    card = load_task_card(REPO / "autorl_tui" / "tasks" / "deepsearchqa")
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "deepsearchqa-gen")
     split = materialize(card, "dev", home / "cache" / "tasks")
     items = [json.loads(line) for line in (split / "items.jsonl").read_text().splitlines()]
     single = next(i for i in items if i["answer_type"] == "single")
@@ -37,7 +37,7 @@ def test_episodes_are_replayed_and_scored(dev_items, tmp_path):
             {"id": listed["id"], "actions": [f"answer[{gold}, Somebody Else]"]},          # an extra item
             {"id": single["id"], "actions": ["answer[certainly not this]"]},
             {"id": listed["id"], "actions": ["search[nothing useful]"] * 20}]           # never answers
-    proc = cli("score", "deepsearchqa", "--split", "dev", "--episodes", str(write_lines(tmp_path / "e.jsonl", rows)),
+    proc = cli("score", "deepsearchqa-gen", "--split", "dev", "--episodes", str(write_lines(tmp_path / "e.jsonl", rows)),
                "--json", home=home, timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -87,7 +87,7 @@ def test_bad_episode_files_are_refused(dev_items, tmp_path, content, message):
     home, _, _ = dev_items
     f = tmp_path / "e.jsonl"
     f.write_text(content)
-    proc = cli("score", "deepsearchqa", "--split", "dev", "--episodes", str(f), home=home, timeout=120)
+    proc = cli("score", "deepsearchqa-gen", "--split", "dev", "--episodes", str(f), home=home, timeout=120)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
@@ -96,7 +96,20 @@ def test_an_unknown_protocol_names_the_known_ones(dev_items, tmp_path):
     home, single, _ = dev_items
     f = write_lines(tmp_path / "e.jsonl", [{"id": single["id"], "actions": ["answer[x]"]}])
     proc = cli("score", "deepsearchqa", "--protocol", "nope", "--split", "dev", "--episodes", str(f), home=home)
-    assert proc.returncode == 2 and "default, autorl-bench" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "autorl-bench" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("task,variable", [("deepsearchqa", "DEEPSEARCHQA_PATH"), ("webshop", "WEBSHOP_DATA")])
+def test_a_benchmark_id_without_its_official_data_is_refused(tmp_path, task, variable):
+    """The benchmark ids never fall back to their stand-ins: without the official data, scoring stops
+    with one line naming `autorl-tui data get TASK`, the variable and the stand-in's id."""
+    f = write_lines(tmp_path / "e.jsonl", [{"id": "x", "actions": ["answer[x]"]}])
+    proc = cli("score", task, "--split", "dev", "--episodes", str(f), home=tmp_path / "home", timeout=120,
+               env={variable: ""})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert f"autorl-tui data get {task}" in proc.stderr and variable in proc.stderr
+    assert not list((tmp_path / "home").glob(f"cache/tasks/{task}/*/dev*")), "nothing half-written"
 
 
 def test_webshop_purchases_are_replayed_and_get_goal_py_s_reward(tmp_path):
@@ -104,7 +117,7 @@ def test_webshop_purchases_are_replayed_and_get_goal_py_s_reward(tmp_path):
     same product with other options gets the reward WebShop's get_reward gives (reward.py)."""
     from autorl_tui.tasks.webshop.reward import reward
     home = tmp_path / "home"
-    card = load_task_card(REPO / "autorl_tui" / "tasks" / "webshop")
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "webshop-mini")
     split = materialize(card, "dev", home / "cache" / "tasks")
     goals = [json.loads(line) for line in (split / "items.jsonl").read_text().splitlines()]
     catalog = {p["asin"]: p for p in map(json.loads, (split / "catalog.jsonl").read_text().splitlines())}
@@ -117,7 +130,7 @@ def test_webshop_purchases_are_replayed_and_get_goal_py_s_reward(tmp_path):
     buy = [f"search[{product['title']}]", f"click[{goal['asin'].lower()}]"]
     rows = [{"id": goal["id"], "actions": buy + right + ["click[buy now]"]},
             {"id": goal["id"], "actions": buy + [f"click[{v}]" for v in other.values()] + ["click[buy now]"]}]
-    proc = cli("score", "webshop", "--split", "dev", "--episodes", str(write_lines(tmp_path / "e.jsonl", rows)),
+    proc = cli("score", "webshop-mini", "--split", "dev", "--episodes", str(write_lines(tmp_path / "e.jsonl", rows)),
                "--json", home=home, timeout=600)
     assert proc.returncode == 0, proc.stderr
     first, second = json.loads(proc.stdout)["items"]

@@ -37,10 +37,10 @@ def home():
 def small_webshop_tasks(root):
     """The shipped card over a smaller catalog with fewer instructions (same environment and protocol)."""
     task = root / "webshop-small"
-    shutil.copytree(REPO / "autorl_tui" / "tasks" / "webshop", task, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(REPO / "autorl_tui" / "tasks" / "webshop-mini", task, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     card = yaml.safe_load((task / "task.yaml").read_text())
     card["id"] = "webshop-small"
-    card["protocols"][card["default_protocol"]]["max_steps"] = 8
+    card["protocol"]["max_steps"] = 8
     card["submission_cap"] = {"min_interval_s": 0}
     card["data"]["params"].update(source="generated", per_type=6, id_chars=2)
     card["data"]["splits"] = {"train": {"n": 240, "seed": 1}, "dev": {"n": 24, "seed": 2}, "test": {"n": TEST_N, "seed": 3}}

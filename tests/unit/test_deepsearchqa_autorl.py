@@ -9,7 +9,6 @@ SerpAPI, DuckDuckGo and the OpenAI-compatible judge are paid or external service
 servers speaking their protocols stand in for them.
 """
 
-import csv
 import json
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -25,20 +24,14 @@ from autorl_tui.tasks.deepsearchqa.judging import AnswerGrader
 from autorl_tui.tasks.deepsearchqa.official import gold_items, read_official
 
 from tests.support.local_http import http_server  # noqa: F401  (a fixture)
+from tests.support.official_interactive import dsqa_csv_bytes
 
 TABLE = json.loads((Path(__file__).parents[1] / "data" / "deepsearchqa" / "autorl_string_match.json").read_text())
 CARD = Path(__file__).parents[2] / "autorl_tui" / "tasks" / "deepsearchqa" / "task.yaml"
-COLUMNS = ["problem", "problem_category", "answer", "answer_type"]
 
 
 def write_csv(path: Path, n: int) -> Path:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(COLUMNS)
-        for i in range(n):
-            kind = "Set Answer" if i % 3 == 0 else "Single Answer"
-            answer = f"Town {i}, Washington, D.C., Austin, TX" if kind == "Set Answer" else f"answer {i}"
-            w.writerow([f"Question number {i}: which places?", "Geography", answer, kind])
+    path.write_bytes(dsqa_csv_bytes(n))
     return path
 
 

@@ -18,7 +18,7 @@ DOC = re.compile(r"\[D(\d{4})\]")
 
 @pytest.fixture(scope="module")
 def train(tmp_path_factory):
-    card = load_task_card(REPO / "autorl_tui" / "tasks" / "deepsearchqa" / "task.yaml")
+    card = load_task_card(REPO / "autorl_tui" / "tasks" / "deepsearchqa-gen" / "task.yaml")
     card.data["params"]["source"] = "generated"
     card.data["splits"]["train"]["n"] = 10
     return materialize(card, "train", tmp_path_factory.mktemp("cache"))

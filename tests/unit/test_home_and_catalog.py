@@ -164,7 +164,7 @@ def test_a_built_in_model_made_for_another_task_is_refused_unless_the_plan_allow
     from autorl_tui.exitcodes import UsageError
     from autorl_tui.home import Home
 
-    plan = "name: p\ntasks: [webshop]\nagents: [baseline-copy]\nmodels: [tiny]\nbudget: 1m\nisolation: none\n"
+    plan = "name: p\ntasks: [webshop-mini]\nagents: [baseline-copy]\nmodels: [tiny]\nbudget: 1m\nisolation: none\n"
 
     async def enqueue(text):
         engine = Engine(Home.open(str(tmp_path / "h")))
@@ -177,8 +177,8 @@ def test_a_built_in_model_made_for_another_task_is_refused_unless_the_plan_allow
 
     with _pytest.raises(UsageError) as err:
         asyncio.run(enqueue(plan))
-    assert "task webshop is made for model tiny-webshop" in str(err.value)
-    assert "cells: [{task: webshop, model: tiny-webshop}]" in str(err.value) and "model_mismatch: allow" in str(err.value)
+    assert "task webshop-mini is made for model tiny-webshop" in str(err.value)
+    assert "cells: [{task: webshop-mini, model: tiny-webshop}]" in str(err.value) and "model_mismatch: allow" in str(err.value)
     assert len(asyncio.run(enqueue(plan + "model_mismatch: allow\n"))) == 1
     with _pytest.raises(UsageError, match="model_mismatch must be refuse"):
         parse_plan(plan + "model_mismatch: yes-please\n")

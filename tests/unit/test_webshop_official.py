@@ -6,23 +6,17 @@ from autorl_tui.catalog.tasks import data_source_fingerprint, load_task_card, ma
 from autorl_tui.tasks.webshop import catalog as C
 from autorl_tui.tasks.webshop.api import list_episodes, open_episode
 
-from tests.unit.test_webshop_env import CARD
+from tests.support.harness import REPO
+from tests.support.official_interactive import webshop_official_bytes
+
+CARD = REPO / "autorl_tui" / "tasks" / "webshop" / "task.yaml"      # the benchmark card: official data only
 
 
 def write_official(root, products):
     """Our generated products written in the official files' shapes (items_shuffle, items_ins_v2,
     items_human_ins)."""
-    raw = [{"asin": p["asin"], "name": p["title"], "category": p["category"], "query": p["query"],
-            "product_category": p["product_category"], "pricing": f"${p['price']:.2f}",
-            "small_description": p["features"], "full_description": p["description"],
-            "customization_options": {g: [{"value": v, "image": None} for v in vals] for g, vals in p["options"].items()}}
-           for p in products]
-    (root / "items_shuffle_1000.json").write_text(json.dumps(raw))
-    (root / "items_ins_v2_1000.json").write_text(json.dumps({p["asin"]: {"attributes": p["attributes"]} for p in products}))
-    human = {p["asin"]: [{"instruction": f"i want {p['attributes'][0]} {p['name']}.",
-                          "instruction_attributes": p["attributes"][:1],
-                          "instruction_options": [vals[0] for vals in p["options"].values()]}] for p in products}
-    (root / "items_human_ins.json").write_text(json.dumps(human))
+    for name, content in webshop_official_bytes(products).items():
+        (root / name).write_bytes(content)
 
 
 def test_official_data_is_used_and_keys_the_cache(tmp_path, monkeypatch):
@@ -30,10 +24,11 @@ def test_official_data_is_used_and_keys_the_cache(tmp_path, monkeypatch):
     official = tmp_path / "webshop_data"
     official.mkdir()
     write_official(official, products)
+    monkeypatch.delenv("WEBSHOP_DATA", raising=False)
     card = load_task_card(CARD)
-    generated_key = data_source_fingerprint(card)
+    missing_key = data_source_fingerprint(card)
     monkeypatch.setenv("WEBSHOP_DATA", str(official))
-    assert data_source_fingerprint(card) != generated_key
+    assert data_source_fingerprint(card) != missing_key
     paths = {s: materialize(card, s, tmp_path / "cache") for s in ("train", "dev", "test")}
     catalog = [json.loads(x) for x in (paths["test"] / "catalog.jsonl").read_text().splitlines()]
     assert sorted(p["asin"] for p in catalog) == sorted(p["asin"] for p in products)

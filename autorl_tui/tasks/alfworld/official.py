@@ -14,13 +14,18 @@ from pathlib import Path
 OFFICIAL_SPLITS = {"train": "train", "dev": "valid_seen", "test": "valid_unseen"}
 
 
-def official_root(env_value: str | None = None) -> Path | None:
-    """The json_2.1.1 folder under ALFWORLD_DATA, or None when the official games are not there."""
+def official_root(env_value: str | None = None, data_home: Path | None = None) -> Path | None:
+    """The json_2.1.1 folder under ALFWORLD_DATA, else under `<data_home>/alfworld/` (the home's data
+    folder), or None when the official games are in neither."""
     value = env_value if env_value is not None else os.environ.get("ALFWORLD_DATA", "")
-    if not value:
-        return None
-    root = Path(value).expanduser() / "json_2.1.1"
-    return root if (root / "valid_unseen").is_dir() else None
+    candidates = [Path(value).expanduser()] if value else []
+    if data_home is not None:
+        candidates.append(Path(data_home) / "alfworld")
+    for folder in candidates:
+        root = folder / "json_2.1.1"
+        if (root / "valid_unseen").is_dir():
+            return root
+    return None
 
 
 def official_games(root: Path, split: str, task_types: tuple[str, ...], n_per_type: int | None) -> list[Path]:

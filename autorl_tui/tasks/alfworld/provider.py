@@ -27,6 +27,7 @@ from pathlib import Path
 from autorl_tui.grading import episodes as generic_runner
 from autorl_tui.tasks.alfworld import games as G
 from autorl_tui.tasks.alfworld.official import copy_official_game, official_games, official_root
+from autorl_tui.tasks.alfworld.react import PROMPTS_ENV, PROMPTS_FILE, ReactPromptsError, prompts_path
 
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -55,19 +56,38 @@ def _task_types(card) -> tuple[str, ...]:
     return types
 
 
+def _official_root(card) -> Path | None:
+    return official_root(data_home=getattr(card, "data_home", None))
+
+
+def missing_games(card) -> str:
+    return (f"task {card.id} needs the official ALFWorld games and none were found: run `alfworld-download` with "
+            "ALFWORLD_DATA set to a folder (it makes json_2.1.1/ there), or put json_2.1.1/ in "
+            f"<home>/data/{card.id}/; for the generated stand-in use the task alfworld-gen")
+
+
 def available(card) -> str | None:
-    """None when the card's games can be had here (generated ones always can), else why not."""
+    """None when the card's games (and, under AutoRL-Bench's protocol, its prompt file) can be had
+    here (generated games always can), else why not."""
     source = (card.data.get("params") or {}).get("source", "auto")
-    if source == "official" and official_root() is None:
-        return ("the card asks for the official ALFWorld games: set ALFWORLD_DATA to the folder holding "
-                "json_2.1.1/ (made by `alfworld-download`), or set data.params.source: generated")
+    if source == "official" and _official_root(card) is None:
+        return missing_games(card)
+    if (card.scorer_options or {}).get("react") == "autorl-bench" and not (card.scorer_options or {}).get("react_prompts"):
+        home_copy = Path(card.data_home) / card.id / PROMPTS_FILE if getattr(card, "data_home", None) else None
+        try:
+            path = prompts_path(None, home_copy.parent if home_copy is not None and home_copy.is_file() else None)
+        except ReactPromptsError as exc:
+            return f"task {card.id}: {exc}"
+        if not path.is_file():
+            return (f"task {card.id}: AutoRL-Bench's ALFWorld prompt file {path} does not exist: run `autorl-tui data "
+                    f"get {card.id}`, or set {PROMPTS_ENV} to your copy of react_prompts.json")
     return None
 
 
 def source_fingerprint(card) -> str:
     """The official games' folder when they would be used, else "" (see catalog.tasks)."""
     source = (card.data.get("params") or {}).get("source", "auto")
-    root = official_root() if source != "generated" else None
+    root = _official_root(card) if source != "generated" else None
     return f"official:{root.resolve()}" if root is not None else ""
 
 
@@ -81,11 +101,9 @@ def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
     source = params.get("source", "auto")
     if source not in ("auto", "generated", "official"):
         raise AlfworldDataError(f"task {card.id}: data.params.source must be auto, generated or official, got {source!r}")
-    root = official_root() if source != "generated" else None
+    root = _official_root(card) if source != "generated" else None
     if source == "official" and root is None:
-        raise AlfworldDataError(
-            f"task {card.id} asks for the official ALFWorld games but none were found: set ALFWORLD_DATA to the "
-            "folder holding json_2.1.1/ (made by `alfworld-download`), or set data.params.source: generated")
+        raise AlfworldDataError(missing_games(card))
     work = out_dir / f".{split}.partial"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)

@@ -56,13 +56,17 @@ def autorl_bench_order(n: int) -> list[int]:
     return list(Dataset.from_dict({"row": list(range(n))}).shuffle(seed=AUTORL_SHUFFLE_SEED)["row"])
 
 
-def official_file() -> Path | None:
+def official_file(home_copy: Path | None = None) -> Path | None:
+    """$DEEPSEARCHQA_PATH (the CSV or its folder) when set, else DSQA-full.csv in `home_copy` (the
+    home's `data/deepsearchqa/`, where `autorl-tui data get deepsearchqa` places it); else None."""
     raw = os.environ.get(ENV)
-    if not raw:
-        return None
-    path = Path(raw).expanduser()
-    path = path / FILE if path.is_dir() else path
-    return path if path.is_file() else None
+    candidates = [Path(raw).expanduser()] if raw else []
+    candidates += [Path(home_copy)] if home_copy is not None else []
+    for path in candidates:
+        path = path / FILE if path.is_dir() else path
+        if path.is_file():
+            return path
+    return None
 
 
 def read_official(path: Path) -> list[dict]:

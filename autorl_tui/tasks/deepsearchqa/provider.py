@@ -44,10 +44,12 @@ def _source(card) -> Path | None:
     source = _params(card).get("source", "auto")
     if source not in ("auto", "generated", "official"):
         raise DeepSearchQADataError(f"task {card.id}: data.params.source must be auto, generated or official, got {source!r}")
-    path = official_file() if source != "generated" else None
+    home = getattr(card, "data_home", None)
+    path = official_file(Path(home) / card.id if home is not None else None) if source != "generated" else None
     if source == "official" and path is None:
-        raise DeepSearchQADataError(f"task {card.id} asks for the official DeepSearchQA questions: set {ENV} to "
-                                    "DSQA-full.csv (or the folder holding it), or set data.params.source: generated")
+        raise DeepSearchQADataError(f"task {card.id} needs the official DeepSearchQA questions and none were found: "
+                                    f"run `autorl-tui data get {card.id}`, or set {ENV} to DSQA-full.csv (or the "
+                                    "folder holding it); for the offline stand-in use the task deepsearchqa-gen")
     return path
 
 

@@ -89,7 +89,9 @@ def run_episodes(generate: Generate, episodes: list[dict], *, max_steps: int = 1
 
 
 def summarize_rewards(results: list[EpisodeRecord]) -> dict:
-    """WebShop's figures beside the success rate: mean reward (0-100) and the share with reward >= 0.5."""
+    """WebShop's figures beside the success rate: mean reward (0-100), the share with reward >= 0.5 and
+    the share with reward 1.0."""
     n = len(results)
     return {"mean_reward": 100.0 * sum(r.reward for r in results) / n if n else 0.0,
-            "reward_ge_0.5": 100.0 * sum(r.reward >= 0.5 for r in results) / n if n else 0.0}
+            "reward_ge_0.5": 100.0 * sum(r.reward >= 0.5 for r in results) / n if n else 0.0,
+            "reward_eq_1": 100.0 * sum(r.reward >= 1.0 - 1e-9 for r in results) / n if n else 0.0}

@@ -1,6 +1,7 @@
 """The official WebShop data, when $WEBSHOP_DATA holds it, in our product and goal shapes.
 
-Files looked for in $WEBSHOP_DATA (as `setup.sh` of princeton-nlp/WebShop downloads them):
+Files looked for in $WEBSHOP_DATA, else in the home's `data/webshop/` (`autorl-tui data get webshop`),
+as `setup.sh` of princeton-nlp/WebShop downloads them:
 `items_shuffle*.json` (products), `items_ins_v2*.json` (attributes per asin) and
 `items_human_ins.json` (human instructions per asin). Goals get WebShop's price bound rule.
 """
@@ -16,12 +17,16 @@ from pathlib import Path
 from .catalog import price_bound
 
 
-def official_root() -> Path | None:
+def official_root(home_copy: Path | None = None) -> Path | None:
+    """$WEBSHOP_DATA when set, else `home_copy` (the home's `data/webshop/`, where `autorl-tui data get
+    webshop` places the files), when it holds the files; else None."""
     root = os.environ.get("WEBSHOP_DATA")
-    if not root:
-        return None
-    path = Path(root).expanduser()
-    return path if _find(path, "items_shuffle") and _find(path, "items_human_ins") else None
+    candidates = [Path(root).expanduser()] if root else []
+    candidates += [Path(home_copy)] if home_copy is not None else []
+    for path in candidates:
+        if _find(path, "items_shuffle") and _find(path, "items_human_ins"):
+            return path
+    return None
 
 
 def _find(root: Path, stem: str) -> Path | None:

@@ -51,15 +51,21 @@ def _source(card) -> str:
     return source
 
 
+def _official_root(card) -> Path | None:
+    home = getattr(card, "data_home", None)
+    return official_root(Path(home) / card.id if home is not None else None)
+
+
 def available(card) -> str | None:
-    if _source(card) == "official" and official_root() is None:
-        return ("the card asks for the official WebShop data: set WEBSHOP_DATA to the folder holding "
-                "items_shuffle*.json and items_human_ins.json, or set data.params.source: generated")
+    if _source(card) == "official" and _official_root(card) is None:
+        return (f"task {card.id} needs the official WebShop data and none was found: run `autorl-tui data get "
+                f"{card.id}`, or set WEBSHOP_DATA to a folder holding items_shuffle*.json and items_human_ins.json; "
+                "for the offline stand-in use the task webshop-mini")
     return None
 
 
 def source_fingerprint(card) -> str:
-    root = official_root() if _source(card) != "generated" else None
+    root = _official_root(card) if _source(card) != "generated" else None
     return f"official:{root.resolve()}" if root is not None else ""
 
 
@@ -68,7 +74,7 @@ def build_split(card, split: str, secret: bytes) -> tuple[list[dict], list[dict]
     params = dict(card.data.get("params") or {})
     partition_seed = partition_secret.keyed_seed(secret, card.id, int(params.get("partition_seed", 0)))
     source = _source(card)
-    root = official_root() if source != "generated" else None
+    root = _official_root(card) if source != "generated" else None
     if source == "official" and root is None:
         raise WebshopDataError(available(card))
     fractions = dict(params.get("fractions") or DEFAULT_FRACTIONS)

@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-.PHONY: setup demo test test-long test-fast bench clean-home system-deps
+.PHONY: setup demo lint test test-long test-fast bench clean-home system-deps
 
 setup: $(STAMP) $(AGENT_STAMP)
 
@@ -53,7 +53,12 @@ system-deps:
 demo: setup
 	$(PY) -m autorl_tui --home $(DEMO_HOME) demo --plan $(PLAN)
 
-test: setup
+# ruff (ruff.toml) and mypy (mypy.ini) over autorl_tui/; `make test` (what CI runs) runs it first.
+lint: setup
+	$(VENV)/bin/ruff check autorl_tui
+	$(VENV)/bin/mypy
+
+test: setup lint
 	$(PY) -m pytest -q -rs $(XDIST) -m "not long" $(PYTEST_ARGS)
 
 # The reference agent trained under the engine on WebShop and DeepSearchQA (15-30 minutes on 2 cores).

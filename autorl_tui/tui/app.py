@@ -201,10 +201,10 @@ class ConsoleApp(App):
                 source = f" [{ev.failure_source}]" if ev.failure_source else ""
                 self.notify(f"{what} {ev.state}{source}: {ev.reason or ''}", title=f"run {ev.state}",
                             severity="error", timeout=10)
-        for ev in changes.trust_flags:
-            run = self.model.runs.get(ev.run_id) or {}
-            self.notify(f"{short_id(ev.run_id or '?')} {run.get('task', '')}/{run.get('agent', '')}: {ev.message}",
-                        title="trust finding", severity="error" if ev.level == "error" else "warning", timeout=15)
+        for flag in changes.trust_flags:
+            run = self.model.runs.get(flag.run_id or "") or {}
+            self.notify(f"{short_id(flag.run_id or '?')} {run.get('task', '')}/{run.get('agent', '')}: {flag.message}",
+                        title="trust finding", severity="error" if flag.level == "error" else "warning", timeout=15)
         for rid in changes.beat_baseline:
             run = self.model.runs[rid]
             self.notify(f"{short_id(rid)} {run.get('task')}/{run.get('agent')}: best dev "

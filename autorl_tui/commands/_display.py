@@ -4,7 +4,6 @@ otherwise (CI logs). Both render engine events; neither imports Textual."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 
@@ -12,6 +11,7 @@ from autorl_tui.durations import format_duration
 from autorl_tui.engine import events as ev
 from autorl_tui.store.queries import StoreReader
 from autorl_tui.store.records import RunRecord
+from autorl_tui import settings
 
 
 def _f(v, nd=1) -> str:
@@ -59,9 +59,10 @@ def best_dev_line(p: dict) -> str:
 class PlainDisplay:
     # Lines for CI logs: when nothing was said for this long, a line per active run says where it is
     # (the demo's agent used to work for minutes without a word).
-    HEARTBEAT_S = float(os.environ.get("AUTORL_PLAIN_HEARTBEAT_S", "30"))
+    HEARTBEAT_S: float | None = None    # None: the setting AUTORL_PLAIN_HEARTBEAT_S (default 30)
 
     def __init__(self, engine, stream=None):
+        self.heartbeat_s = settings.current().plain_heartbeat_s if self.HEARTBEAT_S is None else self.HEARTBEAT_S
         self.engine = engine
         self.stream = stream or sys.stdout
         self._task: asyncio.Task | None = None
@@ -80,7 +81,7 @@ class PlainDisplay:
         self.order = list(run_ids)
         self._sub = self.engine.bus.subscribe()
         self._task = asyncio.create_task(self._follow())
-        if self.HEARTBEAT_S > 0:
+        if self.heartbeat_s > 0:
             self._beat = asyncio.create_task(self._heartbeat())
 
     async def _follow(self) -> None:
@@ -93,8 +94,8 @@ class PlainDisplay:
 
     async def _heartbeat(self) -> None:
         while True:
-            await asyncio.sleep(max(0.2, self.HEARTBEAT_S - (time.monotonic() - self._last_note)))
-            if time.monotonic() - self._last_note < self.HEARTBEAT_S:
+            await asyncio.sleep(max(0.2, self.heartbeat_s - (time.monotonic() - self._last_note)))
+            if time.monotonic() - self._last_note < self.heartbeat_s:
                 continue
             now = time.time()
             active = [r for r in self.rows() if r.state not in FINAL and r.state != "queued"]

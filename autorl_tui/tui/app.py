@@ -18,6 +18,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from autorl_tui.engine.client import EngineClient, EngineNotRunning, Lagged
 from autorl_tui.exitcodes import InfraError, UsageError
 from autorl_tui.home import EngineLock, Home
+from autorl_tui.run_states import ACTIVE_STATES
 from autorl_tui.tui.actions import SCOPE_TITLES, actions_for, bindings
 from autorl_tui.tui.formatting import fmt_delta, fmt_score, short_id
 from autorl_tui.tui.model import Changes, ConsoleModel
@@ -217,7 +218,7 @@ class ConsoleApp(App):
 
     def status_line(self) -> str:
         runs = self.model.runs.values()
-        active = sum(1 for r in runs if r["state"] in ("preparing", "baseline", "running", "paused", "finalizing"))
+        active = sum(1 for r in runs if r["state"] in ACTIVE_STATES)
         queued = sum(1 for r in runs if r["state"] == "queued")
         if self.connected:
             conn = f"engine pid {self.model.engine.get('pid', '?')}"

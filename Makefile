@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-.PHONY: setup demo test test-long test-fast bench clean-home system-deps
+.PHONY: setup demo lint test test-long test-fast test-unit bench clean-home system-deps
 
 setup: $(STAMP) $(AGENT_STAMP)
 
@@ -53,8 +53,14 @@ system-deps:
 demo: setup
 	$(PY) -m autorl_tui --home $(DEMO_HOME) demo --plan $(PLAN)
 
-test: setup
-	$(PY) -m pytest -q -rs $(XDIST) -m "not long" $(PYTEST_ARGS)
+# ruff (ruff.toml) and mypy (mypy.ini) over autorl_tui/; `make test` (what CI runs) runs it first.
+lint: setup
+	$(VENV)/bin/ruff check autorl_tui
+	$(VENV)/bin/mypy
+
+# --durations=25: the 25 slowest tests, after the summary (where the suite's time goes).
+test: setup lint
+	$(PY) -m pytest -q -rs $(XDIST) -m "not long" --durations=25 $(PYTEST_ARGS)
 
 # The reference agent trained under the engine on WebShop and DeepSearchQA (15-30 minutes on 2 cores).
 test-long: setup
@@ -62,6 +68,10 @@ test-long: setup
 
 test-fast: setup
 	$(PY) -m pytest -q -rs $(XDIST) -m "not slow and not docker" $(PYTEST_ARGS)
+
+# The unit tests that start no program and load no model (tests/unit/test_unit_is_fast.py keeps it so).
+test-unit: setup
+	$(PY) -m pytest -q -rs $(XDIST) tests/unit -m "not slow and not subprocess and not long" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/run_all.py

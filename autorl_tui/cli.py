@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from autorl_tui import __version__, registry
+from autorl_tui import __version__, registry, settings
 from autorl_tui.exitcodes import ExitCode, InfraError, UsageError
 
 
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "judge_url", None):   # graders (subprocesses) read it when the card sets no judge_url
         os.environ["AUTORL_JUDGE_URL"] = args.judge_url
     try:
+        settings.current()   # a bad AUTORL_* value: one line and exit 2, before anything starts
         if args.batch:
             if args.command:
                 raise UsageError("--batch PLAN takes no other command")

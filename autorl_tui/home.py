@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autorl_tui.exitcodes import InfraError, UsageError
+from autorl_tui import settings
 
 
 def default_home() -> Path:
@@ -24,9 +25,9 @@ def default_home() -> Path:
 def resolve_home(cli_value: str | None = None) -> Path:
     if cli_value:
         return Path(cli_value).expanduser().resolve()
-    env = os.environ.get("AUTORL_HOME")
+    env = settings.current().home
     if env:
-        return Path(env).expanduser().resolve()
+        return env.resolve()
     return default_home()
 
 

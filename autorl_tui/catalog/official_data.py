@@ -23,6 +23,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from autorl_tui import settings
+
 MANIFEST = ".official.json"
 HUBS = ("huggingface", "github")
 FIELDS = {"path", "hub", "repo", "revision", "file", "sha256", "repo_type"}
@@ -43,7 +45,7 @@ class OfficialFile:
             endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
             prefix = {"dataset": "datasets/", "space": "spaces/"}.get(self.repo_type, "")
             return f"{endpoint.rstrip('/')}/{prefix}{self.repo}/resolve/{self.revision}/{self.file}"
-        endpoint = os.environ.get("AUTORL_GITHUB_ENDPOINT") or "https://raw.githubusercontent.com"
+        endpoint = settings.current().github_endpoint
         return f"{endpoint.rstrip('/')}/{self.repo}/{self.revision}/{self.file}"
 
     def source(self) -> str:

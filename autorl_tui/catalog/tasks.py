@@ -52,6 +52,7 @@ from autorl_tui.catalog.official_data import official_files
 from autorl_tui.catalog.official_data import origin as official_origin
 from autorl_tui.catalog.protocol import DEFAULT_NAME, EvalProtocol, card_protocols, choose_protocol
 from autorl_tui.exitcodes import UsageError
+from autorl_tui import settings
 
 SPLITS_AGENT_VISIBLE = ("train",)
 HELD_OUT_SPLITS = ("test", "private")
@@ -61,9 +62,7 @@ def task_search_path(extra: list[Path] | None = None, home_root: Path | None = N
     paths: list[Path] = []
     for p in extra or []:
         paths.append(Path(p))
-    env = os.environ.get("AUTORL_TASKS_DIR")
-    if env:
-        paths.extend(Path(x) for x in env.split(os.pathsep) if x)
+    paths.extend(settings.current().tasks_dirs)
     if home_root is not None:
         paths.append(home_root / "tasks")
     for name in registry.names("tasks"):     # the built-in folder, then installed task packages

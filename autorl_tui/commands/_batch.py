@@ -40,11 +40,12 @@ def run_batch(args) -> int:
 async def _hand_over(args, plan) -> int:
     """An engine already owns the home (the console's background engine): give it the plan and
     follow the plan's runs over the socket until they end. Ctrl-C stops following, not the runs."""
-    from autorl_tui.commands._display import PlainDisplay, print_next, print_summary_rows
+    from autorl_tui.commands._display import PlainDisplay, print_outcome
     from autorl_tui.engine.client import Disconnected, EngineClient, Lagged
     from autorl_tui.engine.events import RunStateChanged
-    from autorl_tui.engine.run_journal import FINAL_STATES
     from autorl_tui.home import Home
+    from autorl_tui.run_states import FINAL_STATES
+    from autorl_tui.store.queries import StoreReader
 
     home = Home.open(args.home)
     client = await EngineClient.connect(home.root)
@@ -80,13 +81,12 @@ async def _hand_over(args, plan) -> int:
         rows = [r for r in (await client.snapshot())["runs"] if r["id"] in run_ids]
     finally:
         await client.close()
-    print_summary_rows(home, rows)
-    print_next(home.root, rows, plan.name)
-    return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)
+    with StoreReader.open(home.store_path) as reader:     # the engine is another process's: read-only
+        return int(print_outcome(reader, home.root, rows, plan.name))
 
 
 async def _run(args, plan) -> int:
-    from autorl_tui.commands._display import make_display, print_next, print_summary
+    from autorl_tui.commands._display import make_display, print_outcome
     from autorl_tui.engine.server import serving
     from autorl_tui.store.queries import StoreReader
 
@@ -136,9 +136,8 @@ async def _run(args, plan) -> int:
         stopper.cancel()
         rows = await waiter if waiter.done() else [engine.get_run(r) for r in run_ids]
         display.stop()
-        print_summary(StoreReader.over(engine.store), run_ids)
-        if not interrupted:
-            print_next(engine.home.root, rows, plan.name)
+        outcome = print_outcome(StoreReader.over(engine.store), engine.home.root, rows, plan.name,
+                                show_next=not interrupted)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         loop.remove_signal_handler(signal.SIGTERM)
@@ -148,4 +147,4 @@ async def _run(args, plan) -> int:
         print(f"interrupted: the plan's runs were cancelled; run one again with "
               f"`autorl-tui --home {engine.home.root} retry RUN` (or press r on it in the console)", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
-    return int(ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED)
+    return int(outcome)

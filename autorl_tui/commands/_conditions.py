@@ -36,8 +36,8 @@ def run_conditions(reader, run_id: str, cores: int | None = None) -> dict:
     cores = cores or os.cpu_count() or 1
     cpu = reader.cpu_usage(run_id)
     lines = reader.output_lines(run_id, "stdout")
-    budget_stops = [l for l in lines if ("stopping:" in l and " left" in l) or "not enough budget" in l
-                    or "overran its time" in l]
+    budget_stops = [line for line in lines if ("stopping:" in line and " left" in line)
+                    or "not enough budget" in line or "overran its time" in line]
     share = None if cpu.mean_percent is None else cpu.mean_percent / 100.0
     return {"cores": cores, "agent_cores": share, "samples": cpu.samples, "stages": training_steps(lines),
             "budget_stops": budget_stops, "load": os.getloadavg()[0]}

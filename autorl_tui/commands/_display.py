@@ -4,21 +4,22 @@ otherwise (CI logs). Both render engine events; neither imports Textual."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 
 from autorl_tui.durations import format_duration
 from autorl_tui.engine import events as ev
+from autorl_tui.exitcodes import ExitCode
 from autorl_tui.store.queries import StoreReader
 from autorl_tui.store.records import RunRecord
+from autorl_tui import settings
+from autorl_tui.run_states import FINAL_STATES as FINAL, UNSUCCESSFUL_STATES
 
 
 def _f(v, nd=1) -> str:
     return "-" if v is None else f"{v:.{nd}f}"
 
 
-FINAL = ("done", "failed", "cancelled", "lost")
 PREP_ESTIMATE_S = 60.0   # a queued run's preparation and baseline, before its budget starts
 
 
@@ -59,9 +60,10 @@ def best_dev_line(p: dict) -> str:
 class PlainDisplay:
     # Lines for CI logs: when nothing was said for this long, a line per active run says where it is
     # (the demo's agent used to work for minutes without a word).
-    HEARTBEAT_S = float(os.environ.get("AUTORL_PLAIN_HEARTBEAT_S", "30"))
+    HEARTBEAT_S: float | None = None    # None: the setting AUTORL_PLAIN_HEARTBEAT_S (default 30)
 
     def __init__(self, engine, stream=None):
+        self.heartbeat_s = settings.current().plain_heartbeat_s if self.HEARTBEAT_S is None else self.HEARTBEAT_S
         self.engine = engine
         self.stream = stream or sys.stdout
         self._task: asyncio.Task | None = None
@@ -80,7 +82,7 @@ class PlainDisplay:
         self.order = list(run_ids)
         self._sub = self.engine.bus.subscribe()
         self._task = asyncio.create_task(self._follow())
-        if self.HEARTBEAT_S > 0:
+        if self.heartbeat_s > 0:
             self._beat = asyncio.create_task(self._heartbeat())
 
     async def _follow(self) -> None:
@@ -93,8 +95,8 @@ class PlainDisplay:
 
     async def _heartbeat(self) -> None:
         while True:
-            await asyncio.sleep(max(0.2, self.HEARTBEAT_S - (time.monotonic() - self._last_note)))
-            if time.monotonic() - self._last_note < self.HEARTBEAT_S:
+            await asyncio.sleep(max(0.2, self.heartbeat_s - (time.monotonic() - self._last_note)))
+            if time.monotonic() - self._last_note < self.heartbeat_s:
                 continue
             now = time.time()
             active = [r for r in self.rows() if r.state not in FINAL and r.state != "queued"]
@@ -229,15 +231,19 @@ async def follow_to_end(engine, run_ids: list[str], title: str, plain: bool) -> 
     display.start(run_ids, title)
     rows = await engine.wait_runs(run_ids)
     display.stop()
-    print_summary(StoreReader.over(engine.store), run_ids)
-    print_next(engine.home.root, rows)
+    print_outcome(StoreReader.over(engine.store), engine.home.root, rows)
     return rows
 
 
-def print_summary_rows(home, rows: list[dict], stream=None) -> None:
-    """The summary from a read-only view of the store (when another process owns the engine)."""
-    with StoreReader.open(home.store_path) as reader:
-        print_summary(reader, [r["id"] for r in rows], stream)
+def print_outcome(reader: StoreReader, home_root, rows: list[dict], plan_name: str | None = None,
+                  show_next: bool = True, stream=None) -> ExitCode:
+    """The end of following runs, whichever route followed them (`--batch` in this process or
+    handed to a running engine, `retry`, `resume`): the summary table, then where to look next;
+    returns the exit code (RUN_FAILED unless every run is done)."""
+    print_summary(reader, [r["id"] for r in rows], stream)
+    if show_next:
+        print_next(home_root, rows, plan_name, stream=stream)
+    return ExitCode.OK if all(r["state"] == "done" for r in rows) else ExitCode.RUN_FAILED
 
 
 def print_summary(reader: StoreReader, run_ids: list[str], stream=None) -> None:
@@ -295,6 +301,6 @@ def print_next(home_root, rows: list[dict], plan_name: str | None = None, export
             print(f"  export   {exports[r['id']]}", file=out)
         else:
             print(f"  export   autorl-tui export {r['id']} --json {shlex.quote(r['id'] + '.json')} --home {h}", file=out)
-    if any(r["state"] in ("failed", "cancelled", "lost") for r in rows):
+    if any(r["state"] in UNSUCCESSFUL_STATES for r in rows):
         print(f"  retry    autorl-tui retry RUN --home {h}   (a failed, cancelled or lost run)", file=out)
     out.flush()

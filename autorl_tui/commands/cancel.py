@@ -9,8 +9,7 @@ import asyncio
 import time
 
 from autorl_tui.exitcodes import ExitCode, UsageError
-
-FINAL = ("done", "failed", "cancelled", "lost")
+from autorl_tui.run_states import FINAL_STATES as FINAL
 
 
 def register(subparsers) -> None:

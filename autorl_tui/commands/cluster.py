@@ -4,7 +4,6 @@ nodes, their GPUs, and which active run of this home holds which node and device
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from autorl_tui.exitcodes import ExitCode, InfraError
 

@@ -59,7 +59,7 @@ def run(args) -> int:
         got = [(f, _download(f, stage / f"{i}.part")) for i, f in enumerate(files)]
         dest.mkdir(exist_ok=True)
         (dest / MANIFEST).unlink(missing_ok=True)     # the folder is not verified while files change
-        for f, (path, size) in got:
+        for f, (path, _size) in got:
             target = dest / f.path
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(path, target)

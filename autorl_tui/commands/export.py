@@ -11,7 +11,8 @@ from autorl_tui.exitcodes import UsageError
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("export", help="export everything about a run as JSON, or runs in AutoRL-Bench's shape")
-    p.add_argument("run_id", nargs="*", help="a run id, its short form (r0001) or any unique prefix (json: exactly one; autorl-bench: default every finished run)")
+    p.add_argument("run_id", nargs="*", help="a run id, its short form (r0001) or any unique prefix "
+                   "(json: exactly one; autorl-bench: default every finished run)")
     p.add_argument("--format", choices=["json", "autorl-bench"], default="json")
     p.add_argument("--json", metavar="FILE", help="output file ('-' for stdout); for --format json")
     p.add_argument("--out", metavar="DIR", help="output folder; for --format autorl-bench")

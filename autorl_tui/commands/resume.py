@@ -23,14 +23,14 @@ async def _resume(args) -> int:
 
     from autorl_tui.commands._batch import engine_from_args
     from autorl_tui.commands._display import follow_to_end
-    from autorl_tui.engine.run_journal import ACTIVE_STATES
+    from autorl_tui.run_states import ACTIVE_STATES, UNSUCCESSFUL_STATES
 
     engine = engine_from_args(args, role="resume")
     await engine.start()
     try:
         run_ids = [r["id"] for r in engine.runs(list(ACTIVE_STATES) + ["queued"])]
         if not run_ids:
-            print(nothing_to_resume(engine.home.root, engine.runs(["failed", "cancelled", "lost"])))
+            print(nothing_to_resume(engine.home.root, engine.runs(list(UNSUCCESSFUL_STATES))))
             return int(ExitCode.OK)
         rows = await follow_to_end(engine, run_ids, "resume",
                                    plain=getattr(args, "plain", False) or not sys.stdout.isatty())

@@ -9,7 +9,7 @@ import sys
 import time
 
 from autorl_tui.durations import format_duration
-from autorl_tui.engine.run_journal import ACTIVE_STATES as ACTIVE
+from autorl_tui.run_states import ACTIVE_STATES as ACTIVE, FINAL_STATES
 from autorl_tui.exitcodes import UsageError
 
 COLUMNS = ("id", "state", "task", "agent", "model", "seed", "budget_s", "baseline_score", "best_dev_score",
@@ -172,11 +172,11 @@ def prune_runs(args) -> int:
     unknown = [r for r in args.runs if r not in runs]
     if unknown:
         raise UsageError(f"no run {', '.join(unknown)} in {home.root} (see `autorl-tui runs list`)")
-    active = [f"{r} ({runs[r]['state']})" for r in args.runs if runs[r]["state"] not in sr.ENDED_STATES]
+    active = [f"{r} ({runs[r]['state']})" for r in args.runs if runs[r]["state"] not in FINAL_STATES]
     if active:
         raise UsageError(f"run {', '.join(active)} has not ended: its snapshots may still be graded; prune it "
                          f"after it ends")
-    chosen = args.runs or sorted(r for r, row in runs.items() if row["state"] in sr.ENDED_STATES)
+    chosen = args.runs or sorted(r for r, row in runs.items() if row["state"] in FINAL_STATES)
     plans = []
     for run_id in chosen:
         plans.append(sr.plan_run(home.snapshots / run_id, runs[run_id], subs_of[run_id], keep_last))

@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from autorl_tui import settings
+
 ENV_VAR = "AUTORL_AGENT_RUNTIME"
 DEFAULT_NAME = ".venv-agent"
 BUILD_HINT = ("build it with `make setup` (or: python3 -m venv {path} && {path}/bin/pip install "
@@ -30,9 +32,9 @@ class AgentRuntimeMissing(Exception):
 
 
 def location() -> Path:
-    configured = os.environ.get(ENV_VAR)
+    configured = settings.current().agent_runtime
     if configured:
-        return Path(configured).expanduser().absolute()
+        return configured.absolute()
     return Path(sys.prefix).absolute().parent / DEFAULT_NAME
 
 

@@ -23,7 +23,7 @@ from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from autorl_tui.engine.events import EventBus
 from autorl_tui.engine.executors import get_executor
-from autorl_tui.engine.run_journal import ACTIVE_STATES, FINAL_STATES
+from autorl_tui.run_states import ACTIVE_STATES, FINAL_STATES, UNSUCCESSFUL_STATES
 from autorl_tui.engine.supervisor import RunSupervisor
 from autorl_tui.catalog.overlays import exposure, overlay_env
 from autorl_tui.catalog.script_scan import ScriptNeeds, missing_pieces, unsupplied_checkouts
@@ -488,7 +488,7 @@ class Engine:
 
     async def retry(self, run_id: str) -> str:
         row = self.get_run(run_id)
-        if row["state"] not in ("failed", "cancelled", "lost"):
+        if row["state"] not in UNSUCCESSFUL_STATES:
             raise UsageError(f"run {run_id} is {row['state']}: only failed, cancelled or lost runs can be retried")
         spec = row["spec"]
         req = RunRequest(task=row["task"], agent=row["agent"], model=row["model"], seed=row["seed"],

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import psutil
 
+from autorl_tui import settings
+
 SERVER_MODULE = "autorl_tui.grading.warm_server"
 SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 START_TIMEOUT_S = 180.0
@@ -43,7 +45,7 @@ DISABLE_ENV = "AUTORL_WARM_GRADER"     # "0": every grading in a fresh worker pr
 
 
 def enabled() -> bool:
-    return os.environ.get(DISABLE_ENV, "1") != "0"
+    return settings.current().warm_grader
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from autorl_tui.engine import events as ev
+from autorl_tui.run_states import FINAL_STATES
 
 if TYPE_CHECKING:
     from autorl_tui.engine.events import EventBus
     from autorl_tui.store.db import Store
     from autorl_tui.store.engine_records import RunRow, SubmissionRow
-
-ACTIVE_STATES = ("preparing", "baseline", "running", "paused", "finalizing")
-FINAL_STATES = ("done", "failed", "cancelled", "lost")
 
 
 class RunJournal:

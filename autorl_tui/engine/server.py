@@ -36,7 +36,7 @@ from typing import Any, Awaitable, Callable
 
 from autorl_tui import __version__
 from autorl_tui.engine.events import RunStateChanged, RunUpdated
-from autorl_tui.engine.run_journal import ACTIVE_STATES
+from autorl_tui.run_states import ACTIVE_STATES
 from autorl_tui.engine.run_summaries import summary_page
 from autorl_tui.exitcodes import InfraError, UsageError
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from autorl_tui.engine.submissions import BLOBS
 
-ENDED_STATES = ("done", "failed", "cancelled", "lost")
 DEFAULT_KEEP_LAST = 3
 
 

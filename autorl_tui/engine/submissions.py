@@ -115,10 +115,6 @@ def _stat_key(st: os.stat_result) -> list[int]:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _stat_key(st: os.stat_result) -> list[int]:
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
 def _take_file(folder: SubmittedFolder, rel: str, blobs: Path, budget: _Budget, known: dict,
                seen: dict) -> tuple[str, int]:
     """(sha256, size) of the file at rel, its content in the run's blob store. The file is opened

@@ -78,7 +78,7 @@ class JudgeClient:
                 last = JudgeError(f"judge HTTP {exc.code} from {self.url}: {detail}")
                 if exc.code < 500 and exc.code != 429:
                     break   # a client error will not get better by asking again
-            except (socket.timeout, TimeoutError) as exc:
+            except (socket.timeout, TimeoutError):
                 last = JudgeError(f"judge timed out after {self.timeout_s:g} s ({self.url})")
             except urllib.error.URLError as exc:
                 reason = exc.reason

@@ -25,6 +25,8 @@ import os
 import re
 import resource
 
+from autorl_tui import settings
+
 ENV = "AUTORL_GRADER_MEMORY"
 MIN_DEFAULT = 2 << 30
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -53,8 +55,8 @@ def default_bytes() -> int:
 
 def limit_bytes() -> int | None:
     """The configured limit in bytes, None for no limit (`AUTORL_GRADER_MEMORY=0`)."""
-    text = os.environ.get(ENV)
-    value = default_bytes() if text is None or not text.strip() else parse_size(text)
+    text = settings.current().grader_memory
+    value = default_bytes() if text is None else parse_size(text)
     return value or None
 
 

@@ -17,11 +17,11 @@ from autorl_tui.reports.bootstrap import band_verdict, paired_band
 from autorl_tui.reports.analytics import Analytics, _decode_json
 from autorl_tui.reports.render import render
 from autorl_tui.reports.run_report import clean
+from autorl_tui.run_states import FINAL_STATES as FINAL
 
 SCHEMA_ID = "autorl-tui/compare-report"
 SCHEMA_VERSION = 1
 PASS_AT = re.compile(r"^pass@(\d+)$")
-FINAL = ("done", "failed", "cancelled", "lost")    # a run in any other state has no result yet
 
 
 def describe(values: list[float]) -> dict:

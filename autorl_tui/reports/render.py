@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,13 +20,12 @@ from autorl_tui.exitcodes import InfraError, UsageError
 from autorl_tui.reports import svg
 from autorl_tui.scores import env_summary_text
 from autorl_tui.units import fmt_bytes
+from autorl_tui import settings
 
 
 def template_dirs() -> list[Path]:
     dirs = []
-    env = os.environ.get("AUTORL_TEMPLATES")
-    if env:
-        dirs.extend(Path(p) for p in env.split(os.pathsep) if p)
+    dirs.extend(settings.current().templates)
     dirs.append(Path(__file__).resolve().parents[2] / "templates")
     dirs.append(Path(sys.prefix) / "share" / "autorl-tui" / "templates")
     return [d for d in dirs if d.is_dir()]

@@ -276,7 +276,7 @@ def charts_for(report: dict) -> dict:
         xkey = "step" if all(s["x_axis"] == "step" for s in group) else "t_s"
         lines, markers = [], []
         check = flagged.get(name)
-        for i, s in enumerate(group):
+        for s in group:
             pts = [(p[xkey], p["mean"]) for p in s["points"]]
             band = [(p[xkey], p["min"], p["max"]) for p in s["points"]] if s["downsampled"] else []
             lines.append({"label": session_label(s), "points": pts, "band": band})

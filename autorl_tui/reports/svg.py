@@ -107,8 +107,10 @@ class Frame:
             if self.x0 - 1e-9 <= t <= self.x1 + 1e-9:
                 x = self.x(t)
                 out.append(f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{self.h - self.bottom}" y2="{self.h - self.bottom + 4}"/>')
-                out.append(f'<text class="tick" x="{x:.1f}" y="{self.h - self.bottom + 15}" text-anchor="middle">{escape(x_fmt(t))}</text>')
-        out.append(f'<line class="axis" x1="{self.left}" x2="{self.w - self.right}" y1="{self.h - self.bottom}" y2="{self.h - self.bottom}"/>')
+                out.append(f'<text class="tick" x="{x:.1f}" y="{self.h - self.bottom + 15}" '
+                           f'text-anchor="middle">{escape(x_fmt(t))}</text>')
+        out.append(f'<line class="axis" x1="{self.left}" x2="{self.w - self.right}" '
+                   f'y1="{self.h - self.bottom}" y2="{self.h - self.bottom}"/>')
         out.append(f'<line class="axis" x1="{self.left}" x2="{self.left}" y1="{self.top}" y2="{self.h - self.bottom}"/>')
         if x_label:
             out.append(f'<text class="label" x="{(self.left + self.w - self.right) / 2:.0f}" y="{self.h - 4}" '

@@ -19,6 +19,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from autorl_tui.engine.client import EngineClient, EngineNotRunning, Lagged
 from autorl_tui.exitcodes import InfraError, UsageError
 from autorl_tui.home import EngineLock, Home
+from autorl_tui.run_states import ACTIVE_STATES
 from autorl_tui.tui.actions import SCOPE_TITLES, actions_for, bindings
 from autorl_tui.tui.formatting import fmt_delta, fmt_score, short_id
 from autorl_tui.tui.model import Changes, ConsoleModel
@@ -221,10 +222,10 @@ class ConsoleApp(App):
                 source = f" [{ev.failure_source}]" if ev.failure_source else ""
                 self.notify(f"{what} {ev.state}{source}: {ev.reason or ''}", title=f"run {ev.state}",
                             severity="error", timeout=10)
-        for ev in changes.trust_flags:
-            run = self.model.runs.get(ev.run_id) or {}
-            self.notify(f"{short_id(ev.run_id or '?')} {run.get('task', '')}/{run.get('agent', '')}: {ev.message}",
-                        title="trust finding", severity="error" if ev.level == "error" else "warning", timeout=15)
+        for flag in changes.trust_flags:
+            run = self.model.runs.get(flag.run_id or "") or {}
+            self.notify(f"{short_id(flag.run_id or '?')} {run.get('task', '')}/{run.get('agent', '')}: {flag.message}",
+                        title="trust finding", severity="error" if flag.level == "error" else "warning", timeout=15)
         for rid in changes.beat_baseline:
             run = self.model.runs[rid]
             self.notify(f"{short_id(rid)} {run.get('task')}/{run.get('agent')}: best dev "
@@ -237,7 +238,7 @@ class ConsoleApp(App):
 
     def status_line(self) -> str:
         runs = self.model.runs.values()
-        active = sum(1 for r in runs if r["state"] in ("preparing", "baseline", "running", "paused", "finalizing"))
+        active = sum(1 for r in runs if r["state"] in ACTIVE_STATES)
         queued = sum(1 for r in runs if r["state"] == "queued")
         if self.connected:
             conn = f"engine pid {self.model.engine.get('pid', '?')}"

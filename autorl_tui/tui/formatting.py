@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from autorl_tui.durations import format_duration
+# The screens import the states from here; their one home is autorl_tui/run_states.py.
+from autorl_tui.run_states import ACTIVE_STATES, FINAL_STATES as FINISHED_STATES  # noqa: F401
 
-ACTIVE_STATES = ("preparing", "baseline", "running", "paused", "finalizing")
-FINISHED_STATES = ("done", "failed", "cancelled", "lost")
 STATE_STYLE = {
     "queued": "dim", "preparing": "cyan", "baseline": "cyan", "running": "bold green", "paused": "yellow",
     "finalizing": "cyan", "done": "green", "failed": "bold red", "cancelled": "magenta", "lost": "red",

@@ -21,6 +21,7 @@ from autorl_tui.catalog.tasks import DataUnavailable, list_tasks, materialize, t
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from tests.support.harness import REPO, TASKS, TEST_AGENTS, home_with_tiny, write_plan
 from tests.support.runtime_scan import held_out_needles, scan
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 TASK_CACHE = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models")).parent / "autorl-tasks"
@@ -53,18 +54,6 @@ def home(tiny_model_dir):
     yield from home_with_tiny(tiny_model_dir)
 
 
-def _wait(condition, timeout: float, what: str, proc: subprocess.Popen):
-    end = time.time() + timeout
-    while time.time() < end:
-        value = condition()
-        if value:
-            return value
-        if proc.poll() is not None:
-            raise AssertionError(f"the engine exited ({proc.returncode}) while waiting for {what}: {proc.stdout.read()[-3000:]}")
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _agent_process(workspace: Path) -> psutil.Process | None:
     for p in psutil.process_iter(["cmdline"]):
         try:
@@ -84,9 +73,9 @@ def _scan_run(executor: str, home: Path, tmp_path: Path, held_out_splits: dict) 
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         listed = lambda: next(iter((home / "workspaces").glob("*/logs/listed")), None)  # noqa: E731
-        marker = _wait(listed, 600, "the agent's file list", proc)
+        marker = wait_for(listed, 600, "the agent's file list", interval=0.2, proc=proc)
         ws = marker.parents[1]
-        agent = _wait(lambda: _agent_process(ws), 30, "the agent's process", proc)
+        agent = wait_for(lambda: _agent_process(ws), 30, "the agent's process", interval=0.2, proc=proc)
         info = json.loads(marker.read_text())
         listing = [tuple(json.loads(line)) for line in (ws / "logs" / "readable.jsonl").read_text().splitlines()]
         legit = "\n".join(p.read_text(errors="replace") for p in ws.glob("*.md"))

@@ -17,6 +17,7 @@ from autorl_tui.engine.instrument.parsers import get_parser
 from tests.support.agent_session import TRAIN_SCRIPT, executor_env, make_workspace, run_agent
 from tests.support.standin_grading import StandinGrading
 from tests.support.standin_llm import Step, StandinLLM
+from tests.support.waiting import holds_within
 
 def launch(ws: Path, llm: StandinLLM, grading_url: str, deadline: float, extra_env=None):
     spec = load_agent_spec(builtin_agents_dir() / "react.yaml")
@@ -93,22 +94,17 @@ def test_react_kills_a_running_command_at_deadline(tmp_path):
     shells = [a for a in acts if a.kind == "shell"]
     assert all(s.exit_code is None and "unreachable" not in (s.output or "") for s in shells)
     pid = int((ws / "bg.pid").read_text())
-    assert _dead_within(pid, 3.0), f"background process {pid} outlived the deadline"   # the whole group is gone
+    assert holds_within(lambda: _dead(pid), 3.0, interval=0.05), f"background process {pid} outlived the deadline"   # the whole group is gone
 
 
-def _dead_within(pid: int, seconds: float) -> bool:
+def _dead(pid: int) -> bool:
     """Gone, or a zombie waiting for its new parent (here PID 1) to reap it: killed either way."""
     import psutil
 
-    end = time.time() + seconds
-    while time.time() < end:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def test_react_reports_an_unreachable_driver(tmp_path):

@@ -3,7 +3,6 @@ real server): filter and sort, the command palette, pause, budget extension, can
 confirmation, export through the real `autorl-tui export` subprocess, notifications."""
 
 import json
-import time
 
 import pytest
 
@@ -15,6 +14,7 @@ from autorl_tui.tui.screens.prompts import ConfirmScreen, InputScreen
 from autorl_tui.tui.screens.run import RunScreen
 from tests.support.frozen_console import FrozenConsole
 from tests.support.static_engine import ServedEngine
+from tests.support.waiting import until
 
 RID = "r0002-arith-scripted-s0"
 
@@ -31,15 +31,6 @@ def _first_command(app) -> str:
     if not commands.option_count:
         return ""
     return str(commands.get_option_at_index(commands.highlighted or 0).prompt)
-
-
-async def until(pilot, condition, timeout=30.0, what="a condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def row_ids(app):

@@ -9,7 +9,6 @@ import shutil
 import signal
 import sqlite3
 import sys
-import time
 
 import psutil
 import pytest
@@ -23,6 +22,7 @@ from autorl_tui.tui.screens.prompts import ConfirmScreen
 from autorl_tui.tui.screens.run import RunScreen
 from autorl_tui.tui.widgets.log_view import LogView
 from tests.support.harness import REPO, TASKS, make_reachable_home
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.slow
 AGENTS = REPO / "tests" / "console" / "agents"
@@ -51,15 +51,6 @@ def daemon(tiny_model_dir):
         if psutil.pid_exists(info["pid"]):
             os.kill(info["pid"], signal.SIGKILL)
         shutil.rmtree(root.parent, ignore_errors=True)
-
-
-async def until(pilot, condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 def store_row(home: Home, run_id: str) -> dict:

@@ -7,11 +7,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
+from functools import partial
 
 from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, install_model, make_reachable_home, write_plan
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -22,16 +23,8 @@ def _db(home):
     return conn
 
 
-def _wait_for(pred, timeout, what):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        try:
-            if pred():
-                return
-        except sqlite3.Error:
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
+# The engine writes the store meanwhile: a locked read means "not yet".
+_wait_for = partial(wait_for, interval=0.3, tolerate=(sqlite3.Error,))
 
 
 @pytest.mark.parametrize("executor", ["local", pytest.param("docker", marks=pytest.mark.docker)])

@@ -19,6 +19,7 @@ from autorl_tui.engine.grader_service import group_running
 from autorl_tui.engine.grading_client import run_grader, sandbox_probe
 from tests.support.fixed_model import build_fixed_answer_model
 from tests.support.harness import REPO
+from tests.support.waiting import holds_within
 
 pytestmark = pytest.mark.slow
 
@@ -235,21 +236,12 @@ def test_generated_code_attacks_fail_and_the_score_stays_true(tmp_path, solution
     assert 0 < r["forks"] < 32                                   # nproc of the sandbox
     assert json.loads((work / "result.json").read_text())["score"] == outcome.score
     assert "separate process" in outcome.metrics["sandbox"]["server"]
-    assert wait_until(lambda: not processes_of(r["uid"]), 30), "the fork bomb's children outlived the grading"
+    assert holds_within(lambda: not processes_of(r["uid"]), 30), "the fork bomb's children outlived the grading"
 
 
 def processes_of(uid: int) -> list[int]:
     return [p.pid for p in psutil.process_iter(["uids", "status"])
             if p.info["uids"] and p.info["uids"].real == uid and p.info["status"] != psutil.STATUS_ZOMBIE]
-
-
-def wait_until(condition, timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
 
 
 @pytest.mark.skipif(not sandbox_probe()[0], reason="needs root and bubblewrap (the sandboxed grader)")

@@ -10,7 +10,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -19,6 +18,7 @@ import pytest
 from autorl_tui.engine.executors.sandbox_bwrap import UID_BASE, UID_COUNT
 from tests.support.harness import (REPO, TASKS, TEST_AGENTS, cli, home_with_tiny, load_json, make_reachable_home,
                                    sandbox_leftovers, write_plan)
+from tests.support.waiting import wait_for, wait_for_async
 
 pytestmark = pytest.mark.slow
 
@@ -39,18 +39,6 @@ def other_home():
     (h / "cache" / "test.jsonl").write_text('{"secret": "held-out"}\n')
     yield h
     shutil.rmtree(h.parent, ignore_errors=True)
-
-
-def wait_for(condition, timeout: float, what: str, proc: subprocess.Popen | None = None):
-    end = time.time() + timeout
-    while time.time() < end:
-        value = condition()
-        if value:
-            return value
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the engine exited ({proc.returncode}) while waiting for {what}: {proc.stdout.read()}")
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def host_pids(log_dir: Path) -> list[int]:
@@ -75,7 +63,7 @@ def test_two_concurrent_local_agents_cannot_reach_each_other_or_private_data(hom
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         ready = lambda: sorted(p.parents[1] for p in (home / "workspaces").glob("*/logs/ready"))  # noqa: E731
-        workspaces = wait_for(lambda: len(ready()) == 2 and ready(), 400, "both agents to start at once", proc)
+        workspaces = wait_for(lambda: len(ready()) == 2 and ready(), 400, "both agents to start at once", proc=proc)
         assert len(workspaces) == 2
         held_out = sorted(str(p) for p in (home / "cache").rglob("test*") if p.is_file())
         assert held_out, "the held-out split is materialized on the host"
@@ -186,12 +174,12 @@ def test_a_docker_runs_token_is_invisible_to_a_concurrent_local_agent(home, tmp_
             [victim] = await engine.enqueue_plan(parse_plan(base + "name: victim\nagents: [test-budget-hog]\nexecutor: docker\n"))
             [attacker] = await engine.enqueue_plan(parse_plan(base + "name: attacker\nagents: [test-sandbox-attack]\n"))
             ws = home / "workspaces" / attacker
-            end = time.time() + 400
-            pids = None
-            while time.time() < end and not (pids and (ws / "logs" / "ready").exists()):
+
+            def both_running():
                 pids = docker_pids(engine, victim)
-                await asyncio.sleep(0.2)
-            assert pids and (ws / "logs" / "ready").exists(), "both agents running at once"
+                return pids if pids and (ws / "logs" / "ready").exists() else None
+
+            pids = await wait_for_async(both_running, 400, "both agents running at once", interval=0.2)
             (ws / "logs" / "targets.json").write_text(json.dumps({"pids": pids, "workspace": str(home / "workspaces" / victim)}))
             await asyncio.wait_for(engine.wait_runs([attacker]), 300)
             await engine.cancel(victim, "test over")

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from functools import partial
 
 from autorl_tui.catalog.plans import parse_plan
 from autorl_tui.engine.client import EngineClient
@@ -28,6 +29,7 @@ from autorl_tui.exitcodes import ExitCode
 from autorl_tui.home import Home
 from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, write_plan
 from tests.support.ray_cluster import GPUS_PER_NODE, ray_cluster, ray_home  # noqa: F401 (fixtures)
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -296,16 +298,8 @@ def _db(home):
     return conn
 
 
-def _wait_for(pred, timeout, what):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        try:
-            if pred():
-                return
-        except sqlite3.Error:
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
+# The engine writes the store meanwhile: a locked read means "not yet".
+_wait_for = partial(wait_for, interval=0.3, tolerate=(sqlite3.Error,))
 
 
 def test_engine_killed_mid_run_re_adopts_the_ray_actor(ray_cluster, ray_home, tmp_path):

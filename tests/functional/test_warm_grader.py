@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -19,6 +18,7 @@ from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
 from autorl_tui.engine import grader_service
 from autorl_tui.engine.executors import sandbox_bwrap
 from autorl_tui.engine.grading_client import run_grader
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -46,16 +46,6 @@ def request(tmp_path, model, limit=5, **extra):
 
 def grade(req, work, timeout_s=600):
     return asyncio.run(run_grader(req, work, timeout_s=timeout_s))
-
-
-def wait_for(condition, timeout_s=300):
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def grading_children(server, work: Path | None = None) -> list[psutil.Process]:
@@ -121,7 +111,7 @@ def test_the_spare_child_warms_up_then_runs_every_thread_as_the_grading_uid(tmp_
         except psutil.Error:
             return None
 
-    spare = wait_for(warmed_spare)
+    spare = wait_for(warmed_spare, 300, "the warmed spare child", interval=0.05)
     outcome, (uids, caps) = asyncio.run(_grade_watching(req, gradings / "b", server, threads=2))
     assert outcome.ok and outcome.score == first.score, outcome
     assert not spare.is_running() or spare.status() == psutil.STATUS_ZOMBIE or spare.uids().real != 0
@@ -201,7 +191,7 @@ def test_leftovers_under_the_grading_uid_are_killed_before_the_answer(tmp_path, 
             "nsenter", "-t", str(sandbox_pid), "-p", "-m", "--", "setpriv", f"--reuid={uid}", f"--regid={uid}",
             "--clear-groups", "sh", "-c", "touch /tmp/left-behind && exec sleep 600")
         leftover = wait_for(lambda: [p for p in psutil.process_iter() if p.name() == "sleep" and p.uids().real == uid],
-                            60)
+                            60, "the planted sleep", interval=0.05)
         outcome = await task
         await asyncio.wait_for(planter.wait(), 30)
         return outcome, leftover[0]
@@ -225,10 +215,11 @@ def test_a_dead_spare_child_is_replaced_by_a_fresh_one(tmp_path, tiny_model_dir)
         procs = [p for p in _server_children(server) if p.name() != "bwrap" and p.uids().real == 0]
         return procs if len(procs) == 3 else None
 
-    root_procs = wait_for(root_procs)
+    root_procs = wait_for(root_procs, 300, "the server's three root processes", interval=0.05)
     spare = max(root_procs, key=lambda p: p.create_time())
     spare.kill()
-    wait_for(lambda: not spare.is_running() or spare.status() == psutil.STATUS_ZOMBIE)
+    wait_for(lambda: not spare.is_running() or spare.status() == psutil.STATUS_ZOMBIE, 300, "the spare's end",
+             interval=0.05)
     after = grade(request(tmp_path, tiny_model_dir), gradings / "b")
     assert after.ok and after.score == first.score, after
     assert grader_service.POOL.idle() == [server]

@@ -58,6 +58,7 @@ def test_path_first_puts_the_runtime_first_and_drops_the_harness(stand_in):
     assert out["HOME"] == "/h" and env["PATH"].startswith(sys.prefix)   # the input is left as it was
 
 
+@pytest.mark.subprocess
 def test_a_plan_is_refused_at_validation_when_the_runtime_is_missing(tmp_path):
     home = tmp_path / "home"
     missing = tmp_path / "no-agent-venv"

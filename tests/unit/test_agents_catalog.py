@@ -121,6 +121,7 @@ def test_react_deadline_sources(tmp_path, monkeypatch):
     assert dl.find_deadline(tmp_path, max_seconds=5, started=100.0) == 105.0
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("driver_url", ["", "http://127.0.0.1:8000/v1"])
 def test_every_builtin_command_renders_to_valid_shell(driver_url, tmp_path):
     import subprocess

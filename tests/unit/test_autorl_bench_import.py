@@ -76,6 +76,7 @@ def test_diagnostics_follow_its_definitions(store):
     assert m["time_used_ratio"] == pytest.approx(1200 / 3600) and m["last_submit_gap"] == 300
 
 
+@pytest.mark.subprocess
 def test_import_command_exit_status_and_messages(tmp_path):
     home = tmp_path / "home"
     bad = tmp_path / "bad"

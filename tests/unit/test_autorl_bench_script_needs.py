@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from autorl_tui.catalog.autorl_bench_agents import load_agent_folder
 from autorl_tui.catalog.readiness import agent_readiness
 from autorl_tui.catalog.script_scan import scan_script
@@ -65,6 +67,7 @@ def _cli(*args, env=None):
                           cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO), **(env or {})))
 
 
+@pytest.mark.subprocess
 def test_agents_command_lists_what_the_folder_lacks(tmp_path):
     proc = _cli("agents", str(CODEX), str(PIPELINE), str(OPENCODE), "--json",
                 env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
@@ -75,6 +78,7 @@ def test_agents_command_lists_what_the_folder_lacks(tmp_path):
     assert not rows["pipeline_checkout"]["ready"] and "cd ${PIPELINE_RL_ROOT" in rows["pipeline_checkout"]["problems"][0]
 
 
+@pytest.mark.subprocess
 def test_a_plan_naming_a_folder_without_its_checkout_is_refused_before_anything_is_prepared(tmp_path):
     home = tmp_path / "home"
     plan = write_plan(tmp_path / "plan.yaml", agents=[str(PIPELINE)], budget="60s")

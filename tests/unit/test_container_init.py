@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 INIT = Path(__file__).resolve().parents[2] / "autorl_tui" / "engine" / "executors" / "container_init.py"
@@ -19,11 +20,13 @@ async def run_init(*args, timeout=30):
     return proc.returncode, out.decode(), err.decode()
 
 
+@pytest.mark.subprocess
 async def test_exit_code_is_passed_through():
     code, _, _ = await run_init("--deadline", str(time.time() + 30), "--", "sh", "-c", "exit 3")
     assert code == 3
 
 
+@pytest.mark.subprocess
 async def test_deadline_kills_and_file_extends_it(tmp_path):
     t0 = time.time()
     code, _, err = await run_init("--deadline", str(t0 + 1), "--", "sleep", "60")
@@ -35,6 +38,7 @@ async def test_deadline_kills_and_file_extends_it(tmp_path):
     assert code == 137 and 2.0 < time.time() - t0 < 6
 
 
+@pytest.mark.subprocess
 async def test_forwarder_carries_http_to_the_unix_socket(tmp_path):
     async def echo(request):
         body = await request.read()

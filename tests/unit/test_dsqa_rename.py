@@ -28,6 +28,7 @@ def rows(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.subprocess
 def test_renamed_copies_keep_the_action_readable_off_the_prompt(train, tmp_path):
     out = tmp_path / "renamed.jsonl"
     proc = subprocess.run([sys.executable, str(SCRIPT), "--data", str(train / "sft_prompt_completion.jsonl"),

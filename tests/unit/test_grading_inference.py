@@ -14,6 +14,7 @@ def policy(tiny_model_dir):
     return TransformersPolicy(tiny_model_dir, threads=1, seed=0, batch_size=8)
 
 
+@pytest.mark.subprocess
 def test_greedy_is_deterministic_and_independent_of_batching(policy, tiny_model_dir):
     a = policy.generate(PROMPTS, max_tokens=24)
     b = policy.generate(PROMPTS, max_tokens=24)
@@ -22,6 +23,7 @@ def test_greedy_is_deterministic_and_independent_of_batching(policy, tiny_model_
     assert all("####" in x[0].text and x[0].finish_reason == "stop" for x in a)
 
 
+@pytest.mark.subprocess
 def test_n_samples_and_max_tokens(policy):
     out = policy.generate(PROMPTS[:2], n=3, temperature=1.0, max_tokens=24)
     assert [len(x) for x in out] == [3, 3]
@@ -31,12 +33,14 @@ def test_n_samples_and_max_tokens(policy):
     assert len(greedy) == 2 and greedy[0].text == greedy[1].text
 
 
+@pytest.mark.subprocess
 def test_stop_strings_cut_the_text(policy):
     full = policy.generate(PROMPTS[:1], max_tokens=24)[0][0].text
     stopped = policy.generate(PROMPTS[:1], max_tokens=24, stop=["####"])[0][0]
     assert "####" in full and stopped.text == full.split("####")[0] and stopped.finish_reason == "stop"
 
 
+@pytest.mark.subprocess
 def test_invalid_model_folders_are_explained(tmp_path, tiny_model_dir):
     with pytest.raises(InvalidModel, match="does not exist"):
         check_model_dir(tmp_path / "nope")

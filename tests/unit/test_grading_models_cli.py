@@ -1,8 +1,12 @@
 import json
 import shutil
 
+import pytest
+
 from autorl_tui.cli import main
 from autorl_tui.catalog.model_builds import weights_hash
+
+pytestmark = pytest.mark.subprocess   # builds and loads models (seconds each)
 
 
 def test_models_list_on_a_fresh_home(home_dir, capsys):

@@ -11,6 +11,7 @@ from autorl_tui.tasks.arith.tiny_model import build_tiny_model
 from tests.conftest import REPO
 
 
+@pytest.mark.subprocess
 def test_tiny_model_is_a_small_llama_with_a_chat_tokenizer(tiny_model_dir):
     from transformers import AutoConfig, AutoTokenizer
 
@@ -29,6 +30,7 @@ def test_tiny_model_is_a_small_llama_with_a_chat_tokenizer(tiny_model_dir):
     assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
 
 
+@pytest.mark.subprocess
 def test_same_seed_same_weights_other_seed_other_weights(tmp_path):
     a = build_tiny_model(tmp_path / "a", seed=3, pretrain_steps=3, pretrain_docs=300)
     b = build_tiny_model(tmp_path / "b", seed=3, pretrain_steps=3, pretrain_docs=300)
@@ -37,6 +39,7 @@ def test_same_seed_same_weights_other_seed_other_weights(tmp_path):
     assert weights_hash(a) != weights_hash(c)
 
 
+@pytest.mark.subprocess
 def test_existing_model_is_reused_unless_forced(tmp_path):
     out = build_tiny_model(tmp_path / "m", seed=0, pretrain_steps=2, pretrain_docs=300)
     stamp = (out / BUILD_INFO).stat().st_mtime_ns
@@ -47,6 +50,7 @@ def test_existing_model_is_reused_unless_forced(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == ["m"]   # no temp leftovers
 
 
+@pytest.mark.subprocess
 def test_two_processes_building_at_once_do_not_collide(tmp_path):
     code = ("import sys; from autorl_tui.tasks.arith.tiny_model import build_tiny_model; "
             "build_tiny_model(sys.argv[1], seed=0, pretrain_steps=2, pretrain_docs=300); print('ok')")
@@ -59,6 +63,7 @@ def test_two_processes_building_at_once_do_not_collide(tmp_path):
     assert leftovers == []
 
 
+@pytest.mark.subprocess
 def test_half_built_model_never_visible(tmp_path, monkeypatch):
     from autorl_tui.tasks.arith import tiny_model as tiny
 
@@ -73,6 +78,7 @@ def test_half_built_model_never_visible(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == [".m.lock"]
 
 
+@pytest.mark.subprocess
 def test_fast_chatml_matches_the_chat_template(tiny_model_dir):
     from transformers import AutoTokenizer
 

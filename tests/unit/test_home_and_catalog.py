@@ -21,6 +21,7 @@ def test_home_resolution_order(tmp_path, monkeypatch):
     assert resolve_home(None) == tmp_path / "xdg" / "autorl-tui"
 
 
+@pytest.mark.subprocess
 def test_lock_names_the_holder_pid(tmp_path):
     home = Home.open(str(tmp_path / "h"))
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from autorl_tui.engine import honey_tokens
 from autorl_tui.engine.events import EventBus, RunEventAppended
 from autorl_tui.engine.run_journal import RunJournal
@@ -73,6 +75,7 @@ def test_decoys_are_planted_once_per_run_and_differ_between_runs(tmp_path):
     assert all((ws / d["rel"]).stat().st_mode & 0o444 == 0o444 for d in first)
 
 
+@pytest.mark.subprocess
 def test_an_agent_reading_a_decoy_is_flagged_within_seconds(tmp_path):
     journal, ws, run_dir = _journal(tmp_path), _workspace(tmp_path), tmp_path / "runs" / "run-h"
     honey_tokens.plant(run_dir, ws, "run-h")
@@ -87,6 +90,7 @@ def test_an_agent_reading_a_decoy_is_flagged_within_seconds(tmp_path):
     assert toast and toast[0].level == "error"
 
 
+@pytest.mark.subprocess
 def test_an_agent_that_leaves_the_decoys_alone_is_not_flagged(tmp_path):
     journal, ws, run_dir = _journal(tmp_path), _workspace(tmp_path), tmp_path / "runs" / "run-h"
     honey_tokens.plant(run_dir, ws, "run-h")

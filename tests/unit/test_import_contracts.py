@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -35,12 +37,14 @@ def plant(tree: Path, module: str, statement: str) -> None:
     path.write_text(path.read_text() + f"\n\ndef _planted():\n    {statement}\n")
 
 
+@pytest.mark.subprocess
 def test_the_contracts_hold_on_the_real_tree():
     out = lint_imports(ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
     assert " broken" in out.stdout and "0 broken" in out.stdout
 
 
+@pytest.mark.subprocess
 def test_a_planted_forbidden_import_inside_a_function_breaks_the_check(tmp_path):
     tree = copy_tree(tmp_path)
     baseline = lint_imports(tree)

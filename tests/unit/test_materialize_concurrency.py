@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from autorl_tui.catalog.tasks import load_task_card, materialize
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,6 +34,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.subprocess
 def test_four_processes_materialize_the_same_splits_at_once(tmp_path):
     cache = tmp_path / "cache"
     go = tmp_path / "go"

@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PLUGIN = '''
@@ -81,6 +83,7 @@ def make_lab_plugin(site: Path) -> None:
     """)
 
 
+@pytest.mark.subprocess
 def test_an_installed_task_plugin_is_found_validated_and_materialized(tmp_path):
     site = tmp_path / "site"
     make_lab_plugin(site)
@@ -111,6 +114,7 @@ def test_an_installed_task_plugin_is_found_validated_and_materialized(tmp_path):
     assert got["arith"] == "arith"            # built-in tasks come through the same path
 
 
+@pytest.mark.subprocess
 def test_without_the_plugin_its_task_and_scorer_are_unknown(tmp_path):
     out = run_with(tmp_path, """
         from autorl_tui import registry
@@ -120,6 +124,7 @@ def test_without_the_plugin_its_task_and_scorer_are_unknown(tmp_path):
     assert out.stdout.split() == ["False", "False"]
 
 
+@pytest.mark.subprocess
 def test_a_plugin_may_not_take_a_builtin_name(tmp_path):
     site = tmp_path / "site"
     make_lab_plugin(site)

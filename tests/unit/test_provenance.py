@@ -72,6 +72,7 @@ def models(tiny_model_dir, tmp_path_factory):
             "other": _save(other, tok, root / "other"), "reinit": _save(reinit, tok, root / "reinit")}
 
 
+@pytest.mark.subprocess
 def test_a_fine_tune_is_derived_from_its_base(models):
     rec = provenance.compare_models(models["base"], models["tuned"])
     assert rec["verdict"] == "derived", rec["summary"]
@@ -81,6 +82,7 @@ def test_a_fine_tune_is_derived_from_its_base(models):
     assert not rec["low_rank_change"]          # a full fine-tune's change is not low-rank
 
 
+@pytest.mark.subprocess
 def test_a_model_trained_from_another_seed_is_not_derived(models):
     rec = provenance.compare_models(models["base"], models["other"])
     assert rec["verdict"] == "not_derived"
@@ -89,12 +91,14 @@ def test_a_model_trained_from_another_seed_is_not_derived(models):
     assert "fine-tune" in rec["summary"] and rec["reference"]
 
 
+@pytest.mark.subprocess
 def test_the_base_reinitialised_is_not_derived(models):
     rec = provenance.compare_models(models["base"], models["reinit"])
     assert rec["verdict"] == "not_derived"
     assert rec["far_share"] > 0.9
 
 
+@pytest.mark.subprocess
 def test_a_merged_low_rank_change_is_recognised(models, tmp_path):
     """The base plus a rank-4 update on every 2-D tensor (what merging a LoRA adapter gives)."""
     import torch
@@ -112,6 +116,7 @@ def test_a_merged_low_rank_change_is_recognised(models, tmp_path):
     assert rec["verdict"] == "derived" and rec["low_rank_change"], rec
 
 
+@pytest.mark.subprocess
 def test_a_different_architecture_is_not_derived(models, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -124,6 +129,7 @@ def test_a_different_architecture_is_not_derived(models, tmp_path):
     assert rec["verdict"] == "not_derived" and "missing" in rec["summary"] and rec["missing"]
 
 
+@pytest.mark.subprocess
 def test_the_worker_writes_a_record_and_reports_unreadable_weights(models, tmp_path):
     out = tmp_path / "out.json"
     proc = subprocess.run([sys.executable, "-m", "autorl_tui.grading.provenance", str(models["base"]),

@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path
 from tests.support.harness import REPO
 from tests.unit.test_grading_gsm8k import write_gsm8k
@@ -12,6 +14,7 @@ from tests.unit.test_grading_gsm8k import write_gsm8k
 PIPELINE = REPO / "autorl_tui" / "builtin" / "agents" / "reference"
 
 
+@pytest.mark.subprocess
 def test_gsm8k_rows_become_pipeline_items(tmp_path, monkeypatch):
     write_gsm8k(tmp_path / "gsm8k")
     monkeypatch.setenv("GSM8K_PATH", str(tmp_path / "gsm8k"))

@@ -245,6 +245,7 @@ print(f"{i} {worst}", flush=True)
 """
 
 
+@pytest.mark.subprocess
 def test_reads_a_store_the_engine_is_writing_without_blocking_it(tmp_path):
     """The engine (another process) keeps committing while a report reads: its commits never wait
     on the reader, every query sees the newest committed rows, and the file stays intact."""

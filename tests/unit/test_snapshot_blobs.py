@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from autorl_tui.engine.submissions import BLOBS, snapshot_folder
 from autorl_tui.home import Home
 from autorl_tui.store.db import Store
@@ -71,6 +73,7 @@ def _home_with_run(tmp_path, state="done"):
     return home, snaps
 
 
+@pytest.mark.subprocess
 def test_runs_prune_keeps_selected_best_and_last_and_frees_orphan_blobs(tmp_path):
     home, snaps = _home_with_run(tmp_path)
     before = sorted(p.name for p in snaps.iterdir())
@@ -94,6 +97,7 @@ def test_runs_prune_keeps_selected_best_and_last_and_frees_orphan_blobs(tmp_path
     assert all(p.stat().st_nlink > 1 for p in blobs)                        # no orphan left
 
 
+@pytest.mark.subprocess
 def test_runs_prune_refuses_bad_input_with_clear_errors(tmp_path):
     home, snaps = _home_with_run(tmp_path, state="running")
     active = cli("runs", "prune", "r0001-x", home=home.root)

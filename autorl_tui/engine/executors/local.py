@@ -17,6 +17,7 @@ from pathlib import Path
 
 from autorl_tui.engine.agent_runtime import AgentRuntime, AgentRuntimeMissing, find, path_first
 from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, Executor, ExecutorError, LaunchSpec
+from autorl_tui import settings
 
 SHIM_MODULE = "autorl_tui.engine.executors.local_shim"
 DEVICE_ROOT_ENV = "AUTORL_DEVICE_ROOT"     # sandbox_bwrap.DEVICE_ROOT_ENV (not imported: it is the shim's)
@@ -168,8 +169,8 @@ def spawn_shim(python: str, launch_path: Path, preexec_fn=None, module: str = SH
     `module`: another shim with the same contract (a cluster node's container: docker_shim.py)."""
     log_dir = launch_path.parent
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _package_root()}
-    if os.environ.get(DEVICE_ROOT_ENV):   # stand-in GPU device nodes (tests)
-        env[DEVICE_ROOT_ENV] = os.environ[DEVICE_ROOT_ENV]
+    if settings.current().device_root:   # stand-in GPU device nodes (tests)
+        env[DEVICE_ROOT_ENV] = str(settings.current().device_root)
     with open(log_dir / "shim.log", "ab") as shim_log:
         return subprocess.Popen([python, "-m", module, str(launch_path)], stdin=subprocess.DEVNULL,
                                 stdout=shim_log, stderr=shim_log, start_new_session=True, env=env,

@@ -28,6 +28,7 @@ from autorl_tui.engine.executors.local import _read_json, launch_of, wait_for_sh
 from autorl_tui.engine.executors.ray_placement import Request, admit, feasible
 from autorl_tui.engine.executors.ray_view import ClusterView, cluster_state
 from autorl_tui.exitcodes import UsageError
+from autorl_tui import settings
 
 NAMESPACE = "autorl-tui"
 INSTALL = "install the extra: pip install 'autorl-tui[ray]'"
@@ -307,8 +308,9 @@ class RayExecutor(Executor):
     @property
     def api_host(self) -> str:
         """Where the per-run grading API listens: an address the nodes reach (AUTORL_API_HOST overrides)."""
-        if os.environ.get("AUTORL_API_HOST"):
-            return os.environ["AUTORL_API_HOST"]
+        configured = settings.current().api_host
+        if configured:
+            return configured
         try:
             from ray.util import get_node_ip_address
 

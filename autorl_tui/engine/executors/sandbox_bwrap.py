@@ -30,6 +30,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autorl_tui import settings
+
 UID_BASE = 1_500_000_000   # far above login users (1000..60000), systemd's dynamic users and the
 UID_COUNT = 4096           # usual subordinate-uid ranges of rootless containers (100000..)
 LEASE_DIR = Path("/run/autorl-tui/uid-leases")
@@ -39,7 +41,7 @@ FIX = ("run the engine as root with bubblewrap installed (Debian/Ubuntu: apt-get
 
 
 def bwrap_path() -> str:
-    return os.environ.get("AUTORL_BWRAP") or shutil.which("bwrap") or "/usr/bin/bwrap"
+    return settings.current().bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
 
 
 _PROBES: dict[str, tuple[bool, str]] = {}
@@ -131,7 +133,7 @@ def gpu_devices(ids: list[str]) -> list[Path]:
     (CUDA does not use it, and its nodes cannot be told apart per GPU here)."""
     if not ids:
         return []
-    root = Path(os.environ.get(DEVICE_ROOT_ENV) or "/dev")
+    root = settings.current().device_root or Path("/dev")
     nodes = [root / name for name in GPU_CONTROL_NODES]
     nodes += [root / f"nvidia{minor}" for minor in dict.fromkeys(gpu_minor(i) for i in ids) if minor is not None]
     return [n for n in nodes if n.exists()]

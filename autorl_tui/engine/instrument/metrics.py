@@ -68,7 +68,7 @@ def parse_metrics_line(line: str) -> tuple[dict | None, str | None]:
         return None, None
     try:
         obj = json.loads(line)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return None, f"not JSON ({exc.msg})"
     if not isinstance(obj, dict):
         return None, "not a JSON object"

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import re
 import time
@@ -44,6 +43,7 @@ from typing import Any
 from autorl_tui.grading.judge_cache import JudgeCache, judgment_key
 from autorl_tui.grading.judge_client import JudgeClient, JudgeError
 from autorl_tui.grading.types import EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
+from autorl_tui import settings
 
 TEMPLATE_VERSION = "pairwise-v1"
 SYSTEM = ("You are an impartial judge of answers to user instructions. Compare two responses for "
@@ -108,8 +108,9 @@ def length_controlled_win_rate(outcomes: list[float], length_diffs: list[float])
 
 
 def default_cache_path() -> Path:
-    if os.environ.get("AUTORL_JUDGE_CACHE"):
-        return Path(os.environ["AUTORL_JUDGE_CACHE"])
+    configured = settings.current().judge_cache
+    if configured:
+        return configured
     from autorl_tui.home import resolve_home
     return resolve_home() / "cache" / "judge.sqlite"
 
@@ -122,7 +123,7 @@ class JudgeScorer:
     def evaluate(self, policy: Policy, items: list[dict], protocol: EvalProtocol,
                  ctx: ScorerContext) -> EvalResult:
         opts = dict(ctx.options or {})
-        url = opts.get("judge_url") or os.environ.get("AUTORL_JUDGE_URL")
+        url = opts.get("judge_url") or settings.current().judge_url
         if not url:
             raise ValueError("the judge scorer needs an OpenAI-compatible endpoint: set scorer option judge_url "
                              "(command line: --judge-url http://HOST:PORT/v1) or $AUTORL_JUDGE_URL")

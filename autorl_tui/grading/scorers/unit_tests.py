@@ -6,7 +6,8 @@ repeats the function is reduced to its code first, see `solution_source`); it ru
 sandbox, and the test runs here, in the harness, calling it over a channel that carries only
 plain data (grading/code_protocol.py); under the engine that sandbox is the engine's code server,
 a process apart from this (sandboxed, unprivileged) worker (grading/sandbox_remote.py). So a
-completion cannot forge a pass (exit early, print a marker, patch the checker), return an object that equals anything, or read the expected values:
+completion cannot forge a pass (exit early, print a marker, patch the checker), return an object
+that equals anything, or read the expected values:
 they never enter its process. The task's data files are hidden from the sandbox as well
 (`hide_packages`, the task folder and the split file).
 

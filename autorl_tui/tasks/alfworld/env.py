@@ -20,6 +20,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autorl_tui import settings
+
 
 def ensure_alfworld_data(path: str | os.PathLike | None = None) -> str:
     """Point ALFWORLD_DATA at a folder of ours (unless already set) before alfworld is imported."""
@@ -96,7 +98,7 @@ def _engine_classes():
         import textworld.envs.pddl.textgen
         from textworld.envs import PddlEnv
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-    if os.environ.get("AUTORL_ALFWORLD_NO_PARSE_CACHE") != "1":
+    if settings.current().alfworld_parse_cache:
         _memoize_parser(textworld.envs.pddl.textgen)
         _memoize_parser(textworld.logic)
         import fast_downward

@@ -100,7 +100,7 @@ def build_world(seed: int = 0, *, countries: int = 3, cities_per_country: int = 
                 pname = fresh(lambda: f"{rng.choice(FIRST)} {_word(rng, 2)}")
                 people.append(add("person", pname, region, born_in=city, birth_year=rng.randint(1900, 1999)))
             kinds["person"].extend(people)
-            for j in range(companies_per_city):
+            for _ in range(companies_per_city):
                 comp = add("company", fresh(lambda: f"{_word(rng, 2)} {rng.choice(SUFFIX['company'])}"), region,
                            headquarters=city, founded_year=rng.randint(1850, 2015),
                            industry=rng.choice(INDUSTRIES), founder=rng.choice(people))

@@ -15,7 +15,6 @@ and its string match (scoring.autorl_string_match) when the judge fails or none 
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 from autorl_tui.grading.judge_cache import JudgeCache, judgment_key
 from autorl_tui.grading.judge_client import JudgeClient, JudgeError
 from autorl_tui.tasks.deepsearchqa.scoring import answer_category, autorl_string_match, score_answer
+from autorl_tui import settings
 
 TEMPLATE_VERSION = "dsqa-1"
 JUDGE_PROMPT = (
@@ -80,7 +80,7 @@ class AnswerGrader:
             self.client = JudgeClient(options["judge_url"], options["judge_model"],
                                       api_key_env=options.get("api_key_env"),
                                       timeout_s=float(options.get("judge_timeout_s", 60)))
-            cache = options.get("cache_path") or os.environ.get("AUTORL_JUDGE_CACHE")
+            cache = options.get("cache_path") or settings.current().judge_cache
             self.cache = JudgeCache(Path(cache)) if cache else None
             self._memo: dict[str, bool] = {}
 

@@ -10,7 +10,8 @@ question, four tool results: 1,000-2,500 characters). This one can:
   `[D0039]` = [ d0039 ], `1914` = 1 ##9 ##1 ##4). Built from the generator's word lists, never from
   a split, so nothing held out leaks. Version 1 had no stems nor ids: a name was 3-5 pieces, and a
   model trained from scratch within a test's budget did not learn to copy them.
-- Model: Llama-style, hidden 192, 4 layers, 1,024 positions (a turn is 380 tokens median, 650 at most), randomly initialized, not pretrained:
+- Model: Llama-style, hidden 192, 4 layers, 1,024 positions (a turn is 380 tokens median, 650 at most),
+  randomly initialized, not pretrained:
   its baseline is the floor and every point comes from the run's own post-training.
 
 Deterministic and atomic like `tiny` (catalog/model_builds.py).

@@ -136,7 +136,8 @@ class RunsScreen(Screen):
         imp, basis = shown_improvement(run)
         return (Text(label, style=style), short_id(run["id"]), run.get("task", ""),
                 run.get("agent", ""), run.get("model", ""), str(run.get("seed", "")), gpu,
-                fmt_elapsed_budget(run, now), Text(fmt_liveness(run, now), style=style if is_stale(run, now) or state == "failed" else "dim"),
+                fmt_elapsed_budget(run, now),
+                Text(fmt_liveness(run, now), style=style if is_stale(run, now) or state == "failed" else "dim"),
                 fmt_score(dev_baseline(run)),
                 fmt_score(run.get("best_dev_score")),
                 Text(sparkline([v for _, v in run.get("dev_scores") or ()], TREND_WIDTH), style="green"),

@@ -474,10 +474,10 @@ def main(argv: list[str]) -> int:
     write_code(ws)
     if is_alfworld(ws) or is_webshop(ws) or is_deepsearchqa(ws):
         main_of = alfworld_main if is_alfworld(ws) else webshop_main if is_webshop(ws) else deepsearchqa_main
-        scores = main_of(ws, opts, deadline, seed, threads)
-        if scores is None:
+        env_scores = main_of(ws, opts, deadline, seed, threads)
+        if env_scores is None:
             return 1
-        log("done: " + json.dumps({"scores": scores, "wall_s": round(time.time() - t_start, 1)}))
+        log("done: " + json.dumps({"scores": env_scores, "wall_s": round(time.time() - t_start, 1)}))
         return 0
     scores: dict[str, float | None] = {}
 

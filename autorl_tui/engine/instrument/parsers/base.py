@@ -39,7 +39,7 @@ class JsonLinesParser(StreamParser):
             return []
         try:
             obj = json.loads(stripped)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             return self.on_text(stripped, f"not JSON: {exc.msg} at column {exc.colno}")
         if not isinstance(obj, dict):
             return [Action("raw", event=obj)]

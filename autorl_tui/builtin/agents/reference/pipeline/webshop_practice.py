@@ -82,7 +82,7 @@ def main():
 
         def generate(prompts):
             replies = expert_generate(prompts)
-            steps.extend(zip(prompts, replies))
+            steps.extend(zip(prompts, replies))  # noqa: B023 (run_episodes calls it before the loop goes on)
             return replies
 
         result = run_episodes(generate, [goal], max_steps=a.max_steps, batch_size=1)[0]

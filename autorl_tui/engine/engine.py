@@ -21,6 +21,7 @@ from autorl_tui.engine import events as ev
 from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from autorl_tui.engine.events import EventBus
+from autorl_tui.engine.grading_queue import GradingQueue, default_slots
 from autorl_tui.engine.executors import get_executor
 from autorl_tui.engine.run_journal import ACTIVE_STATES, FINAL_STATES
 from autorl_tui.engine.supervisor import RunSupervisor
@@ -64,7 +65,7 @@ class Engine:
         cpus = os.cpu_count() or 1
         self.concurrency = concurrency or max(1, cpus // 2)
         self.grader_threads = max(1, cpus // max(1, self.concurrency))
-        self.grading_slots = asyncio.Semaphore(1 if not self.gpu_inventory else max(1, len(self.gpu_inventory)))
+        self.grading_queue = GradingQueue(default_slots(cpus, self.grader_threads, len(self.gpu_inventory)))
         self.supervisors: dict[str, RunSupervisor] = {}
         self.queue_paused = False
         self.draining = False
@@ -163,7 +164,7 @@ class Engine:
         procedural held-out split)."""
         h = self.home
         paths = [h.root / n for n in ("store.db", "store.db-wal", "store.db-shm", "engine.lock")]
-        paths += [h.cache, h.snapshots, h.runs_dir, h.reports, h.models, h.data]
+        paths += [h.cache, h.snapshots, h.runs_dir, h.gradings, h.reports, h.models, h.data]
         paths += [p for p in self.task_search_path() if p.is_dir()]
         package = Path(__file__).resolve().parents[1]
         paths += [package / "catalog" / "generators", package / "grading"]
@@ -266,7 +267,22 @@ class Engine:
         self.store.flush()
         self._idle.clear()
         self._wake.set()
+        if any(req.executor != "ray" for req in plan.runs):
+            await asyncio.to_thread(self._prestart_grader)
         return ids
+
+    def _prestart_grader(self) -> None:
+        """The engine's warm grading server for built-in tasks on CPU (the one its runs share), started
+        in the background as soon as there is something to grade: a run then never waits for a
+        server's start (docs/grading.md, "The warm grader")."""
+        from autorl_tui.engine.grading_client import prestart_warm
+
+        request = {"task": {"dir": str(Path(__file__).resolve().parents[1] / "tasks")}, "scorer": "exact_match"}
+        try:
+            prestart_warm(request, self.home.gradings / "_" / "_", threads=self.grader_threads,
+                          grading_root=self.home.gradings)
+        except OSError as exc:        # an optimisation: the first run's preparing starts it then
+            print(f"autorl-tui: warm grader not started ahead: {exc}", file=sys.stderr)
 
     def runs(self, states: list[str] | None = None) -> list[dict]:
         return self.store.runs(states)
@@ -541,7 +557,10 @@ class Engine:
             self.supervisors[run_id] = sup
             sup.adopt(attempt)
         self.store.flush()
-        self._reap_orphan_containers(live_containers)
+        if self.store.any_run_on("docker"):     # no Docker probe for a home that never used it
+            self._reap_orphan_containers(live_containers)
+        if self.store.runs(["queued"]) or self.supervisors:
+            await asyncio.to_thread(self._prestart_grader)
 
     def _reap_orphan_containers(self, live: set[str]) -> None:
         """Containers of this home that no live run owns are leftovers of a crash: remove them."""

@@ -184,46 +184,7 @@ import asyncio, sys, time
 t0 = time.perf_counter()
 from autorl_tui.engine.engine import Engine
 from autorl_tui.home import Home
-async def store_scale(base: Path) -> None:
-    from autorl_tui.store.db import Store
-    from tests.support.run_writer import RunShape, write_run
-
-    sizes = [int(x) for x in os.environ.get("BENCH_STORE_RUNS", "1000,10000").split(",") if x.strip()]
-    home = base / "store-home"
-    home.mkdir()
-    store = Store(home / "store.db")
-    written = 0
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-
-    def timed(*argv: str) -> float:
-        t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "autorl_tui", "--home", str(home), *argv], capture_output=True,
-                              text=True, cwd=REPO, env=env)
-        if proc.returncode:
-            raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr[-2000:]}")
-        return time.perf_counter() - t0
-
-    for n in sizes:
-        t0 = time.perf_counter()
-        for i in range(written, n):
-            write_run(store, RunShape(run_id=f"r{i + 1:05d}-arith-scale-s{i % 7}", seed=i % 7, plan="scale",
-                                      agent=("scripted", "claude-code", "codex")[i % 3],
-                                      task=("arith", "gsm8k")[i % 2], start=1.79e9 + i * 100, duration_s=60,
-                                      scores=[20.0 + i % 5, 22.0 + i % 3], drops=[], n_stdout=2, metric_steps=2,
-                                      n_samples=4, tokens=None))
-        store.flush()
-        build = time.perf_counter() - t0
-        written = n
-        compare = timed("compare", "--plan", "scale", "--json", str(base / "compare.json"))
-        report = timed("report", "r00001", "--json", str(base / "report.json"))
-        listed = timed("runs", "list", "--json")
-        page = timed("runs", "list", "--json", "--limit", "50")
-        say(f"store_at_{n}_runs: compare {compare:.2f} s (bound 5) | report {report:.2f} s (bound 2) | runs list "
-            f"{listed:.2f} s, a page of 50 {page:.2f} s | written in {build:.1f} s | {load()}")
-    store.close()
-
-
-def main():
+async def main():
     engine = Engine(Home(__import__('pathlib').Path(sys.argv[1])))
     await engine.start()
     started = time.perf_counter() - t0

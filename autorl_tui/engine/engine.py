@@ -7,6 +7,7 @@ goes out as typed events on `bus`."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import sys
@@ -267,22 +268,28 @@ class Engine:
         self.store.flush()
         self._idle.clear()
         self._wake.set()
-        if any(req.executor != "ray" for req in plan.runs):
-            await asyncio.to_thread(self._prestart_grader)
+        await asyncio.to_thread(self._prestart_grader, [(req.executor, req.gpus, spec) for req, spec in
+                                                        zip(plan.runs, specs)])
         return ids
 
-    def _prestart_grader(self) -> None:
-        """The engine's warm grading server for built-in tasks on CPU (the one its runs share), started
-        in the background as soon as there is something to grade: a run then never waits for a
-        server's start (docs/grading.md, "The warm grader")."""
+    def _prestart_grader(self, runs: list[tuple[str, int, dict]]) -> None:
+        """The engine's warm grading server (the one its CPU runs share: every built-in task's, and
+        one per task folder of the user's), started in the background as soon as a run of it is
+        queued: a run then never waits for a server's start (docs/grading.md, "The warm grader").
+        runs: (executor, GPUs asked for, spec) of the runs queued."""
         from autorl_tui.engine.grading_client import prestart_warm
 
-        request = {"task": {"dir": str(Path(__file__).resolve().parents[1] / "tasks")}, "scorer": "exact_match"}
-        try:
-            prestart_warm(request, self.home.gradings / "_" / "_", threads=self.grader_threads,
-                          grading_root=self.home.gradings)
-        except OSError as exc:        # an optimisation: the first run's preparing starts it then
-            print(f"autorl-tui: warm grader not started ahead: {exc}", file=sys.stderr)
+        tasks = {json.dumps(spec["task"], sort_keys=True): spec["task"] for executor, gpus, spec in runs
+                 if executor != "ray" and not gpus and isinstance((spec or {}).get("task"), dict)
+                 and spec["task"].get("scorer") != "judge"}       # the judge's gradings take the cold path
+        for task in tasks.values():
+            request = {"task": task, "scorer": task.get("scorer"),
+                       "scorer_options": {**(task.get("scorer_options") or {})}}
+            try:
+                prestart_warm(request, self.home.gradings / "_" / "_", threads=self.grader_threads,
+                              grading_root=self.home.gradings)
+            except OSError as exc:        # an optimisation: the run's preparing starts it then
+                print(f"autorl-tui: warm grader not started ahead: {exc}", file=sys.stderr)
 
     def runs(self, states: list[str] | None = None) -> list[dict]:
         return self.store.runs(states)
@@ -559,8 +566,10 @@ class Engine:
         self.store.flush()
         if self.store.any_run_on("docker"):     # no Docker probe for a home that never used it
             self._reap_orphan_containers(live_containers)
-        if self.store.runs(["queued"]) or self.supervisors:
-            await asyncio.to_thread(self._prestart_grader)
+        queued = self.store.runs(["queued"])
+        if queued:
+            await asyncio.to_thread(self._prestart_grader, [(r["executor"], r["gpus_requested"], r["spec"])
+                                                            for r in queued])
 
     def _reap_orphan_containers(self, live: set[str]) -> None:
         """Containers of this home that no live run owns are leftovers of a crash: remove them."""

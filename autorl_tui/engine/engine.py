@@ -566,10 +566,10 @@ class Engine:
         self.store.flush()
         if self.store.any_run_on("docker"):     # no Docker probe for a home that never used it
             self._reap_orphan_containers(live_containers)
-        queued = self.store.runs(["queued"])
-        if queued:
-            await asyncio.to_thread(self._prestart_grader, [(r["executor"], r["gpus_requested"], r["spec"])
-                                                            for r in queued])
+        waiting = [(r["executor"], r.get("gpus_requested"), r["spec"]) for r in self.store.runs(["queued"])]
+        waiting += [(s.spec.get("executor", "local"), s.gpus_requested, s.spec) for s in self.supervisors.values()]
+        if waiting:       # queued, and re-adopted runs (their next submission)
+            await asyncio.to_thread(self._prestart_grader, waiting)
 
     def _reap_orphan_containers(self, live: set[str]) -> None:
         """Containers of this home that no live run owns are leftovers of a crash: remove them."""

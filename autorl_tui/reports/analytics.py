@@ -594,8 +594,9 @@ class Analytics:
             end = min(end, run["ended_at"])
         return max(0.0, end - t0)
 
-    def cost(self, run_id: str) -> dict:
-        run = self.run(run_id)
+    def cost(self, run_id: str, run: dict | None = None) -> dict:
+        """run: the run's row (`runs()`), when the caller has it: not read again."""
+        run = run if run is not None else self.run(run_id)
         agent_s = self.agent_time(run)
         res = self.query("resource_cost", run_id=run_id, max_gap=60.0)[0]
         gpu = self.query("gpu_allocated", run_id=run_id, now=time.time())[0]

@@ -14,7 +14,7 @@ grading, BENCH_SLOTS (default: cores) slots.
   folder against `cp -r` of the same folder (both from the page cache, alternating, median of 3).
 - engine_start_s: Engine.start() + stop() in a fresh process for a home with no Docker runs
   (imports included), and what the Docker probe the start no longer makes costs here.
-- store_at_N_runs: BENCH_STORE_RUNS (1000; 1000,10000 for both sizes: compare then takes far over 10 minutes here) synthetic finished runs in one plan, written
+- store_at_N_runs: BENCH_STORE_RUNS (1000,10000; about 3.5 minutes here) synthetic finished runs in one plan, written
   through the Store API (tests/support/run_writer.py, small runs); `compare --plan` (JSON),
   `report` of one run (JSON), `runs list --json` and a page of 50, each a fresh CLI process
   (imports included), against the issue's bounds (compare < 5 s, report < 2 s).
@@ -216,7 +216,7 @@ def store_scale(base: Path) -> None:
     from autorl_tui.store.db import Store
     from tests.support.run_writer import RunShape, write_run
 
-    sizes = [int(x) for x in os.environ.get("BENCH_STORE_RUNS", "1000").split(",") if x.strip()]
+    sizes = [int(x) for x in os.environ.get("BENCH_STORE_RUNS", "1000,10000").split(",") if x.strip()]
     home = base / "store-home"
     home.mkdir()
     store = Store(home / "store.db")

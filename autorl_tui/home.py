@@ -140,6 +140,12 @@ class Home:
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
 
+    @property
+    def gradings(self) -> Path:
+        """The engine's folder of gradings (`gradings/<run>/<grading>`): the one view of its shared
+        warm grading server (root's, traverse only: docs/grading.md)."""
+        return self.root / "gradings"
+
 
 def _locked_elsewhere(fd: int, mode: int) -> bool:
     """Whether another open file holds a lock on fd's file that `mode` conflicts with; closes fd."""

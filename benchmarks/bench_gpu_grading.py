@@ -50,7 +50,7 @@ def main() -> int:
             path = bg.materialize(card, split, base / "cache")
             items = bg.read_items(path)
             first, first_outcome = bg.grade(bg.request(card, split, path, model), base / "gradings" / f"{split}-first")
-            raw_once = bg.raw_inference(card, items, model)
+            raw_once = bg.raw_inference(card, items, model, bg.THREADS, device=bg.DEVICE)
             walls, raws, outcomes = [], [], []
             for i in range(bg.RUNS):
                 for side in ("grade", "raw") if i % 2 == 0 else ("raw", "grade"):

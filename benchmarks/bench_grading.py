@@ -39,6 +39,7 @@ os.environ.update({"OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREA
                    "TOKENIZERS_PARALLELISM": "false"})
 from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path  # noqa: E402
 from autorl_tui.tasks.arith.tiny_model import build_tiny_model, source_key  # noqa: E402
+from benchmarks._raw_inference import raw_inference  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 # benchmarks/bench_gpu_grading.py sets these: both sides on the same GPU (the grading pinned to it).
@@ -63,30 +64,6 @@ def grade(req: dict, work: Path):
     if not outcome.ok:
         raise SystemExit(f"grading failed: {outcome.error}")
     return time.perf_counter() - t0, outcome
-
-
-def raw_inference(card, items: list[dict], model: Path):
-    """The model loaded in this process and warmed up (one generation): returns a function that
-    times one batched generation of the split, as the protocol asks for it."""
-    import torch
-    from transformers.utils import logging as hf_logging
-
-    from autorl_tui.grading.inference import TransformersPolicy
-
-    hf_logging.disable_progress_bar()
-    torch.set_num_threads(THREADS)
-    p = card.protocol
-    policy = TransformersPolicy(model, device=DEVICE, threads=THREADS, seed=p.seed, prompt_format=p.prompt_format,
-                                system_prompt=p.system_prompt, batch_size=p.batch_size)
-    prompts = [it["prompt"] for it in items]
-
-    def once() -> float:
-        t0 = time.perf_counter()
-        policy.generate(prompts, n=p.n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, stop=p.stop)
-        return time.perf_counter() - t0
-
-    once()     # warm-up
-    return once
 
 
 def snapshot_figures(tmp: Path) -> tuple[float, float]:
@@ -163,7 +140,7 @@ def main():
         items = read_items(dev)
         os.environ[grader_service.DISABLE_ENV] = "1"
         first, _ = grade(request(card, "dev", dev, model), base / "gradings" / "first")
-        raw_once = raw_inference(card, items, model)
+        raw_once = raw_inference(card, items, model, THREADS)
         walls, outcomes, raws, loads = [], [], [], []
         for i in range(RUNS):      # side by side, in alternating order
             loads.append(os.getloadavg()[0])

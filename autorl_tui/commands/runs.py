@@ -1,4 +1,5 @@
-"""`autorl-tui runs list [--json]`: the queue and history of this home.
+"""`autorl-tui runs list [--json] [--limit N [--offset N]]`: the queue and history of this home
+(a page of it with --limit).
 `autorl-tui runs prune [RUN ...] [--keep-last N] [--dry-run] [--json]`: reclaim snapshot disk of
 ended runs (policy: engine/snapshot_retention.py)."""
 
@@ -23,6 +24,8 @@ def register(subparsers) -> None:
     lst.add_argument("--json", action="store_true", help="machine-readable output")
     lst.add_argument("--state", action="append", help="only runs in this state (repeatable)")
     lst.add_argument("--plan", help="only runs of this plan name")
+    lst.add_argument("--limit", type=int, default=None, metavar="N", help="at most N runs (a page; default: all)")
+    lst.add_argument("--offset", type=int, default=0, metavar="N", help="with --limit: skip the newest N first")
     lst.set_defaults(func=list_runs)
     prune = sub.add_parser("prune", help="delete submission snapshots of ended runs, keeping the selected, the "
                                          "best and the last N (every content hash stays)")
@@ -32,7 +35,7 @@ def register(subparsers) -> None:
     prune.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
     prune.add_argument("--json", action="store_true", help="machine-readable output")
     prune.set_defaults(func=prune_runs)
-    p.set_defaults(func=list_runs, json=False, state=None, plan=None)   # bare `runs` lists too
+    p.set_defaults(func=list_runs, json=False, state=None, plan=None, limit=None, offset=0)   # bare `runs` lists too
 
 
 def _fmt(v) -> str:
@@ -49,6 +52,9 @@ def list_runs(args) -> int:
     from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
     from autorl_tui.store.queries import StoreReader
 
+    if (args.limit is not None and args.limit < 1) or args.offset < 0 or (args.offset and args.limit is None):
+        raise UsageError("runs list: --limit takes a page size of 1 or more, --offset (with --limit) 0 or more; "
+                         "e.g. `runs list --limit 50 --offset 50` for the second page of 50")
     home = Home.open(args.home, create=False)
     records, last_event = [], {}
     if home.store_path.exists():
@@ -57,7 +63,8 @@ def list_runs(args) -> int:
         except StoreError as exc:
             raise UsageError(str(exc)) from None
         with reader:
-            records = reader.runs(states=args.state or (), plan=args.plan or None)
+            records = reader.runs(states=args.state or (), plan=args.plan or None, limit=args.limit,
+                                  offset=args.offset)
             last_event = {r.id: reader.last_event_at(r.id) for r in records if r.state in ACTIVE}
     engine_alive = EngineLock(home).held()
     rows = [{**r.to_dict(), "isolation": recorded_isolation(r.spec, r.executor),

@@ -7,6 +7,7 @@ goes out as typed events on `bus`."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import sys
@@ -22,6 +23,7 @@ from autorl_tui.engine import events as ev
 from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from autorl_tui.engine.events import EventBus
+from autorl_tui.engine.grading_queue import GradingQueue, default_slots
 from autorl_tui.engine.executors import get_executor
 from autorl_tui.run_states import ACTIVE_STATES, FINAL_STATES, UNSUCCESSFUL_STATES
 from autorl_tui.engine.supervisor import RunSupervisor
@@ -65,7 +67,7 @@ class Engine:
         cpus = os.cpu_count() or 1
         self.concurrency = concurrency or max(1, cpus // 2)
         self.grader_threads = max(1, cpus // max(1, self.concurrency))
-        self.grading_slots = asyncio.Semaphore(1 if not self.gpu_inventory else max(1, len(self.gpu_inventory)))
+        self.grading_queue = GradingQueue(default_slots(cpus, self.grader_threads, len(self.gpu_inventory)))
         self.supervisors: dict[str, RunSupervisor] = {}
         self.queue_paused = False
         self.draining = False
@@ -164,7 +166,7 @@ class Engine:
         procedural held-out split)."""
         h = self.home
         paths = [h.root / n for n in ("store.db", "store.db-wal", "store.db-shm", "engine.lock")]
-        paths += [h.cache, h.snapshots, h.runs_dir, h.reports, h.models, h.data]
+        paths += [h.cache, h.snapshots, h.runs_dir, h.gradings, h.reports, h.models, h.data]
         paths += [p for p in self.task_search_path() if p.is_dir()]
         package = Path(__file__).resolve().parents[1]
         paths += [package / "catalog" / "generators", package / "grading"]
@@ -284,7 +286,28 @@ class Engine:
         self.store.flush()
         self._idle.clear()
         self._wake.set()
+        await asyncio.to_thread(self._prestart_grader, [(req.executor, req.gpus, spec) for req, spec in
+                                                        zip(plan.runs, specs)])
         return ids
+
+    def _prestart_grader(self, runs: list[tuple[str, int, dict]]) -> None:
+        """The engine's warm grading server (the one its CPU runs share: every built-in task's, and
+        one per task folder of the user's), started in the background as soon as a run of it is
+        queued: a run then never waits for a server's start (docs/grading.md, "The warm grader").
+        runs: (executor, GPUs asked for, spec) of the runs queued."""
+        from autorl_tui.engine.grading_client import prestart_warm
+
+        tasks = {json.dumps(spec["task"], sort_keys=True): spec["task"] for executor, gpus, spec in runs
+                 if executor != "ray" and not gpus and isinstance((spec or {}).get("task"), dict)
+                 and spec["task"].get("scorer") != "judge"}       # the judge's gradings take the cold path
+        for task in tasks.values():
+            request = {"task": task, "scorer": task.get("scorer"),
+                       "scorer_options": {**(task.get("scorer_options") or {})}}
+            try:
+                prestart_warm(request, self.home.gradings / "_" / "_", threads=self.grader_threads,
+                              grading_root=self.home.gradings)
+            except OSError as exc:        # an optimisation: the run's preparing starts it then
+                print(f"autorl-tui: warm grader not started ahead: {exc}", file=sys.stderr)
 
     def runs(self, states: list[str] | None = None) -> list[dict]:
         return self.store.runs(states)
@@ -559,7 +582,12 @@ class Engine:
             self.supervisors[run_id] = sup
             sup.adopt(attempt)
         self.store.flush()
-        self._reap_orphan_containers(live_containers)
+        if self.store.any_run_on("docker"):     # no Docker probe for a home that never used it
+            self._reap_orphan_containers(live_containers)
+        waiting = [(r["executor"], r.get("gpus_requested"), r["spec"]) for r in self.store.runs(["queued"])]
+        waiting += [(s.spec.get("executor", "local"), s.gpus_requested, s.spec) for s in self.supervisors.values()]
+        if waiting:       # queued, and re-adopted runs (their next submission)
+            await asyncio.to_thread(self._prestart_grader, waiting)
 
     def _reap_orphan_containers(self, live: set[str]) -> None:
         """Containers of this home that no live run owns are leftovers of a crash: remove them."""

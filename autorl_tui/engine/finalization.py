@@ -34,7 +34,7 @@ async def finalize(journal: "RunJournal", grading: "RunGrading", home: "Home",
         raise RunFailure(source, f"no valid submission: {why} without one")
     test_score = best.get("test_score")
     if test_score is None:
-        work = home.run_dir(journal.run_id) / "grading" / f"test-{best['seq']}"
+        work = grading.work_dir(f"test-{best['seq']}")
         outcome = await grading.grade(Path(best["snapshot_path"]), "test", work)
         if not outcome.ok:
             raise RunFailure("grader", f"held-out test grading failed: {outcome.error}")

@@ -1,5 +1,6 @@
 """The warm grader: long-lived grading servers (`grading/warm_server.py`) owned by the engine, one
-per grading folder and device group, each forking one sandboxed child per grading. The child
+per grading folder, device group and thread count (the engine's folder of gradings: one for all
+its runs), each forking one sandboxed child per grading, several at once. The child
 still runs as a uid leased for that grading alone, with the same rlimits and the same sandboxed
 view as the cold worker; the server saves what every cold worker paid again: starting Python,
 importing torch and transformers, loading the model code, and the interpreter's shutdown.
@@ -11,9 +12,9 @@ and gets hard links to the model and the split (`input/`), removed afterwards, w
 goes back to root (0700). A grading cannot list or read another grading's folder, an earlier
 grading's results included, whichever uid it had.
 
-A grading that hangs or is cancelled kills its whole server (the next grading starts a fresh
-one); a grading that crashes ends only its child. Gradings are never queued inside a server: a
-busy server means another one is started, so no grading can be lost with one.
+A grading that hangs or is cancelled ends its child alone (the server kills every process of its
+uid); a grading that crashes ends only its child; a server that does not answer a cancellation is
+killed whole (its other gradings then fail as "ended without a result").
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ SERVER_MODULE = "autorl_tui.grading.warm_server"
 SERVER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 START_TIMEOUT_S = 180.0
 KILL_WAIT_S = 10.0
-IDLE_SERVERS_PER_KEY = 1
 MAX_IDLE_SERVERS = 4
 IDLE_S = 180.0                         # an idle server ends after this (its run is probably over)
 DISABLE_ENV = "AUTORL_WARM_GRADER"     # "0": every grading in a fresh worker process (the cold path)
@@ -73,6 +73,7 @@ class GraderServer:
     dead: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_used: float = field(default_factory=time.monotonic)
+    users: int = 0                      # gradings holding it now (POOL.take .. give_back)
 
     @classmethod
     def start(cls, key: ServerKey, env: dict) -> "GraderServer":
@@ -122,9 +123,9 @@ class GraderServer:
         for loop, fut in waiters:
             _settle_from_thread(loop, fut, None, ServerGone(f"the warm grader exited: {_tail(self.log_path)}"))
 
-    def submit(self, job: dict) -> asyncio.Future:
-        """Send one grading; the future gets the server's answer, {"status": the child's exit
-        status, "stamps": {...}} (or ServerGone)."""
+    def submit(self, job: dict) -> tuple[int, asyncio.Future]:
+        """Send one grading: (its job id, a future that gets the server's answer, {"status": the
+        child's exit status, "stamps": {...}}, or ServerGone)."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         with self.lock:
@@ -140,7 +141,16 @@ class GraderServer:
             with self.lock:
                 self.jobs.pop(job_id, None)
             raise ServerGone(f"the warm grader is not running: {exc}") from exc
-        return fut
+        return job_id, fut
+
+    def cancel(self, job_id: int) -> None:
+        """End one grading: the server kills every process of its uid; its future then gets the
+        child's status (-9). The server's other gradings go on."""
+        try:
+            self.proc.stdin.write((json.dumps({"cancel": job_id}) + "\n").encode())
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            pass
 
     def kill(self) -> None:
         """SIGKILL to the server's process group, then wait until no member is left running (bwrap's
@@ -210,12 +220,14 @@ def _tail(path: Path) -> str:
 
 
 class _Pool:
-    """Idle servers by key. A grading takes one (or starts one) and gives it back when done."""
+    """Live servers by key, each shared by every grading of its key, any number at once (the
+    engine's grading queue decides how many run together). A grading takes one (or starts one, or
+    waits for the one starting) and gives it back when done; a server nobody uses is idle."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._idle: dict[ServerKey, list[GraderServer]] = {}
-        self._starting: dict[ServerKey, Future] = {}     # prestarted, not yet idle nor taken
+        self._servers: dict[ServerKey, list[GraderServer]] = {}
+        self._starting: dict[ServerKey, Future] = {}     # being started, not yet live
         self._sweeper: threading.Thread | None = None
 
     def _sweep(self) -> None:
@@ -223,81 +235,103 @@ class _Pool:
             time.sleep(IDLE_S / 4)
             now = time.monotonic()
             with self._lock:
-                old = [s for ss in self._idle.values() for s in ss if now - s.last_used > IDLE_S]
+                old = [s for ss in self._servers.values() for s in ss if not s.users and now - s.last_used > IDLE_S]
                 for s in old:
-                    self._idle[s.key].remove(s)
+                    self._servers[s.key].remove(s)
             for s in old:
                 s.kill()
 
-    def take(self, key: ServerKey, env: dict) -> GraderServer:
-        with self._lock:
-            idle = self._idle.get(key, [])
-            while idle:
-                server = idle.pop()
-                if not server.dead and server.proc.poll() is None:
-                    return server
-                server.kill()
-            starting = self._starting.pop(key, None)
-        if starting is not None:          # prestarted for this grading: wait for it rather than start another
-            try:
-                server = starting.result()
-                if not server.dead and server.proc.poll() is None:
-                    return server
-                server.kill()
-            except (ServerGone, OSError):
-                pass
-        return _SPAWNER.submit(GraderServer.start, key, env).result()
+    def _live(self, key: ServerKey) -> GraderServer | None:
+        """A live server of key (under the lock); dead ones are dropped."""
+        servers = self._servers.get(key, [])
+        for server in list(servers):
+            if server.dead or server.proc.poll() is not None:
+                servers.remove(server)
+                threading.Thread(target=server.kill, daemon=True).start()
+            else:
+                return server
+        return None
 
-    def prestart(self, key: ServerKey, env: dict) -> None:
-        """Start a server for key in the background unless one is idle or starting: it joins the
-        idle ones when ready, or goes to the grading that asks for it meanwhile."""
-        with self._lock:
-            if self._idle.get(key) or key in self._starting:
-                return
-            future = _SPAWNER.submit(GraderServer.start, key, env)
-            self._starting[key] = future
+    def _start(self, key: ServerKey, env: dict) -> Future:
+        """Under the lock: the start of key's server (one at a time per key); it joins the live ones
+        when ready."""
+        future = self._starting.get(key)
+        if future is not None:
+            return future
+        future = _SPAWNER.submit(GraderServer.start, key, env)
+        self._starting[key] = future
 
         def ready(fut: Future) -> None:
             with self._lock:
-                unclaimed = self._starting.get(key) is fut
-                if unclaimed:
+                if self._starting.get(key) is fut:
                     del self._starting[key]
-            if unclaimed and fut.exception() is None:
-                self.give_back(fut.result())
+                if fut.exception() is None and fut.result() not in self._servers.setdefault(key, []):
+                    fut.result().last_used = time.monotonic()
+                    self._servers[key].append(fut.result())
+                self._start_sweeper()
         future.add_done_callback(ready)
+        return future
+
+    def take(self, key: ServerKey, env: dict) -> GraderServer:
+        for _ in range(2):       # a server that died while starting: one more start
+            with self._lock:
+                server = self._live(key)
+                if server is not None:
+                    server.users += 1
+                    return server
+                starting = self._start(key, env)
+            server = starting.result()     # ServerGone/OSError: the caller takes the cold path
+            with self._lock:
+                if server not in self._servers.setdefault(key, []):
+                    self._servers[key].append(server)
+                if not server.dead and server.proc.poll() is None:
+                    server.users += 1
+                    return server
+        raise ServerGone("the warm grader died as it started")
+
+    def prestart(self, key: ServerKey, env: dict) -> None:
+        """Start a server for key in the background unless one is live or starting."""
+        with self._lock:
+            if self._live(key) is None:
+                self._start(key, env)
+
+    def _start_sweeper(self) -> None:
+        if self._sweeper is None:
+            self._sweeper = threading.Thread(target=self._sweep, daemon=True, name="warm-grader-sweep")
+            self._sweeper.start()
 
     def give_back(self, server: GraderServer) -> None:
-        if server.dead or server.proc.poll() is not None:
-            server.kill()
-            return
         server.last_used = time.monotonic()
         extra: list[GraderServer] = []
         with self._lock:
-            if self._sweeper is None:
-                self._sweeper = threading.Thread(target=self._sweep, daemon=True, name="warm-grader-sweep")
-                self._sweeper.start()
-            idle = self._idle.setdefault(server.key, [])
-            idle.append(server)
-            if len(idle) > IDLE_SERVERS_PER_KEY:
-                extra.append(idle.pop(0))
-            everyone = sorted((s for ss in self._idle.values() for s in ss), key=lambda s: s.last_used)
-            for old in everyone[: max(0, len(everyone) - MAX_IDLE_SERVERS)]:
-                self._idle[old.key].remove(old)
+            server.users = max(0, server.users - 1)
+            self._start_sweeper()
+            if server.dead or server.proc.poll() is not None:
+                if server in self._servers.get(server.key, []):
+                    self._servers[server.key].remove(server)
+                extra.append(server)
+            idle = sorted((s for ss in self._servers.values() for s in ss if not s.users), key=lambda s: s.last_used)
+            for old in idle[: max(0, len(idle) - MAX_IDLE_SERVERS)]:
+                self._servers[old.key].remove(old)
                 extra.append(old)
         for old in extra:
             old.kill()
 
     def idle(self) -> list[GraderServer]:
         with self._lock:
-            return [s for ss in self._idle.values() for s in ss]
+            return [s for ss in self._servers.values() for s in ss if not s.users]
+
+    def live(self) -> list[GraderServer]:
+        with self._lock:
+            return [s for ss in self._servers.values() for s in ss]
 
     def close(self, grading_root: Path | None = None) -> None:
-        """Stop idle servers (of one grading folder, or all), and those still starting."""
+        """Stop the servers (of one grading folder, or all), and those still starting."""
         with self._lock:
-            doomed = [s for k, ss in self._idle.items() for s in ss
+            doomed = [s for k, ss in self._servers.items() for s in ss
                       if grading_root is None or k.grading_root == Path(grading_root)]
             for s in doomed:
-                self._idle[s.key].remove(s)
+                self._servers[s.key].remove(s)
             starting = [self._starting.pop(k) for k in list(self._starting)
                         if grading_root is None or k.grading_root == Path(grading_root)]
         for s in doomed:
@@ -318,10 +352,18 @@ def close_all() -> None:
     POOL.close()
 
 
-def server_key(request: dict, work_dir: Path, gpus: list[str] | None, threads: int, python: str | None) -> ServerKey:
+def server_key(request: dict, work_dir: Path, gpus: list[str] | None, threads: int, python: str | None,
+               grading_root: Path | None = None) -> ServerKey:
+    """The server a grading in work_dir uses: that of its grading folder (`grading_root`, an
+    ancestor of work_dir; else work_dir's parent), devices, threads and task folder. A built-in
+    task's folder lies in the package, which every server sees: those tasks share one server."""
     task_dir = (request.get("task") or {}).get("dir")
+    package = Path(__file__).resolve().parents[1]
+    if task_dir and Path(task_dir).resolve().is_relative_to(package):
+        task_dir = None
     # Only folders that exist now: the sandbox binds no missing path, so a server started before the
     # data was made (a prestart while the run prepares) must not serve a grading that needs it.
     extra = tuple(Path(p) for p in [os.environ.get("ALFWORLD_DATA")] if p and os.path.isdir(p))
-    return ServerKey(grading_root=Path(os.path.abspath(work_dir)).parent, task_dir=Path(task_dir) if task_dir else None,
+    root = Path(os.path.abspath(grading_root)) if grading_root else Path(os.path.abspath(work_dir)).parent
+    return ServerKey(grading_root=root, task_dir=Path(task_dir) if task_dir else None,
                      gpus=tuple(gpus or ()), threads=int(threads), python=python or sys.executable, extra_ro=extra)

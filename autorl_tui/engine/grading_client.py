@@ -212,6 +212,8 @@ class GradingOutcome:
     phases: dict = field(default_factory=dict)     # where the wall time went: phase_breakdown()
     where: dict | None = None      # executor ray: the node (and GPUs) it was graded on (ray_grading.py)
     placement: dict | None = None  # backend, device(s) and vLLM settings as the worker ran them (placement.py)
+    queue: dict | None = None      # the engine's grading queue: {"position" when it waited (0: not), "waited_s"}
+    server: dict | None = None     # the warm server it ran in: {"pid", "waited_s": for a server to be taken or started}
 
 
 # The wall-clock stamps of one grading, in order, each naming the phase that ends at it. The
@@ -345,7 +347,7 @@ def _grader_env(request: dict, gpus: list[str] | None, threads: int) -> dict:
 
 
 def prestart_warm(request: dict, work_dir: Path, *, gpus: list[str] | None = None, threads: int = 1,
-                  python: str | None = None) -> bool:
+                  python: str | None = None, grading_root: Path | None = None) -> bool:
     """Start, in the background, the warm server a grading of `request` in `work_dir` would use
     (its split and model are not needed yet): a run's first grading then finds it started, its
     start having overlapped whatever came before (building the base model). False when such a
@@ -355,7 +357,7 @@ def prestart_warm(request: dict, work_dir: Path, *, gpus: list[str] | None = Non
     if request.get("scorer") in RUNS_GENERATED_CODE or not _warm_eligible(request, sandbox_probe()[0]):
         return False
     work_dir = Path(os.path.abspath(work_dir))
-    key = gs.server_key(request, work_dir, gpus, threads, python)
+    key = gs.server_key(request, work_dir, gpus, threads, python, grading_root)
     _grading_root(key.grading_root)
     env = _grader_env(request, gpus, threads)
     env.pop("TMPDIR", None)
@@ -363,10 +365,17 @@ def prestart_warm(request: dict, work_dir: Path, *, gpus: list[str] | None = Non
     return True
 
 
-def _grading_root(root: Path) -> None:
+def _grading_root(root: Path, work_dir: Path | None = None) -> None:
+    """The server's folder of gradings, and every folder from it down to work_dir's parent (a run's
+    folder in the engine's): root's, traverse only."""
     root.mkdir(parents=True, exist_ok=True)
-    os.chown(root, 0, 0, follow_symlinks=False)
-    os.chmod(root, 0o711)          # gradings may enter their own folder, never list the others
+    folders = [root]
+    if work_dir is not None and work_dir.parent != root:
+        folders += [p for p in work_dir.parents if p.is_relative_to(root) and p != root]
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chown(folder, 0, 0, follow_symlinks=False)
+        os.chmod(folder, 0o711)          # gradings may enter their own folder, never list the others
 
 
 def _warm_eligible(request: dict, sandboxed: bool) -> bool:
@@ -380,15 +389,16 @@ def _warm_eligible(request: dict, sandboxed: bool) -> bool:
 
 async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = None, threads: int = 1,
                      timeout_s: float | None = None, python: str | None = None,
-                     on_progress: ProgressCallback | None = None) -> GradingOutcome:
+                     on_progress: ProgressCallback | None = None, grading_root: Path | None = None) -> GradingOutcome:
     """on_progress(done, total, stage), when given, hears the worker's progress while it runs (at
     most every PROGRESS_EVERY_S seconds, or sooner on a step of PROGRESS_STEP of the total).
 
     Sandboxed gradings go to the warm grader (engine/grader_service.py) unless AUTORL_WARM_GRADER=0;
-    every grading's work dir should then lie in a folder of gradings (the server's view)."""
+    every grading's work dir should then lie in a folder of gradings (the server's view):
+    `grading_root` (the engine's, shared by its runs), else work_dir's parent."""
     stamps = {"start": time.time()}
     outcome = await _run_grader(request, work_dir, gpus=gpus, threads=threads, timeout_s=timeout_s, python=python,
-                                on_progress=on_progress, stamps=stamps)
+                                on_progress=on_progress, stamps=stamps, grading_root=grading_root)
     stamps["done"] = time.time()
     outcome.phases = phase_breakdown(stamps, outcome.timings)
     return outcome
@@ -396,7 +406,7 @@ async def run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None = 
 
 async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, threads: int,
                       timeout_s: float | None, python: str | None, on_progress: ProgressCallback | None,
-                      stamps: dict) -> GradingOutcome:
+                      stamps: dict, grading_root: Path | None = None) -> GradingOutcome:
     work_dir = Path(os.path.abspath(work_dir))
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -432,7 +442,7 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
             env.pop("TMPDIR", None)
             if _warm_eligible(request, sandboxed):
                 outcome = await _run_warm(request, work_dir, lease.uid, env, gpus, threads, timeout_s, python,
-                                          on_progress, staged, stamps, memory)
+                                          on_progress, staged, stamps, memory, grading_root)
                 if outcome is not None:
                     return outcome
                 t0 = time.time()
@@ -481,16 +491,17 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
 
 async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: list[str] | None, threads: int,
                     timeout_s: float | None, python: str | None, on_progress: ProgressCallback | None,
-                    staged: dict[str, str], stamps: dict, memory: int | None = None) -> GradingOutcome | None:
+                    staged: dict[str, str], stamps: dict, memory: int | None = None,
+                    grading_root: Path | None = None) -> GradingOutcome | None:
     """One grading in a warm server's child; None when no server could start (the caller then
     takes the cold path)."""
     from autorl_tui.engine import grader_service as gs
     from autorl_tui.engine.executors import sandbox_bwrap as sb
 
     t0 = time.time()
-    key = gs.server_key(request, work_dir, gpus, threads, python)
+    key = gs.server_key(request, work_dir, gpus, threads, python, grading_root)
     root = key.grading_root
-    _grading_root(root)
+    _grading_root(root, work_dir)
     request = _stage(request, work_dir, staged)
     sb.chown_tree(work_dir, uid, tuple(n for n in os.listdir(work_dir) if n != "input"))
     os.chmod(work_dir, 0o700)
@@ -498,6 +509,7 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
     _write_request(req_path, request)
     (work_dir / "worker.log").unlink(missing_ok=True)
     server_env = {**env, "HOME": str(root)}
+    taking = time.time()
     try:
         server = await asyncio.to_thread(gs.POOL.take, key, server_env)
     except (gs.ServerGone, OSError) as exc:
@@ -511,16 +523,14 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
     status = None
     try:
         stamps["submitted"] = time.time()
-        waiter = server.submit(job)
+        job_id, waiter = server.submit(job)
         try:
             await wait_with_progress(waiter, work_dir, timeout_s, on_progress)
         except asyncio.TimeoutError:
-            waiter.cancel()
-            await asyncio.to_thread(server.kill)
+            await _end_job(server, job_id, waiter)
             return timed_out_outcome(timeout_s, t0)
         except asyncio.CancelledError:
-            waiter.cancel()
-            await asyncio.to_thread(server.kill)
+            await _end_job(server, job_id, waiter)
             raise
         answer = waiter.result()
         stamps["woken"] = time.time()
@@ -533,9 +543,26 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
                                               f"{tail[-1] if tail else 'no output'}",
                               error_kind="internal", wall_s=time.time() - t0)
     finally:
-        if status is not None:
-            gs.POOL.give_back(server)
-    return _read_outcome(work_dir, res_path, status, time.time() - t0, staged, stamps, memory)
+        gs.POOL.give_back(server)
+    outcome = _read_outcome(work_dir, res_path, status, time.time() - t0, staged, stamps, memory)
+    outcome.server = {"pid": server.proc.pid, "waited_s": round(stamps["submitted"] - taking, 3)}
+    return outcome
+
+
+async def _end_job(server, job_id: int, waiter: asyncio.Future) -> None:
+    """A grading past its time, or cancelled: the server kills its child (every process of its
+    uid) and answers; the server's other gradings go on. A server that does not answer within
+    KILL_WAIT_S is killed whole."""
+    from autorl_tui.engine import grader_service as gs
+
+    server.cancel(job_id)
+    try:
+        await asyncio.wait_for(asyncio.shield(waiter), gs.KILL_WAIT_S)
+    except (asyncio.TimeoutError, gs.ServerGone):
+        await asyncio.to_thread(server.kill)
+    except asyncio.CancelledError:
+        await asyncio.to_thread(server.kill)
+        raise
 
 
 def _link_tree(src: Path, dst: Path) -> None:

@@ -64,13 +64,18 @@ class RunGrading:
             options.setdefault("cache_path", str(self.host.home.cache / "judge" / "judge.sqlite"))
         return options
 
+    def work_dir(self, name: str) -> Path:
+        """Where one of the run's gradings works: in the engine's folder of gradings, whose one
+        warm server every run shares."""
+        return self.host.home.gradings / self.journal.run_id / name
+
     def prestart(self, card: "TaskCard") -> None:
         """Start the run's warm grader now (docs/grading.md), so that its start overlaps building
         the base model and materializing the splits instead of delaying the first baseline."""
         request = {"task": card.to_dict(), "scorer": card.scorer, "scorer_options": self._scorer_options(card)}
         try:
-            prestart_warm(request, self.host.home.run_dir(self.journal.run_id) / "grading" / "baseline-dev",
-                          gpus=self.gpus, threads=self.host.grader_threads)
+            prestart_warm(request, self.work_dir("baseline-dev"), gpus=self.gpus, threads=self.host.grader_threads,
+                          grading_root=self.host.home.gradings)
         except OSError as exc:       # an optimisation: the first grading starts its server then
             self.journal.log("harness", f"warm grader not started ahead: {exc}", level="warning")
 
@@ -125,12 +130,19 @@ class RunGrading:
         # A ray run's gradings go to its cluster, its baselines too (still cached per task and model
         # for every run); they take none of this host's grading slots.
         on_cluster = self.spec.get("executor") == "ray"
-        async with contextlib.nullcontext() if on_cluster else self.host.grading_slots:
+        what = progress_what or f"grading {model_path.name} on {split}"
+
+        def waits(ticket) -> None:
+            log("grading", f"{what}: waiting for a grading slot, position {ticket.position} in the queue "
+                           f"({self.host.grading_queue.running()} grading(s) running)",
+                data={"split": split, "phase": "queued", "position": ticket.position})
+        slot = (contextlib.nullcontext(None) if on_cluster
+                else self.host.grading_queue.slot(self.journal.run_id, on_wait=waits))
+        async with slot as ticket:
             timeout = self.timeout(for_submission)
             log("grading", f"grading {model_path.name} on {split}",
                 data={"split": split, "phase": "start", "timeout_s": round(timeout, 1)})
-            on_progress = self._progress(progress_what or f"grading {model_path.name} on {split}",
-                                         "harness" if progress_what else "grading", split)
+            on_progress = self._progress(what, "harness" if progress_what else "grading", split)
             if on_cluster:
                 from autorl_tui.engine.ray_grading import grade_on_cluster
 
@@ -143,11 +155,13 @@ class RunGrading:
                 placement = self.placement(model_path, split, gpus)
                 outcome = await run_grader(self.request(model_path, split, placement), work_dir,
                                            gpus=list(placement.devices),
-                                           threads=self.host.grader_threads, timeout_s=timeout, on_progress=on_progress)
+                                           threads=self.host.grader_threads, timeout_s=timeout, on_progress=on_progress,
+                                           grading_root=self.host.home.gradings)
                 outcome.placement = {**placement.to_dict(), **(outcome.placement or {})}
+            if ticket is not None:
+                outcome.queue = {"position": ticket.position, "waited_s": round(ticket.waited_s, 3)}
             where = {"where": outcome.where} if outcome.where else {}
-            if outcome.placement:
-                where["placement"] = outcome.placement
+            where.update({k: getattr(outcome, k) for k in ("queue", "server", "placement") if getattr(outcome, k)})
             if progress_what:
                 where["baseline"] = True
             if outcome.ok:
@@ -207,7 +221,7 @@ class RunGrading:
             log("harness", f"baseline on {split}: {cached['score']:.2f} (cached)",
                 data={"split": split, "baseline_id": cached["id"], "cached": True})
             return cached["score"]
-        work = self.host.home.run_dir(self.journal.run_id) / "grading" / f"baseline-{split}"
+        work = self.work_dir(f"baseline-{split}")
         n = _count_items(self.split_paths.get(split))
         what = f"baseline on {split}: grading the base model on {n if n is not None else 'the'} sample(s)"
         log("harness", what, data={"phase": "baseline", "split": split, "progress": {"step": what, "total": n}})

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:   # annotations only: these modules import nothing of the engine
     from autorl_tui.engine.events import EventBus
+    from autorl_tui.engine.grading_queue import GradingQueue
     from autorl_tui.engine.scheduling import RetryPolicy
     from autorl_tui.home import Home
     from autorl_tui.store.db import Store
@@ -21,7 +22,7 @@ class RunHost(Protocol):
     bus: "EventBus"
     retry_policy: "RetryPolicy"
     grader_threads: int
-    grading_slots: asyncio.Semaphore
+    grading_queue: "GradingQueue"
 
     def agent_search_path(self) -> list[Path]: ...
     def executor(self, name: str) -> Any: ...

@@ -76,6 +76,7 @@ class SubmissionDesk:
         self._inflight: set[asyncio.Task] = set()
         self._grading_by_hash: dict[str, asyncio.Task] = {}   # content being graded → its grading
         self._base_model_bytes: int | None = None
+        self._queue_info: dict[int, dict] = {}     # submission id → its place in the engine's grading queue
 
     @property
     def run_id(self) -> str:
@@ -235,8 +236,10 @@ class SubmissionDesk:
     async def _grade_and_record(self, sub_id: int, snapshot: Path, seq: int,
                                 gpus: list[str] | None = None) -> "SubmissionRow":
         journal = self.journal
-        work = self.home.run_dir(self.run_id) / "grading" / f"submission-{seq:03d}"
+        work = self.grading.work_dir(f"submission-{seq:03d}")
         outcome = await self.grading.grade(snapshot, "dev", work, for_submission=True, gpus=gpus)
+        if outcome.queue is not None:
+            self._queue_info[sub_id] = outcome.queue
         if not outcome.ok:
             return journal.set_submission(sub_id, status="error", error=outcome.error, graded_at=time.time(),
                                           grading_s=outcome.wall_s)
@@ -276,6 +279,9 @@ class SubmissionDesk:
         if row["status"] == "scored":
             answer["improvement"] = row["improvement"]
         started_at = self.journal.started_at
+        queue = None if duplicate else self._queue_info.get(row["id"])
+        if queue is not None:      # where it waited for a grading slot (position 0: it did not wait)
+            answer["grading_queue"] = queue
         return {**answer, "duplicate": duplicate, "status": "duplicate" if duplicate else row["status"],
                 "run_elapsed_seconds": round(time.time() - (started_at or time.time()), 1)}
 

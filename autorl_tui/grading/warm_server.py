@@ -392,28 +392,34 @@ def serve() -> int:
     gc.collect()
     gc.freeze()
     private = [proto_in, proto_out, *reaper.fds]     # closed in every child
-    spare = _spawn(private, warmup)
+    spare: _Child | None = _spawn(private, warmup)
+    inflight: dict[int, tuple[_Child, dict, float]] = {}     # done_r -> (child, job, accepted)
     leavers: list[int] = []
-    reader = os.fdopen(proto_in, "r")
     writer = os.fdopen(proto_out, "w")
 
     def answer(obj: dict) -> None:
         writer.write(json.dumps(obj) + "\n")
         writer.flush()
 
-    answer({"ready": True, "import_s": round(time.perf_counter() - t0, 3), "pid": os.getpid()})
-    for line in reader:
-        accepted = time.time()
-        try:
-            job = json.loads(line)
-        except ValueError:
-            continue
-        child = spare
-        if not _hand_over(child, job):             # the spare died (killed): a fresh child
-            os.close(child.done_r)
-            os.waitpid(child.pid, 0)
-            child = _spawn(private)                # no warm-up: the job is here
+    def held() -> list[int]:
+        """Every descriptor a new child must close: the protocol, the reaper's, and the pipes of
+        the gradings in flight (a grading must not read another's done pipe)."""
+        return private + list(inflight) + ([spare.job_w, spare.done_r] if spare else [])
+
+    def start(job: dict, accepted: float) -> None:
+        nonlocal spare
+        child, spare = spare, None
+        if child is None or not _hand_over(child, job):     # none ready (concurrent jobs), or it died
+            if child is not None:
+                os.close(child.done_r)
+                os.waitpid(child.pid, 0)
+            child = _spawn(held())                 # no warm-up: the job is here
             _hand_over(child, job)               # if this fresh child is gone too, its status says so
+        inflight[child.done_r] = (child, job, accepted)
+
+    def finish(fd: int) -> None:
+        nonlocal spare, leavers
+        child, job, accepted = inflight.pop(fd)
         status, leaving = _wait_done(child)
         done = time.time()
         # Before the answer: whatever runs under the grading's uid is killed (the leaving child
@@ -421,12 +427,47 @@ def serve() -> int:
         reaper.reap(int(job["uid"]))
         answer({"job": job.get("job"), "status": status,
                 "stamps": {"accepted": accepted, "child_done": done, "reaped": time.time()}})
-        spare = _spawn(private, warmup)       # the next grading's child, forked while the engine reads
+        if spare is None:
+            spare = _spawn(held(), warmup)     # the next grading's child, forked while the engine reads
         if leaving:
             leavers.append(child.pid)
-        leavers = _reap_leavers(leavers, within_s=2.0)
-    os.close(spare.job_w)
-    os.close(spare.done_r)
+        leavers = _reap_leavers(leavers, within_s=0.0 if inflight else 2.0)
+
+    answer({"ready": True, "import_s": round(time.perf_counter() - t0, 3), "pid": os.getpid()})
+    # Gradings run concurrently, each in its own child (the engine decides how many at once); the
+    # server only hands jobs over, answers, and cancels a job on request ({"cancel": JOB}: its
+    # uid's processes killed, the child then answered as any that ended without a word).
+    pending = b""
+    open_in = True
+    while open_in or inflight:
+        ready, _, _ = select.select(([proto_in] if open_in else []) + list(inflight), [], [])
+        for fd in ready:
+            if fd != proto_in:
+                finish(fd)
+                continue
+            chunk = os.read(proto_in, 1 << 16)
+            if not chunk:
+                open_in = False
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                accepted = time.time()
+                try:
+                    job = json.loads(line)
+                except ValueError:
+                    continue
+                if "cancel" in job:
+                    for child, running, _ in list(inflight.values()):
+                        if running.get("job") == job["cancel"]:
+                            reaper.reap(int(running["uid"]))
+                    continue
+                start(job, accepted)
+        if not open_in:
+            break          # the engine is gone: the sandbox (and every child in it) ends with this process
+    if spare is not None:
+        os.close(spare.job_w)
+        os.close(spare.done_r)
     if warmup:
         shutil.rmtree(warmup, ignore_errors=True)
     return 0

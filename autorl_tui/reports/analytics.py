@@ -76,6 +76,12 @@ def sqlite_scanner_path() -> Path:
     return path
 
 
+# What the per-run aggregates give a run without rows (one query without GROUP BY would give these).
+AGENT_END_NONE = {"ended_at": None, "running": 0}
+RESOURCE_COST_NONE = {"n_samples": 0, "cpu_hours": None, "mean_cpu_percent": None, "peak_rss_bytes": None,
+                      "gpu_busy_hours": None}
+
+
 @lru_cache(maxsize=2)
 def named_queries(file: str = "queries.sql") -> dict[str, str]:
     """The `-- name: <name>` blocks of a file in sql/."""
@@ -444,7 +450,7 @@ class Analytics:
         if t0 is None:
             return {"bucket_s": None, "idle_gap_s": idle_gap_s, "totals_s": {p: 0.0 for p in PHASES},
                     "segments": [], "span_s": 0.0}
-        agent = self.query("agent_end", run_id=run_id)[0]
+        agent = self._by_run("agent_end", [run_id], AGENT_END_NONE)[run_id]
         t1 = (agent["ended_at"] if agent["ended_at"] is not None and not agent["running"] else None) \
             or run["ended_at"] or self._last_activity(run_id) or time.time()
         if run["ended_at"] is not None:
@@ -578,14 +584,16 @@ class Analytics:
         return out
 
     # ------------------------------------------------------------------ cost
-    def agent_time(self, run: dict) -> float | None:
+    def agent_time(self, run: dict, agent: dict | None = None) -> float | None:
         """Seconds the agent ran: from its start to its last attempt's end (capped at the run's end).
         The budget is the agent's; the harness's own grading after it (the held-out test) is not
-        counted, so budget use stays <= 100% for an agent stopped at its deadline."""
+        counted, so budget use stays <= 100% for an agent stopped at its deadline. agent: the run's
+        `agent_end` row, when the caller has it."""
         t0 = run["started_at"]
         if t0 is None:
             return None
-        agent = self.query("agent_end", run_id=run["run_id"])[0]
+        if agent is None:
+            agent = self._by_run("agent_end", [run["run_id"]], AGENT_END_NONE)[run["run_id"]]
         end = agent["ended_at"] if agent["ended_at"] is not None and not agent["running"] else None
         end = end or run["ended_at"]
         if end is None:
@@ -594,31 +602,48 @@ class Analytics:
             end = min(end, run["ended_at"])
         return max(0.0, end - t0)
 
-    def cost(self, run_id: str) -> dict:
-        run = self.run(run_id)
-        agent_s = self.agent_time(run)
-        res = self.query("resource_cost", run_id=run_id, max_gap=60.0)[0]
-        gpu = self.query("gpu_allocated", run_id=run_id, now=time.time())[0]
-        grading = self.query("grading_time", run_id=run_id)[0]
-        return {"wall_s": run["wall_s"], "budget_s": run["budget_s"], "agent_s": agent_s,
+    def _by_run(self, query_name: str, run_ids: list[str], none: dict, **params: Any) -> dict[str, dict]:
+        """A per-run aggregate for every run of run_ids, in one query; `none` for a run without rows."""
+        rows = {r.pop("run_id"): r for r in self.query(query_name, ids=_id_list(run_ids), **params)}
+        return {rid: rows.get(rid, dict(none)) for rid in run_ids}
+
+    def cost(self, run_id: str, run: dict | None = None) -> dict:
+        """run: the run's row (`runs()`), when the caller has it: not read again."""
+        return self.costs([run if run is not None else self.run(run_id)])[run_id]
+
+    def costs(self, runs: list[dict]) -> dict[str, dict]:
+        """cost() of each run (rows of `runs()`), each aggregate one query over all of them."""
+        ids = [r["run_id"] for r in runs]
+        agents = self._by_run("agent_end", ids, AGENT_END_NONE)
+        resources = self._by_run("resource_cost", ids, RESOURCE_COST_NONE, max_gap=60.0)
+        gpus = self._by_run("gpu_allocated", ids, {"gpu_allocated_hours": 0.0, "n_attempts": 0}, now=time.time())
+        gradings = self._by_run("grading_time", ids, {"inference_s": 0.0, "grading_s": 0.0})
+        loads = self.host_loads(ids)
+        out = {}
+        for run in runs:
+            rid = run["run_id"]
+            agent_s = self.agent_time(run, agents[rid])
+            res, gpu, grading = resources[rid], gpus[rid], gradings[rid]
+            out[rid] = {
+                "wall_s": run["wall_s"], "budget_s": run["budget_s"], "agent_s": agent_s,
                 "budget_used": (agent_s / run["budget_s"]) if agent_s is not None and run["budget_s"] else None,
                 "cpu_hours": res["cpu_hours"], "mean_cpu_percent": res["mean_cpu_percent"],
                 "peak_rss_bytes": res["peak_rss_bytes"], "resource_samples": res["n_samples"],
                 "gpu_busy_hours": res["gpu_busy_hours"], "gpu_allocated_hours": gpu["gpu_allocated_hours"],
                 "attempts": gpu["n_attempts"], "inference_s": grading["inference_s"],
                 "grading_s": grading["grading_s"], "tokens_in": run["tokens_in"], "tokens_out": run["tokens_out"],
-                "cost_usd": run["cost_usd"], "host_load": self.host_load(run_id)}
+                "cost_usd": run["cost_usd"], "host_load": loads.get(rid)}
+        return out
 
-    def host_load(self, run_id: str) -> dict | None:
-        """Mean and peak of the host's 1-minute load average over the run's samples, the means of
-        the 5- and 15-minute ones (None without samples, or in a store older than the column)."""
+    def host_loads(self, run_ids: list[str]) -> dict[str, dict]:
+        """Per run: mean and peak of the host's 1-minute load average over its samples, the means of
+        the 5- and 15-minute ones (no entry without samples, nor in a store older than the column)."""
         try:
-            row = self.query("host_load", run_id=run_id)[0]
+            rows = self._by_run("host_load", run_ids, {"n_samples": 0})
         except duckdb.BinderException:        # a store written before the load was recorded
-            return None
-        if not row["n_samples"]:
-            return None
-        return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()}
+            return {}
+        return {rid: {k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()}
+                for rid, row in rows.items() if row["n_samples"]}
 
     # ------------------------------------------------------------------ helpers
     def _t0(self, run_id: str) -> float:

@@ -60,7 +60,8 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
     else:
         listed = a.runs(ids=ids)
     trust_of = {rid: trust.summary(f) for rid, f in trust.findings_by_run(a, [r["run_id"] for r in listed]).items()}
-    cost_of = {r["run_id"]: trust.cost_per_point(a.cost(r["run_id"]), r["improvement"]) for r in listed}
+    costs = a.costs(listed)
+    cost_of = {r["run_id"]: trust.cost_per_point(costs[r["run_id"]], r["improvement"]) for r in listed}
     excluded = [r["run_id"] for r in listed if exclude_flagged and trust_of[r["run_id"]]["flagged"]]
     runs = [r for r in listed if r["run_id"] not in excluded]
     agents = sorted({r["agent"] for r in runs})

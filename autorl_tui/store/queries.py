@@ -48,8 +48,10 @@ class StoreReader:
         rows = self._rows("SELECT * FROM runs WHERE id = ?", (run_id,))
         return RunRecord.from_row(rows[0]) if rows else None
 
-    def runs(self, *, states: Iterable[str] = (), plan: str | None = None) -> list[RunRecord]:
-        """Newest first; only runs in one of `states` and of plan `plan` when given."""
+    def runs(self, *, states: Iterable[str] = (), plan: str | None = None, limit: int | None = None,
+             offset: int = 0) -> list[RunRecord]:
+        """Newest first; only runs in one of `states` and of plan `plan` when given; a page of at
+        most `limit` rows after the first `offset` when limit is given."""
         states = list(states)
         where, params = [], []
         if states:
@@ -59,7 +61,11 @@ class StoreReader:
             where.append("plan_name = ?")
             params.append(plan)
         sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
-        return [RunRecord.from_row(r) for r in self._rows(sql + " ORDER BY created_at DESC, id DESC", params)]
+        sql += " ORDER BY created_at DESC, id DESC"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params += [int(limit), int(offset)]
+        return [RunRecord.from_row(r) for r in self._rows(sql, params)]
 
     def last_event_at(self, run_id: str) -> float | None:
         """When the run's newest event was written (None without events)."""

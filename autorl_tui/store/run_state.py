@@ -94,6 +94,10 @@ class RunStateQueries:
             params = states
         return self.rows("runs", sql + " ORDER BY created_at DESC, id DESC", params)
 
+    def any_run_on(self, executor: str) -> bool:
+        """Whether any run of this home ever used `executor` (the engine probes Docker only then)."""
+        return self.query("SELECT 1 FROM runs WHERE executor = ? LIMIT 1", (executor,)) != []
+
     def set_run_fields(self, run_id: str, fields: dict[str, Any]) -> None:
         """Update a run's columns and commit now."""
         self.update("runs", run_id, fields)

@@ -212,3 +212,14 @@ def test_runs_list_says_when_no_engine_watches_runs_recorded_as_active(tmp_path)
         assert proc.returncode == 0 and "no engine" not in proc.stderr, proc.stderr
         rows = {r["id"]: r for r in json.loads(cli("runs", "list", "--json", home=home).stdout)}
         assert rows["r0001-arith-a-s0"]["engine_holds_home"] is True
+
+
+def test_runs_list_pages_with_limit_and_offset_and_refuses_a_bad_page(home_with_runs):
+    everything = [r["id"] for r in json.loads(cli("runs", "list", "--json", home=home_with_runs, check=True).stdout)]
+    assert len(everything) == len(IDS) >= 3
+    first = json.loads(cli("runs", "list", "--json", "--limit", "2", home=home_with_runs, check=True).stdout)
+    second = json.loads(cli("runs", "list", "--json", "--limit", "2", "--offset", "2", home=home_with_runs,
+                            check=True).stdout)
+    assert [r["id"] for r in first] + [r["id"] for r in second] == everything[:4]
+    for bad in (["--limit", "0"], ["--offset", "2"], ["--limit", "2", "--offset", "-1"]):
+        assert_clean_error(cli("runs", "list", *bad, home=home_with_runs), "--limit", "--offset")

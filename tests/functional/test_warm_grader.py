@@ -241,7 +241,9 @@ def test_a_server_started_ahead_serves_the_first_grading(tmp_path, tiny_model_di
     assert not prestart_warm({**req, "scorer": "unit_tests"}, work)       # code-running scorers stay cold
 
 
-def test_a_hanging_grading_is_killed_with_its_server_and_the_next_one_succeeds(tmp_path, tiny_model_dir):
+def test_a_hanging_grading_is_killed_alone_and_the_server_serves_the_next_one(tmp_path, tiny_model_dir):
+    """Past its time a grading's child (every process of its uid) is killed; the server, which other
+    runs' gradings share, lives on and serves the next grading."""
     gradings = tmp_path / "gradings"
     hostile = copy_model(tiny_model_dir, tmp_path / "hang")
     (hostile / "chat_template.jinja").unlink(missing_ok=True)
@@ -254,9 +256,10 @@ def test_a_hanging_grading_is_killed_with_its_server_and_the_next_one_succeeds(t
     [server] = grader_service.POOL.idle()
     hung = grade(request(tmp_path, hostile, template_limits=no_limits), gradings / "hang", timeout_s=15)
     assert not hung.ok and hung.error_kind == "timeout" and "timed out after 15s" in hung.error
-    assert server.proc.poll() is not None and grading_children(server) == []   # the whole server is gone
+    assert server.proc.poll() is None and grading_children(server, gradings / "hang") == []   # only its child went
     after = grade(request(tmp_path, tiny_model_dir), gradings / "after")
     assert after.ok and after.score == warm.score, after
+    assert grader_service.POOL.idle() == [server]
 
 
 def test_a_crashing_grading_ends_alone_and_the_next_one_succeeds(tmp_path, tiny_model_dir):

@@ -62,7 +62,9 @@ def upstream_to_tcp(path: Path, host: str, port: int, what: str, owner: int | No
     server.listen(64)
 
     def upstream() -> socket.socket:
-        return socket.create_connection((host, port), timeout=30)
+        sock = socket.create_connection((host, port), timeout=30)
+        sock.settimeout(None)     # 30 s to connect; an answer (a /submit waiting for its grading) may take far longer
+        return sock
     upstream.what = what
     serve(server, upstream)
     return server

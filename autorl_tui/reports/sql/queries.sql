@@ -116,8 +116,9 @@ FROM r WHERE reason = 'change' AND n_files > 0 AND manifest IS DISTINCT FROM pre
 
 -- When the agent stopped: the last attempt's end (after it the harness grades the held-out split).
 -- name: agent_end
-SELECT max(ended_at) AS ended_at, count(*) FILTER (WHERE ended_at IS NULL AND started_at IS NOT NULL) AS running
-FROM s.attempts WHERE run_id = $run_id;
+SELECT run_id, max(ended_at) AS ended_at,
+       count(*) FILTER (WHERE ended_at IS NULL AND started_at IS NOT NULL) AS running
+FROM s.attempts WHERE list_contains(string_split($ids, chr(31)), run_id) GROUP BY run_id;
 
 -- name: grading_intervals
 SELECT seq, received_at, coalesce(graded_at, received_at) AS graded_at
@@ -220,36 +221,36 @@ SELECT sha256, encoding, content, size FROM s.blobs WHERE list_contains(string_s
 -- stalled sampler does not inflate them); GPU busy-hours do the same with the sum of GPU utils.
 -- name: resource_cost
 WITH r AS (
-    SELECT ts, cpu_percent, rss_bytes, gpus,
-           least(coalesce(lead(ts) OVER (ORDER BY ts, id) - ts, 0), $max_gap) AS dt
-    FROM s.resources WHERE run_id = $run_id
+    SELECT run_id, ts, cpu_percent, rss_bytes, gpus,
+           least(coalesce(lead(ts) OVER (PARTITION BY run_id ORDER BY ts, id) - ts, 0), $max_gap) AS dt
+    FROM s.resources WHERE list_contains(string_split($ids, chr(31)), run_id)
 )
-SELECT count(*) AS n_samples,
+SELECT run_id, count(*) AS n_samples,
        sum(coalesce(cpu_percent, 0) / 100 * dt) / 3600 AS cpu_hours,
        avg(cpu_percent) AS mean_cpu_percent,
        max(rss_bytes) AS peak_rss_bytes,
        sum(CASE WHEN gpus IS NULL OR NOT json_valid(gpus) THEN 0
                 ELSE coalesce(list_sum(CAST(json_extract(gpus, '$[*].util') AS DOUBLE[])), 0) / 100 * dt END) / 3600
            AS gpu_busy_hours
-FROM r;
+FROM r GROUP BY run_id;
 
 -- The host's load average while the run was sampled: why a wall-clock budget bought less
 -- training than on an idle machine (the agent shares the cores).
 -- name: host_load
-SELECT count(load1) AS n_samples, avg(load1) AS load1_mean, max(load1) AS load1_max,
+SELECT run_id, count(load1) AS n_samples, avg(load1) AS load1_mean, max(load1) AS load1_max,
        avg(load5) AS load5_mean, avg(load15) AS load15_mean
-FROM s.resources WHERE run_id = $run_id;
+FROM s.resources WHERE list_contains(string_split($ids, chr(31)), run_id) GROUP BY run_id;
 
 -- name: gpu_allocated
-SELECT coalesce(sum((coalesce(ended_at, $now) - started_at)
+SELECT run_id, coalesce(sum((coalesce(ended_at, $now) - started_at)
                     * CASE WHEN json_valid(gpus) THEN coalesce(json_array_length(gpus), 0) ELSE 0 END), 0) / 3600
            AS gpu_allocated_hours,
        count(*) AS n_attempts
-FROM s.attempts WHERE run_id = $run_id AND started_at IS NOT NULL;
+FROM s.attempts WHERE list_contains(string_split($ids, chr(31)), run_id) AND started_at IS NOT NULL GROUP BY run_id;
 
 -- name: grading_time
-SELECT coalesce(sum(inference_s), 0) AS inference_s, coalesce(sum(grading_s), 0) AS grading_s
-FROM s.submissions WHERE run_id = $run_id;
+SELECT run_id, coalesce(sum(inference_s), 0) AS inference_s, coalesce(sum(grading_s), 0) AS grading_s
+FROM s.submissions WHERE list_contains(string_split($ids, chr(31)), run_id) GROUP BY run_id;
 
 -- name: attempts
 SELECT number, state, executor, started_at - $t0 AS start_s, ended_at - started_at AS duration_s,

@@ -1,0 +1,27 @@
+"""What the grading benchmarks compare a grading with: the same split generated in this process."""
+import time
+from pathlib import Path
+
+
+def raw_inference(card, items: list[dict], model: Path, threads: int, device: str = "cpu"):
+    """The model loaded in this process and warmed up (one generation): returns a function that
+    times one batched generation of the split, as the protocol asks for it."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from autorl_tui.grading.inference import TransformersPolicy
+
+    hf_logging.disable_progress_bar()
+    torch.set_num_threads(threads)
+    p = card.protocol
+    policy = TransformersPolicy(model, device=device, threads=threads, seed=p.seed, prompt_format=p.prompt_format,
+                                system_prompt=p.system_prompt, batch_size=p.batch_size)
+    prompts = [it["prompt"] for it in items]
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        policy.generate(prompts, n=p.n, temperature=p.temperature, top_p=p.top_p, max_tokens=p.max_tokens, stop=p.stop)
+        return time.perf_counter() - t0
+
+    once()     # warm-up
+    return once

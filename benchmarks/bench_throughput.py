@@ -1,0 +1,295 @@
+"""Throughput (issue 36), each figure beside its floor and the load average, before and after side
+by side in one run ("before": each run its own grading server and one grading slot per engine, as
+the engine graded until issue 36; "after": the engine's one shared server and its grading queue).
+The tiny model on arith-small's dev split (40 problems), sandboxed warm grader, 1 thread per
+grading, BENCH_SLOTS (default: cores) slots.
+
+- first_grading_of_a_run: a run's first grading (its baseline) when it needs its own server
+  started (before) and when the engine's server is live (after); and three runs' first gradings at
+  once. Floor: a warm grading of the split.
+- concurrent_gradings: BENCH_RUNS_N (3) runs x BENCH_SUBMISSIONS (20) gradings submitted at once,
+  the last answer's time; floor: the sum of the raw in-process inferences of those gradings /
+  slots (raw: the split generated in this process, model loaded, same protocol and threads).
+- snapshot_fresh_over_cp: engine/submissions.snapshot_folder of a fresh BENCH_SNAPSHOT_MB (1024)
+  folder against `cp -r` of the same folder (both from the page cache, alternating, median of 3).
+- engine_start_s: Engine.start() + stop() in a fresh process for a home with no Docker runs
+  (imports included), and what the Docker probe the start no longer makes costs here.
+- store_at_N_runs: BENCH_STORE_RUNS (1000,10000; about 3.5 minutes here) synthetic finished runs in one plan, written
+  through the Store API (tests/support/run_writer.py, small runs); `compare --plan` (JSON),
+  `report` of one run (JSON), `runs list --json` and a page of 50, each a fresh CLI process
+  (imports included), against the issue's bounds (compare < 5 s, report < 2 s).
+BENCH_ONLY=store (or grading, snapshot, engine) runs one part.
+"""
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "GOMP_SPINCOUNT": "1000",
+                   "TOKENIZERS_PARALLELISM": "false"})
+from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path  # noqa: E402
+from autorl_tui.tasks.arith.tiny_model import build_tiny_model, source_key  # noqa: E402
+from benchmarks._raw_inference import raw_inference  # noqa: E402
+
+THREADS = 1
+SLOTS = int(os.environ.get("BENCH_SLOTS") or os.cpu_count() or 1)
+RUNS_N = int(os.environ.get("BENCH_RUNS_N", "3"))
+SUBMISSIONS = int(os.environ.get("BENCH_SUBMISSIONS", "20"))
+SNAPSHOT_MB = int(os.environ.get("BENCH_SNAPSHOT_MB", "1024"))
+TASKS = REPO / "tests" / "data" / "tasks"
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def request(card, split_path: Path, model: Path) -> dict:
+    return {"task": card.to_dict(), "split": "dev", "split_path": str(split_path), "model_path": str(model),
+            "protocol": card.protocol.to_dict(), "scorer": card.scorer, "scorer_options": {},
+            "backend": "transformers", "device": "cpu", "threads": THREADS, "seed": card.protocol.seed}
+
+
+async def _grade(req: dict, work: Path, root: Path | None):
+    from autorl_tui.engine.grading_client import run_grader
+
+    outcome = await run_grader(req, work, threads=THREADS, timeout_s=1800, grading_root=root)
+    if not outcome.ok:
+        raise SystemExit(f"grading failed: {outcome.error}")
+    return outcome
+
+
+async def _many(req: dict, base: Path, runs: int, per_run: int, shared: bool, slots: int) -> float:
+    """runs x per_run gradings submitted at once; returns the time of the last answer. Before: one
+    server per run's folder and one slot; after: the engine's folder, its queue with `slots`."""
+    from autorl_tui.engine.grading_queue import GradingQueue
+
+    queue = GradingQueue(slots)
+    root = base / "gradings" if shared else None
+
+    async def one(run: int, seq: int) -> None:
+        async with queue.slot(f"r{run}"):
+            folder = (base / "gradings" / f"r{run}") if shared else (base / f"run{run}" / "grading")
+            await _grade(req, folder / f"s{seq:03d}", root)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(r, s) for s in range(per_run) for r in range(runs)))
+    return time.perf_counter() - t0
+
+
+def _engine_server(req: dict, root: Path) -> None:
+    """The engine's shared server for `root`, started as the engine starts it and waited for."""
+    from autorl_tui.engine import grader_service
+    from autorl_tui.engine.grading_client import prestart_warm
+
+    prestart_warm(req, root / "_" / "_", threads=THREADS, grading_root=root)
+    key = grader_service.server_key(req, root / "_" / "_", None, THREADS, None, root)
+    grader_service.POOL.give_back(grader_service.POOL.take(key, {}))
+
+
+def first_gradings(req: dict, base: Path, warm_s: float) -> None:
+    from autorl_tui.engine import grader_service
+
+    grader_service.close_all()
+    t0 = time.perf_counter()
+    asyncio.run(_grade(req, base / "own" / "grading" / "baseline-dev", None))
+    before = time.perf_counter() - t0
+    grader_service.close_all()
+    _engine_server(req, base / "gradings")
+    t0 = time.perf_counter()
+    asyncio.run(_grade(req, base / "gradings" / "first" / "baseline-dev", base / "gradings"))
+    after = time.perf_counter() - t0
+    say(f"first_grading_of_a_run_s: before {before:.2f} (own server started) | after {after:.2f} (engine's server "
+        f"live) | floor {warm_s:.2f} (a warm grading) | ratio to floor before {before / warm_s:.2f} after "
+        f"{after / warm_s:.2f} | {load()}")
+    grader_service.close_all()
+    t0 = time.perf_counter()
+    asyncio.run(_many(req, base / "three-before", 3, 1, shared=False, slots=1))
+    before3 = time.perf_counter() - t0
+    grader_service.close_all()
+    _engine_server(req, base / "three-after" / "gradings")
+    t0 = time.perf_counter()
+    asyncio.run(_many(req, base / "three-after", 3, 1, shared=True, slots=SLOTS))
+    after3 = time.perf_counter() - t0
+    floor3 = 3 * warm_s / SLOTS
+    say(f"first_gradings_3_runs_at_once_s: before {before3:.2f} (3 servers, 1 slot) | after {after3:.2f} "
+        f"(1 server, {SLOTS} slots) | floor {floor3:.2f} (3 warm gradings / slots) | ratio to floor before "
+        f"{before3 / floor3:.2f} after {after3 / floor3:.2f} | {load()}")
+
+
+def concurrent(req: dict, base: Path, raw_s: float) -> None:
+    from autorl_tui.engine import grader_service
+
+    n = RUNS_N * SUBMISSIONS
+    floor = n * raw_s / SLOTS
+    results = {}
+    for label, shared, slots in (("before", False, 1), ("after", True, SLOTS)):
+        grader_service.close_all()
+        loads = [os.getloadavg()[0]]
+        results[label] = asyncio.run(_many(req, base / f"many-{label}", RUNS_N, SUBMISSIONS, shared, slots))
+        loads.append(os.getloadavg()[0])
+        say(f"concurrent_gradings_{label}_s: {results[label]:.2f} ({RUNS_N} runs x {SUBMISSIONS} at once, last "
+            f"answer; {'a server per run, 1 slot' if not shared else f'one server, {slots} slots'}) | floor "
+            f"{floor:.2f} (sum of raw inferences {n} x {raw_s:.2f} s / {SLOTS} slots) | ratio {results[label] / floor:.2f}"
+            f" | load {loads[0]:.1f}-{loads[1]:.1f}")
+    grader_service.close_all()
+
+
+def snapshot_vs_cp(base: Path) -> None:
+    from autorl_tui.engine.submissions import RACY_NS, snapshot_folder
+
+    src = base / "snap-src" / "v1"
+    src.mkdir(parents=True)
+    (src / "config.json").write_text("{}")
+    chunk = os.urandom(1 << 20)
+    for part in range(4):      # a sharded checkpoint: 4 files
+        with open(src / f"model-{part:05d}-of-00004.safetensors", "wb") as fh:
+            for i in range(SNAPSHOT_MB // 4):
+                fh.write(chunk[:-8] + (part * 100000 + i).to_bytes(8, "little"))
+    while time.time_ns() - max(p.stat().st_ctime_ns for p in src.iterdir()) <= RACY_NS:
+        time.sleep(0.1)
+    snaps, cps, loads = [], [], []
+    for i in range(3):
+        loads.append(os.getloadavg()[0])
+        for side in ("snap", "cp") if i % 2 == 0 else ("cp", "snap"):
+            if side == "cp":
+                t0 = time.perf_counter()
+                subprocess.run(["cp", "-r", str(src), str(base / f"cp{i}")], check=True)
+                cps.append(time.perf_counter() - t0)
+                shutil.rmtree(base / f"cp{i}")
+            else:
+                root = base / f"snaps{i}" / "r1"       # a fresh run: nothing of it hashed before
+                t0 = time.perf_counter()
+                snapshot_folder(src, root / "001", 1 << 40)
+                snaps.append(time.perf_counter() - t0)
+                shutil.rmtree(root.parent)
+    ratios = [s / c for s, c in zip(snaps, cps)]
+    say(f"snapshot_fresh_over_cp: {statistics.median(ratios):.2f} (target <= 1.2; {SNAPSHOT_MB} MiB in 5 files; "
+        f"snapshot {statistics.median(snaps):.2f} s, cp -r {statistics.median(cps):.2f} s; pairs "
+        f"{' '.join(f'{r:.2f}' for r in ratios)}) | load {' '.join(f'{x:.1f}' for x in loads)}")
+
+
+ENGINE_START = """
+import asyncio, sys, time
+t0 = time.perf_counter()
+from autorl_tui.engine.engine import Engine
+from autorl_tui.home import Home
+async def main():
+    engine = Engine(Home(__import__('pathlib').Path(sys.argv[1])))
+    await engine.start()
+    started = time.perf_counter() - t0
+    await engine.stop()
+    t1 = time.perf_counter()
+    engine._reap_orphan_containers(set())
+    print(f"{started:.3f} {time.perf_counter() - t1:.3f}")
+asyncio.run(main())
+"""
+
+
+def engine_start(base: Path) -> None:
+    starts, probes = [], []
+    for i in range(3):
+        home = base / f"engine-home{i}"
+        out = subprocess.run([sys.executable, "-c", ENGINE_START, str(home)], capture_output=True, text=True,
+                             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+        if out.returncode:
+            raise SystemExit(f"engine start failed: {out.stderr[-2000:]}")
+        s, p = out.stdout.split()[-2:]
+        starts.append(float(s))
+        probes.append(float(p))
+    say(f"engine_start_s: {statistics.median(starts):.2f} (import + Engine.start, a home with no Docker run; "
+        f"runs {' '.join(f'{x:.2f}' for x in starts)}) | the Docker probe it no longer makes: "
+        f"{statistics.median(probes):.2f} s | {load()}")
+
+
+def store_scale(base: Path) -> None:
+    from autorl_tui.store.db import Store
+    from tests.support.run_writer import RunShape, write_run
+
+    sizes = [int(x) for x in os.environ.get("BENCH_STORE_RUNS", "1000,10000").split(",") if x.strip()]
+    home = base / "store-home"
+    home.mkdir()
+    store = Store(home / "store.db")
+    written = 0
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def timed(*argv: str) -> float:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "autorl_tui", "--home", str(home), *argv], capture_output=True,
+                              text=True, cwd=REPO, env=env)
+        if proc.returncode:
+            raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr[-2000:]}")
+        return time.perf_counter() - t0
+
+    for n in sizes:
+        t0 = time.perf_counter()
+        for i in range(written, n):
+            write_run(store, RunShape(run_id=f"r{i + 1:05d}-arith-scale-s{i % 7}", seed=i % 7, plan="scale",
+                                      agent=("scripted", "claude-code", "codex")[i % 3],
+                                      task=("arith", "gsm8k")[i % 2], start=1.79e9 + i * 100, duration_s=60,
+                                      scores=[20.0 + i % 5, 22.0 + i % 3], drops=[], n_stdout=2, metric_steps=2,
+                                      n_samples=4, tokens=None))
+        store.flush()
+        build = time.perf_counter() - t0
+        written = n
+        compare = timed("compare", "--plan", "scale", "--json", str(base / "compare.json"))
+        report = timed("report", "r00001", "--json", str(base / "report.json"))
+        listed = timed("runs", "list", "--json")
+        page = timed("runs", "list", "--json", "--limit", "50")
+        say(f"store_at_{n}_runs: compare {compare:.2f} s (bound 5) | report {report:.2f} s (bound 2) | runs list "
+            f"{listed:.2f} s, a page of 50 {page:.2f} s | written in {build:.1f} s | {load()}")
+    store.close()
+
+
+def main():
+    from autorl_tui.engine import grader_service
+    from autorl_tui.engine.executors.sandbox_bwrap import probe
+
+    cache = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models"))
+    model = build_tiny_model(cache / f"tiny-{source_key()}", seed=0)
+    card = find_task("arith-small", task_search_path([TASKS]))
+    sandboxed, why = probe()
+    if not sandboxed:
+        say(f"(not sandboxed: {why}; the warm grader is not used: grading figures skipped)")
+    base = Path(tempfile.mkdtemp(prefix="bench-throughput-", dir="/tmp"))
+    os.chmod(base, 0o711)
+    os.environ[grader_service.DISABLE_ENV] = "1"
+    try:
+        say(f"(tiny model, arith-small dev, {THREADS} thread per grading, {SLOTS} slots, {os.cpu_count()} cores; "
+            f"{load()})")
+        only = os.environ.get("BENCH_ONLY", "")
+        if sandboxed and only in ("", "grading"):
+            dev = materialize(card, "dev", base / "cache")
+            req = request(card, dev, model)
+            raw_once = raw_inference(card, read_items(dev), model, THREADS)
+            raw_s = statistics.median(raw_once() for _ in range(3))
+            asyncio.run(_grade(req, base / "warm" / "w0", None))
+            t0 = time.perf_counter()
+            asyncio.run(_grade(req, base / "warm" / "w1", None))
+            warm_s = time.perf_counter() - t0
+            say(f"raw_inference_s: {raw_s:.2f} | warm_grading_s: {warm_s:.2f} | {load()}")
+            first_gradings(req, base, warm_s)
+            concurrent(req, base, raw_s)
+        if only in ("", "snapshot"):
+            snapshot_vs_cp(base)
+        if only in ("", "engine"):
+            engine_start(base)
+        if only in ("", "store"):
+            store_scale(base)
+    finally:
+        grader_service.close_all()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

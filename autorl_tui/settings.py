@@ -51,6 +51,12 @@ def _seconds(name: str, text: str) -> float:
     return value
 
 
+def _count(name: str, text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"{name}={text!r} is not a positive whole number: set it to 1 or more, or unset it")
+    return int(text)
+
+
 def _switch(name: str, text: str) -> bool:
     t = text.strip().lower()
     if t in ("1", "true", "yes", "on"):
@@ -77,6 +83,7 @@ class Settings:
     templates: tuple[Path, ...] = ()
     plain_heartbeat_s: float = 30.0
     alfworld_parse_cache: bool = True
+    grading_slots: int | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -106,6 +113,7 @@ VARIABLES = {
     "templates": ("AUTORL_TEMPLATES", _paths),
     "plain_heartbeat_s": ("AUTORL_PLAIN_HEARTBEAT_S", _seconds),
     "alfworld_parse_cache": ("AUTORL_ALFWORLD_NO_PARSE_CACHE", lambda name, text: not _switch(name, text)),
+    "grading_slots": ("AUTORL_GRADING_SLOTS", _count),
 }
 
 

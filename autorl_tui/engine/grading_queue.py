@@ -14,31 +14,22 @@ Asyncio only (the engine's loop); no thread touches it."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections import deque
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
-from autorl_tui.exitcodes import UsageError
+from autorl_tui import settings
 
-SLOTS_ENV = "AUTORL_GRADING_SLOTS"
-
-
-class BadSlots(UsageError):
-    """AUTORL_GRADING_SLOTS is not a positive integer."""
 
 
 def default_slots(cpus: int, threads_per_grading: int, gpus: int) -> int:
     """AUTORL_GRADING_SLOTS when set; else one per GPU, or as many CPU gradings as fit the cores
     (threads per grading x gradings <= cores)."""
-    raw = os.environ.get(SLOTS_ENV, "").strip()
-    if raw:
-        if not raw.isdigit() or int(raw) < 1:
-            raise BadSlots(f"{SLOTS_ENV}={raw!r} is not a positive whole number of gradings at once; "
-                           f"set it to 1 or more, or unset it (default: cores / threads per grading)")
-        return int(raw)
+    slots = settings.current().grading_slots
+    if slots is not None:
+        return slots
     if gpus:
         return gpus
     return max(1, cpus // max(1, threads_per_grading))

@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any
 
-from autorl_tui.engine.run_journal import ACTIVE_STATES
+from autorl_tui.run_states import ACTIVE_STATES
 
 SPARK_POINTS = 16      # dev scores per run: what the Runs table's trend column draws
 

@@ -458,7 +458,7 @@ def serve() -> int:
                 except ValueError:
                     continue
                 if "cancel" in job:
-                    for child, running, _ in list(inflight.values()):
+                    for _child, running, _ in list(inflight.values()):
                         if running.get("job") == job["cancel"]:
                             reaper.reap(int(running["uid"]))
                     continue

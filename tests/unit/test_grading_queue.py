@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from autorl_tui.engine.grading_queue import BadSlots, GradingQueue, default_slots
+from autorl_tui.engine.grading_queue import GradingQueue, default_slots
 from autorl_tui.exitcodes import UsageError
 
 
@@ -77,6 +77,6 @@ def test_slots_default_to_cores_over_threads_and_a_bad_setting_is_a_usage_error(
     assert default_slots(2, 2, 0) == 3
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv("AUTORL_GRADING_SLOTS", bad)
-        with pytest.raises(BadSlots, match="AUTORL_GRADING_SLOTS") as info:
+        with pytest.raises(UsageError, match="AUTORL_GRADING_SLOTS") as info:
             default_slots(2, 2, 0)
         assert isinstance(info.value, UsageError)

@@ -79,6 +79,7 @@ def test_a_bind_or_copy_holding_or_inside_a_protected_folder_is_refused(tmp_path
     assert exposure({"binds": [str(tmp_path / "alias")]}, protected)
 
 
+@pytest.mark.subprocess
 def test_a_plan_binding_the_engines_home_is_refused_at_validation(tmp_path):
     home = tmp_path / "home"
     checkout = tmp_path / "pipeline-rl"

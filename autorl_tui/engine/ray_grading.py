@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from autorl_tui.engine.executors.ray import NAMESPACE, off_loop
+from autorl_tui.engine.executors.ray import NAMESPACE, ClusterUnreachable, off_loop, reach_cluster
 from autorl_tui.engine.grading_client import (GradingOutcome, ProgressCallback, run_grader, timed_out_outcome,
                                             wait_with_progress)
 
@@ -136,7 +136,10 @@ async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_whe
     A grading whose node leaves the cluster is graded again from the start on another node (the
     snapshot and the split are on the shared home), on GPUs leased there: the lost nodes are
     named in the outcome's `where` (`lost_nodes`), and the submission ends as that grading does."""
-    ray = await off_loop(executor._ray)
+    try:
+        ray = await reach_cluster(executor)        # a resumed run's test grading may wait for the cluster
+    except ClusterUnreachable as exc:
+        return GradingOutcome(ok=False, error_kind="internal", error=str(exc))
     work_dir = Path(os.path.abspath(work_dir))
     work_dir.mkdir(parents=True, exist_ok=True)
     lease, t0, lost_nodes = None, time.time(), []

@@ -7,32 +7,15 @@ so nothing extra counts against the cap; the run's attempt is `lost` and retried
 
 import asyncio
 import json
-import shutil
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from autorl_tui.catalog.plans import parse_plan
-from tests.support.harness import TASKS
-from tests.support.ray_cluster import ray_cluster, ray_home, retrying_engine  # noqa: F401 (fixtures)
+from tests.support.ray_cluster import one_run_plan, ray_cluster, ray_home, retrying_engine  # noqa: F401
+from tests.support.slow_task import slow_task
 
 pytestmark = pytest.mark.slow
-
-
-def slow_task(tmp_path: Path) -> Path:
-    """arith-small with a dev split large enough that a grading lasts a while (progress is
-    reported as it goes: the test acts on that, never on time)."""
-    tasks = tmp_path / "tasks"
-    shutil.copytree(TASKS / "arith-small", tasks / "arith-slow")
-    card = yaml.safe_load((tasks / "arith-slow" / "task.yaml").read_text())
-    card["id"] = "arith-slow"
-    card["data"]["splits"]["dev"]["n"] = 600
-    card["protocol"]["batch_size"] = 4
-    card["budget"] = "10m"
-    (tasks / "arith-slow" / "task.yaml").write_text(yaml.safe_dump(card))
-    return tasks
 
 
 def _events(store, run_id):
@@ -45,14 +28,12 @@ def _events(store, run_id):
 
 def test_a_submission_whose_grading_node_dies_is_graded_on_another_node(ray_cluster, ray_home, tmp_path):
     cluster, workers, _ = ray_cluster
-    tasks = slow_task(tmp_path)
+    tasks = slow_task(tmp_path, dev_n=600)
 
     async def go():
         async with retrying_engine(ray_home, tasks) as engine:
-            plan = parse_plan(f"name: node-loss\ntasks: [arith-slow]\nagents: [test-crash-probe]\nmodels: [tiny]\n"
-                              f"seeds: [0]\nbudget: 600s\nexecutor: ray\ngpus_per_run: 1\n"
-                              f"cluster: {{address: '{cluster.address}'}}\n")
-            [run_id] = await engine.enqueue_plan(plan)
+            [run_id] = await engine.enqueue_plan(one_run_plan("node-loss", "arith-slow", "test-crash-probe",
+                                                              cluster.address, gpus=1))
             store = engine.store
             t0 = time.time()
             # Until the first submission's dev grading reports progress (on the agent's node).

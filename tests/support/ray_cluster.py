@@ -72,3 +72,13 @@ async def retrying_engine(home: Path, tasks_dir: Path, max_attempts: int = 2):
         yield engine
     finally:
         await engine.stop()
+
+
+def one_run_plan(name: str, task: str, agent: str, address: str, *, gpus: int, budget: str = "600s",
+                 containers: bool = False):
+    """A plan of one `executor: ray` run (seed 0, the tiny model) on the cluster at `address`."""
+    from autorl_tui.catalog.plans import parse_plan
+
+    cluster = f"{{address: '{address}'" + (", containers: true}" if containers else "}")
+    return parse_plan(f"name: {name}\ntasks: [{task}]\nagents: [{agent}]\nmodels: [tiny]\nseeds: [0]\n"
+                      f"budget: {budget}\nexecutor: ray\ngpus_per_run: {gpus}\ncluster: {cluster}\n")

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from autorl_tui.engine.executors.ray import NAMESPACE, off_loop
+from autorl_tui.engine.executors.ray import NAMESPACE, ClusterUnreachable, off_loop, reach_cluster
 from autorl_tui.engine.grading_client import (GradingOutcome, ProgressCallback, run_grader, timed_out_outcome,
                                             wait_with_progress)
 
@@ -115,29 +115,53 @@ async def _lease(ray, gpus: int, prefer_node: str | None):
         raise
 
 
+async def _node_left(ray, node_id: str) -> bool:
+    """Whether Ray declares the node dead within NODE_VERDICT_S (its health checks take seconds
+    after a raylet dies; an actor's death may be reported first)."""
+    from autorl_tui.engine.executors.ray import NODE_VERDICT_S, alive_nodes
+
+    for _ in range(NODE_VERDICT_S):
+        if node_id not in await off_loop(alive_nodes, ray):
+            return True
+        await asyncio.sleep(1)
+    return False
+
+
 async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_where: dict | None, gpus: int,
                            threads: int, timeout_s: float | None, run_id: str | None = None,
                            on_progress: ProgressCallback | None = None) -> GradingOutcome:
     """One grading of a ray run on a node of the cluster (see the module's docstring).
     agent_where: where the run's agent was placed (ray.json) and whether it is still `alive`; None
-    before it was (the baselines: preferring the node admission packed the run on)."""
-    ray = await off_loop(executor._ray)
+    before it was (the baselines: preferring the node admission packed the run on).
+    A grading whose node leaves the cluster is graded again from the start on another node (the
+    snapshot and the split are on the shared home), on GPUs leased there: the lost nodes are
+    named in the outcome's `where` (`lost_nodes`), and the submission ends as that grading does."""
+    try:
+        ray = await reach_cluster(executor)        # a resumed run's test grading may wait for the cluster
+    except ClusterUnreachable as exc:
+        return GradingOutcome(ok=False, error_kind="internal", error=str(exc))
     work_dir = Path(os.path.abspath(work_dir))
     work_dir.mkdir(parents=True, exist_ok=True)
-    lease, t0 = None, time.time()
+    lease, t0, lost_nodes = None, time.time(), []
+
+    async def place(prefer: str | None):
+        nonlocal lease
+        if lease is not None:
+            await _release(ray, lease)
+            lease = None
+        lease, got = await _lease(ray, gpus, prefer)
+        return got["node_id"], got["gpu_ids"]
+
     try:
-        if agent_where and agent_where.get("alive") and agent_where.get("node_id"):
-            node_id, gpu_ids = agent_where["node_id"], [str(g) for g in agent_where.get("gpu_ids", [])]
-        else:
-            try:
-                prefer = (agent_where or {}).get("node_id") or executor.packed_node(run_id)
-                lease, got = await _lease(ray, gpus, prefer)
-            except asyncio.TimeoutError:
-                return GradingOutcome(ok=False, error_kind="internal",
-                                      error=f"the Ray cluster had no node with {gpus} free GPU(s) for the grading "
-                                            f"within {LEASE_TIMEOUT_S:.0f} s")
-            node_id, gpu_ids = got["node_id"], got["gpu_ids"]
-        for tries_left in (1, 0):
+        try:
+            if agent_where and agent_where.get("alive") and agent_where.get("node_id"):
+                node_id, gpu_ids = agent_where["node_id"], [str(g) for g in agent_where.get("gpu_ids", [])]
+            else:
+                node_id, gpu_ids = await place((agent_where or {}).get("node_id") or executor.packed_node(run_id))
+        except asyncio.TimeoutError:
+            return _no_gpus(gpus)
+        same_node_retry = True
+        while True:
             actor = await off_loop(_grader, ray, executor.home, node_id)
             ref = actor.grade.remote(request, str(work_dir), gpu_ids, threads, timeout_s)
             waiter = asyncio.ensure_future(asyncio.wrap_future(ref.future()))
@@ -155,14 +179,38 @@ async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_whe
             except ray.exceptions.RayError as exc:
                 with _actors_lock:
                     _actors.pop(_grader_name(executor.home, node_id), None)
-                if tries_left and isinstance(exc, ray.exceptions.RayActorError):
+                if isinstance(exc, ray.exceptions.RayActorError) and await _node_left(ray, node_id):
+                    lost_nodes.append(node_id)
+                    try:
+                        node_id, gpu_ids = await place(None)      # the dead node is no candidate
+                    except asyncio.TimeoutError:
+                        return _no_gpus(gpus)
+                    continue
+                if same_node_retry and isinstance(exc, ray.exceptions.RayActorError):
+                    same_node_retry = False
                     continue      # the actor was gone (made by an engine that died): once more with a new one
                 cause = str(getattr(exc, "cause", None) or exc).strip().splitlines()
                 return GradingOutcome(ok=False, error_kind="internal",
                                       error=f"the grading on Ray node {node_id[:12]} failed: "
                                             f"{cause[-1] if cause else exc}")
             known = {f.name for f in fields(GradingOutcome)}
-            return GradingOutcome(**{k: v for k, v in answer.items() if k in known})
+            outcome = GradingOutcome(**{k: v for k, v in answer.items() if k in known})
+            if lost_nodes and outcome.where is not None:
+                outcome.where = {**outcome.where, "lost_nodes": lost_nodes}
+            return outcome
     finally:
         if lease is not None:
-            await off_loop(ray.kill, lease)
+            await _release(ray, lease)
+
+
+async def _release(ray, lease) -> None:
+    try:
+        await off_loop(ray.kill, lease)
+    except Exception:       # gone with its node
+        pass
+
+
+def _no_gpus(gpus: int) -> GradingOutcome:
+    return GradingOutcome(ok=False, error_kind="internal",
+                          error=f"the Ray cluster had no node with {gpus} free GPU(s) for the grading "
+                                f"within {LEASE_TIMEOUT_S:.0f} s")

@@ -24,7 +24,8 @@ from autorl_tui.engine.scheduling import RetryPolicy
 from autorl_tui.home import Home
 from tests.support.docker_engine import docker_client  # noqa: F401 (fixture)
 from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, write_plan
-from tests.support.ray_cluster import ray_cluster, ray_home  # noqa: F401 (fixtures)
+from tests.support.ray_cluster import one_run_plan, ray_cluster, ray_home, retrying_engine  # noqa: F401
+from tests.support.slow_task import slow_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
@@ -275,6 +276,32 @@ def test_a_plan_whose_image_the_nodes_lack_is_refused_at_enqueue(ray_cluster, ra
     assert proc.stderr.count("image 'autorl-test/no-such-image:never' is not in its Docker Engine") == 3   # each node
     assert "Traceback" not in proc.stderr
     assert _count(ray_home, "SELECT COUNT(*) FROM runs") == 0
+
+
+OLD_FORWARDER_CUT_S = 30.0     # the node's forwarder cut every call longer than this (issue 34)
+
+
+def test_a_containerized_agents_submit_outlasting_the_old_forwarder_cut_is_answered(ray_cluster, ray_home,
+                                                                                    docker_client, tmp_path):
+    """The agent's synchronous `/submit` waits for a dev grading longer than the 30 s the node's
+    forwarder used to allow (a large dev split): answered 200 with the score, run done."""
+    cluster, _, _ = ray_cluster
+    tasks = slow_task(tmp_path, dev_n=1600, task_id="arith-long")
+
+    async def go():
+        async with retrying_engine(ray_home, tasks) as engine:
+            [run_id] = await engine.enqueue_plan(one_run_plan("ray-long-submit", "arith-long", "test-gpu-probe",
+                                                              cluster.address, gpus=0, containers=True))
+            [row] = await asyncio.wait_for(engine.wait_runs([run_id]), 1200)
+            store = engine.store
+            assert row["state"] == "done", (row["state"], row["end_reason"])
+            [sub] = store.query("SELECT status, score, grading_s FROM submissions WHERE run_id=?", (run_id,))
+            assert sub["status"] == "scored", sub
+            assert sub["grading_s"] > OLD_FORWARDER_CUT_S, f"the grading was too quick to test anything: {sub}"
+            [answer] = _stdout(store, run_id, "submitted: ")       # urlopen raises on anything but 2xx
+            assert json.loads(answer.split(": ", 1)[1])["score"] == sub["score"]
+
+    asyncio.run(go())
 
 
 def test_worker_removed_mid_run_kills_its_container_and_the_run_is_retried(ray_cluster, ray_home, docker_client):

@@ -4,6 +4,7 @@ with Ray's token authentication on (as the engine requires: executors/ray_auth.p
 session's token (RAY_AUTH_MODE, RAY_AUTH_TOKEN: tests/conftest.py sets them before ray is
 imported), so the engines the tests start carry it. Ray's files stay under a temporary folder; the cluster is shut down at the end."""
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -53,3 +54,31 @@ def ray_home(tiny_model_dir):
     install_model(tiny_model_dir, home)
     yield home
     shutil.rmtree(home.parent, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def retrying_engine(home: Path, tasks_dir: Path, max_attempts: int = 2):
+    """A started engine on `home` whose infra retries come after 1 s (a lost node's run is retried
+    at once), stopped at the end."""
+    from autorl_tui.engine.engine import Engine
+    from autorl_tui.engine.scheduling import RetryPolicy
+    from autorl_tui.home import Home
+    from tests.support.harness import TEST_AGENTS
+
+    engine = Engine(Home.open(str(home)), tasks_dirs=[tasks_dir], agents_dirs=[TEST_AGENTS])
+    engine.retry_policy = RetryPolicy(max_attempts=max_attempts, base_s=1.0)
+    await engine.start()
+    try:
+        yield engine
+    finally:
+        await engine.stop()
+
+
+def one_run_plan(name: str, task: str, agent: str, address: str, *, gpus: int, budget: str = "600s",
+                 containers: bool = False):
+    """A plan of one `executor: ray` run (seed 0, the tiny model) on the cluster at `address`."""
+    from autorl_tui.catalog.plans import parse_plan
+
+    cluster = f"{{address: '{address}'" + (", containers: true}" if containers else "}")
+    return parse_plan(f"name: {name}\ntasks: [{task}]\nagents: [{agent}]\nmodels: [tiny]\nseeds: [0]\n"
+                      f"budget: {budget}\nexecutor: ray\ngpus_per_run: {gpus}\ncluster: {cluster}\n")

@@ -22,11 +22,12 @@ def free_port() -> int:
 
 
 class RayHead:
-    def __init__(self, *, token: str | None):
-        """token None: token authentication off (RAY_AUTH_MODE=disabled)."""
+    def __init__(self, *, token: str | None, num_cpus: int = 1, ports: tuple[int, int] | None = None):
+        """token None: token authentication off (RAY_AUTH_MODE=disabled). ports: (GCS, client
+        server) of a head started again on the address of one that was stopped."""
         self.ray = Path(sys.executable).with_name("ray")
         self.temp = Path("/tmp") / f"ray-{uuid.uuid4().hex[:6]}"      # Ray's socket paths must stay short
-        self.gcs, self.client = free_port(), free_port()
+        self.gcs, self.client = ports or (free_port(), free_port())
         self.env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token" if token else "disabled")
         self.env.pop("RAY_ADDRESS", None)
         if token:
@@ -34,7 +35,7 @@ class RayHead:
         else:
             self.env.pop("RAY_AUTH_TOKEN", None)
         proc = subprocess.run([str(self.ray), "start", "--head", f"--port={self.gcs}",
-                               f"--ray-client-server-port={self.client}", f"--temp-dir={self.temp}", "--num-cpus=1",
+                               f"--ray-client-server-port={self.client}", f"--temp-dir={self.temp}", f"--num-cpus={num_cpus}",
                                "--include-dashboard=false", "--disable-usage-stats"],
                               env=self.env, capture_output=True, text=True, timeout=180)
         if proc.returncode != 0:

@@ -38,8 +38,15 @@ NODE_VERDICT_S = 15           # after its actor died, how long to wait for Ray t
 CONNECT_TIMEOUT_S = 120.0     # a head that accepts connections but never answers
 KILL_GRACE_S = 5.0            # for the shim to end the agent before the actor itself is killed
 KILL_GRACE_CONTAINER_S = 30.0  # a container's: Docker kills it, the log pumps drain, exit.json is written
+CLUSTER_WAIT_S = 900.0        # resume: how long a run waits for an unreachable cluster before its attempt is lost
+CLUSTER_RETRY_S = 2.0         # meanwhile, how often the engine tries to connect
 
 _connect_lock = threading.Lock()
+
+
+class ClusterUnreachable(ExecutorError):
+    """The cluster named is not answering now (its head is down, or unreachable from here): a
+    resuming run waits for it (`reach_cluster`) rather than failing."""
 
 
 def actor_name(home: Path, run_id: str, attempt: int) -> str:
@@ -86,10 +93,10 @@ def connect(address: str | None):
         thread.start()
         thread.join(CONNECT_TIMEOUT_S)
         if thread.is_alive():
-            raise ExecutorError(f"the Ray head at {address} accepts connections but did not answer within "
+            raise ClusterUnreachable(f"the Ray head at {address} accepts connections but did not answer within "
                                 f"{CONNECT_TIMEOUT_S:.0f} s; is it a Ray GCS port (`ray status --address {address}`)?")
         if failure:
-            raise ExecutorError(f"cannot connect to the Ray cluster at {address}: {failure[0]}")
+            raise ClusterUnreachable(f"cannot connect to the Ray cluster at {address}: {failure[0]}")
     return ray
 
 
@@ -129,8 +136,22 @@ def _reachable(address: str, timeout_s: float = 5.0) -> None:
         raise ExecutorError(f"the Ray address {address!r} is not HOST:PORT (the head's GCS address, as "
                             f"`ray start --head` prints it)") from None
     except OSError as exc:
-        raise ExecutorError(f"cannot reach the Ray head at {address}: {exc}; is the cluster running "
+        raise ClusterUnreachable(f"cannot reach the Ray head at {address}: {exc}; is the cluster running "
                             f"(`ray status --address {address}`)?") from None
+
+
+async def reach_cluster(executor: "RayExecutor", placement: dict | None = None, wait_s: float | None = None):
+    """`ray`, connected, waiting up to `wait_s` (CLUSTER_WAIT_S) while the cluster is unreachable;
+    past that, ClusterUnreachable saying for how long."""
+    t0 = time.monotonic()
+    limit = CLUSTER_WAIT_S if wait_s is None else wait_s
+    while True:
+        try:
+            return await off_loop(executor._ray, placement)
+        except ClusterUnreachable as exc:
+            if time.monotonic() - t0 >= limit:
+                raise ClusterUnreachable(f"the Ray cluster stayed unreachable for {limit:.0f} s: {exc}") from None
+        await asyncio.sleep(CLUSTER_RETRY_S)
 
 
 def alive_nodes(ray) -> dict[str, dict]:
@@ -167,6 +188,8 @@ class RayHandle(AgentHandle):
         self.where = where or _read_json(log_dir / "ray.json") or {}
         self.lost: str | None = None
         self.killed = False          # we had to kill the actor itself (the shim did not answer)
+        self.waiting: str | None = None     # adopted while the cluster was unreachable: why (`wait` reconnects)
+        self._adopt: tuple[str, LaunchSpec] | None = None      # (actor name, spec) to look up once it is back
 
     @property
     def containerized(self) -> bool:
@@ -230,9 +253,26 @@ class RayHandle(AgentHandle):
             return True
         return False
 
+    async def _wait_for_cluster(self) -> None:
+        """Adopted while the cluster was unreachable: reconnect (CLUSTER_WAIT_S at most), then look
+        the actor up; gone (a head restarted without its state, the node lost) or never back: lost."""
+        name, spec = self._adopt
+        try:
+            ray = await reach_cluster(self.executor, spec.placement)
+            self.actor = await off_loop(_named_actor, ray, name)
+        except ClusterUnreachable as exc:
+            self.lost = str(exc)
+        else:
+            if self.actor is None and not (self.log_dir / "exit.json").exists():
+                self.lost = "the run's Ray actor was gone when the cluster came back (a restarted head, a lost node)"
+            self.executor.track(self, spec)
+        self.waiting = None
+
     async def wait(self) -> int:
         """Until the agent ends. The run keeps its node in admission's books after that, while its
         held-out test is graded (Engine.supervisor_finished forgets it)."""
+        if self.waiting is not None and not (self.log_dir / "exit.json").exists():
+            await self._wait_for_cluster()
         failures, next_ping = 0, 0.0
         while True:
             info = _read_json(self.log_dir / "exit.json")
@@ -472,22 +512,37 @@ class RayExecutor(Executor):
         return handle
 
     async def adopt(self, attempt: dict, spec: LaunchSpec) -> AgentHandle | None:
-        ray = await off_loop(self._ray, spec.placement)
+        """The attempt's actor, found by its name. With the cluster unreachable the handle waits for
+        it (`waiting` says why; its `wait` reconnects) instead of the run failing."""
         name = actor_name(self.home, spec.run_id, int(attempt["number"]))
-        log_dir = Path(attempt["log_dir"])
+        handle = RayHandle(self, spec.run_id, None, Path(attempt["log_dir"]))
         try:
-            actor = await off_loop(ray.get_actor, name, NAMESPACE)
-        except ValueError:
-            actor = None
-        handle = RayHandle(self, spec.run_id, actor, log_dir)
-        if actor is None and not (log_dir / "exit.json").exists():
+            ray = await off_loop(self._ray, spec.placement)
+        except ClusterUnreachable as exc:
+            # Its gradings (a finalizing run's held-out test) connect to the same cluster.
+            self.address = self.address or cluster_address(spec.placement)
+            handle.waiting, handle._adopt = str(exc), (name, spec)
+            return handle
+        handle.actor = await off_loop(_named_actor, ray, name)
+        if handle.actor is None and not handle.log_dir.joinpath("exit.json").exists():
             handle.lost = "the run's Ray actor was gone after an engine restart (its node left the cluster?)"
+        self.track(handle, spec)
+        return handle
+
+    def track(self, handle: RayHandle, spec: LaunchSpec) -> None:
+        """An adopted run that still runs holds its node in admission's books."""
         if handle.is_alive() and handle.where.get("node_id"):
             self._placed[spec.run_id] = (handle.where["node_id"],
                                          request_of(spec.run_id, int(spec.placement.get("gpus") or 0),
                                                     {"limits": {"cpus": spec.cpus, "memory_bytes": spec.memory_bytes},
                                                      "cluster": spec.placement}))
-        return handle
+
+
+def _named_actor(ray, name: str):
+    try:
+        return ray.get_actor(name, NAMESPACE)
+    except ValueError:
+        return None
 
 
 def cluster_report(address: str | None, held: list[dict] | None = None) -> dict:

@@ -49,6 +49,31 @@ class NetworkSetupError(OSError):
     """The sandbox's network could not be set up as the agent spec asks."""
 
 
+# The forwarders to a TCP upstream carry a call as long as the upstream takes to answer it (a
+# synchronous `/submit` waits for its dev grading: minutes for a large model), so no read timeout;
+# only the connect has a limit. A peer that dies without closing (its host gone, a cut link) is
+# found by TCP: keepalive probes while the call is idle, and the same limit on data it never
+# acknowledges (TCP_USER_TIMEOUT): the forwarded connection ends within IDLE + INTERVAL * PROBES s.
+CONNECT_TIMEOUT_S = 30.0
+KEEPALIVE_IDLE_S = 30
+KEEPALIVE_INTERVAL_S = 10
+KEEPALIVE_PROBES = 6
+
+
+def tcp_upstream(host: str, port: int) -> socket.socket:
+    """A connection to host:port for a forwarder: connect within CONNECT_TIMEOUT_S, then blocking
+    for as long as the call lasts, with keepalive probes that end it if the peer is gone."""
+    sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
+    sock.settimeout(None)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE_IDLE_S)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL_S)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
+    dead_after_ms = 1000 * (KEEPALIVE_IDLE_S + KEEPALIVE_INTERVAL_S * KEEPALIVE_PROBES)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, dead_after_ms)
+    return sock
+
+
 def upstream_to_tcp(path: Path, host: str, port: int, what: str, owner: int | None = None) -> socket.socket:
     """A listening Unix socket at `path` whose connections go to host:port over TCP (daemon threads).
     `owner`: the only uid that may connect (the socket is 0600, given to it); None: anyone (0666)."""
@@ -62,9 +87,7 @@ def upstream_to_tcp(path: Path, host: str, port: int, what: str, owner: int | No
     server.listen(64)
 
     def upstream() -> socket.socket:
-        sock = socket.create_connection((host, port), timeout=30)
-        sock.settimeout(None)     # 30 s to connect; an answer (a /submit waiting for its grading) may take far longer
-        return sock
+        return tcp_upstream(host, port)
     upstream.what = what
     serve(server, upstream)
     return server

@@ -65,6 +65,7 @@ def test_a_call_outlasting_the_connect_timeout_and_keepalive_probes_is_carried(t
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("iptables"),
                     reason="needs root, unshare and iptables (a private network namespace whose firewall drops the peer)")
+@pytest.mark.subprocess
 @pytest.mark.parametrize("mode", ["idle", "in_flight"])
 def test_a_peer_that_dies_without_closing_ends_the_call_within_the_keepalive_limit(tmp_path, mode):
     out = subprocess.run(["unshare", "--net", sys.executable, "-m", "tests.support.silent_peer", str(tmp_path), mode],

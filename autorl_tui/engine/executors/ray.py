@@ -256,6 +256,7 @@ class RayHandle(AgentHandle):
     async def _wait_for_cluster(self) -> None:
         """Adopted while the cluster was unreachable: reconnect (CLUSTER_WAIT_S at most), then look
         the actor up; gone (a head restarted without its state, the node lost) or never back: lost."""
+        assert self._adopt is not None, "only a handle adopted while the cluster was unreachable waits for it"
         name, spec = self._adopt
         try:
             ray = await reach_cluster(self.executor, spec.placement)

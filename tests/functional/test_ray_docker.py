@@ -281,6 +281,7 @@ def test_a_plan_whose_image_the_nodes_lack_is_refused_at_enqueue(ray_cluster, ra
 OLD_FORWARDER_CUT_S = 30.0     # the node's forwarder cut every call longer than this (issue 34)
 
 
+@pytest.mark.long   # ~45 s of grading by design, minutes under load; the forwarder rule is in tests/unit/test_forwarder_long_calls.py
 def test_a_containerized_agents_submit_outlasting_the_old_forwarder_cut_is_answered(ray_cluster, ray_home,
                                                                                     docker_client, tmp_path):
     """The agent's synchronous `/submit` waits for a dev grading longer than the 30 s the node's

@@ -50,7 +50,7 @@ def test_a_bare_sandbox_gives_user_and_logname_and_the_callers_home():
             chown_tree(home, lease.uid)
             argv = Sandbox(uid=lease.uid, chdir=home, rw=[home]).argv([sys.executable, "-c", WHO])
             # The environment every caller gives: PATH and HOME; USER and LOGNAME come from the sandbox.
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False,
                                   env={"PATH": "/usr/bin:/bin", "HOME": str(home)})
             assert proc.returncode == 0, proc.stderr[-2000:]
             user, tilde, path_home, uid, owner = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -77,7 +77,7 @@ def test_the_grader_environment_carries_its_identity():
                     f"exec({WHO!r})")
             argv = Sandbox(uid=0, chdir=work, rw=[work], keep_caps=("CAP_SETUID", "CAP_SETGID")).argv(
                 [sys.executable, "-c", drop])
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env={"PATH": "/usr/bin:/bin"})
             assert proc.returncode == 0, proc.stderr[-2000:]
             user, tilde, path_home, uid, owner = json.loads(proc.stdout.strip().splitlines()[-1])
             assert (user, tilde, path_home, uid, owner) == (SANDBOX_USER, str(work), str(work), lease.uid, lease.uid)

@@ -4,7 +4,10 @@ in benchmarks/bench_grading.py (its functions, with BENCH_DEVICE=cuda and the gr
 BENCH_GPUS, default 0): the grading as the engine runs it (run_grader: sandboxed and warm where
 the host can sandbox; each grading's child starts its own CUDA context), the raw side in this
 process with the model loaded on the GPU and warmed up. BENCH_RUNS pairs per split (default 5),
-alternating order. Prints a table; BENCH_JSON=FILE also writes the figures as JSON.
+alternating order. Prints a line per grading as it ends (so a run cut short shows where it was),
+then a table; BENCH_JSON=FILE also writes the figures as JSON. BENCH_BUDGET_S=S: no grading starts
+after S seconds, except dev's first grading and first pair (the runs measured so far make the
+table, marked "cut at the budget").
 BENCH_DEVICE=cpu BENCH_GPUS= runs the same on the CPU (a dry run of the script).
 
     BENCH_RUNS=5 PYTHONPATH=$PWD python3 benchmarks/bench_gpu_grading.py
@@ -22,6 +25,22 @@ os.environ.setdefault("BENCH_DEVICE", "cuda")
 os.environ.setdefault("BENCH_GPUS", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_grading as bg  # noqa: E402
+
+
+T0 = time.monotonic()
+BUDGET_S = float(os.environ.get("BENCH_BUDGET_S") or "inf")
+
+
+def grade(label: str, req: dict, work: Path):
+    """bg.grade, with a line as it ends: which grading, its wall, where it ran, the time so far."""
+    wall, outcome = bg.grade(req, work)
+    bg.say(f"graded {label}: {wall:.2f} s on {(outcome.placement or {}).get('device_used')}, score {outcome.score:.2f} "
+           f"(bench at {time.monotonic() - T0:.0f} s)")
+    return wall, outcome
+
+
+def over_budget() -> bool:
+    return time.monotonic() - T0 > BUDGET_S
 
 
 def main() -> int:
@@ -44,21 +63,31 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="bench-gpu-grading-", dir="/tmp"))
     os.chmod(base, 0o711)
     rows = []
+    cut = False
     try:
         os.environ[grader_service.DISABLE_ENV] = "1"
         for split in ("dev", "test"):
             path = bg.materialize(card, split, base / "cache")
             items = bg.read_items(path)
-            first, first_outcome = bg.grade(bg.request(card, split, path, model), base / "gradings" / f"{split}-first")
+            if over_budget() and rows:     # the dev row is always measured (one pair at least)
+                cut = True
+                break
+            first, first_outcome = grade(f"{split} first", bg.request(card, split, path, model),
+                                         base / "gradings" / f"{split}-first")
             raw_once = bg.raw_inference(card, items, model, bg.THREADS, device=bg.DEVICE)
             walls, raws, outcomes = [], [], []
             for i in range(bg.RUNS):
+                if over_budget() and raws:
+                    cut = True
+                    break
                 for side in ("grade", "raw") if i % 2 == 0 else ("raw", "grade"):
                     time.sleep(bg.SETTLE_S)
                     if side == "raw":
                         raws.append(raw_once())
+                        bg.say(f"raw inference {split} run {i + 1}: {raws[-1]:.2f} s")
                     else:
-                        wall, outcome = bg.grade(bg.request(card, split, path, model), base / "gradings" / f"{split}{i}")
+                        wall, outcome = grade(f"{split} run {i + 1}", bg.request(card, split, path, model),
+                                              base / "gradings" / f"{split}{i}")
                         walls.append(wall)
                         outcomes.append(outcome)
             mid = outcomes[walls.index(sorted(walls)[len(walls) // 2])]
@@ -72,9 +101,13 @@ def main() -> int:
             del raw_once
             if bg.DEVICE == "cuda":
                 torch.cuda.empty_cache()
-        os.environ[grader_service.DISABLE_ENV] = "0"
-        dev = bg.materialize(card, "dev", base / "cache")
-        cold, cold_outcome = bg.grade(bg.request(card, "dev", dev, model), base / "cold" / "c0")
+        cold = cold_outcome = None
+        if not over_budget():
+            os.environ[grader_service.DISABLE_ENV] = "0"
+            dev = bg.materialize(card, "dev", base / "cache")
+            cold, cold_outcome = grade("dev cold path", bg.request(card, "dev", dev, model), base / "cold" / "c0")
+        else:
+            cut = True
     finally:
         grader_service.close_all()
         shutil.rmtree(base, ignore_errors=True)
@@ -85,12 +118,15 @@ def main() -> int:
         bg.say(f"| {r['split']} | {r['n']} | {r['raw_s']:.3f} | {r['grading_s']:.3f} | {r['ratio']:.2f} | "
                f"{r['child_load_s']:.3f} / {r['child_inference_s']:.3f} | {r['first_grading_s']:.2f} | "
                f"{r['score']:.2f} | {r['device_used']} |")
-    bg.say(f"cold path (one worker process) on dev: {cold:.2f} s, device {(cold_outcome.placement or {}).get('device_used')}")
+    if cold is not None:
+        bg.say(f"cold path (one worker process) on dev: {cold:.2f} s, device {(cold_outcome.placement or {}).get('device_used')}")
+    if cut:
+        bg.say(f"cut at the budget (BENCH_BUDGET_S={BUDGET_S:g}): fewer runs than BENCH_RUNS={bg.RUNS}, or a split or the cold path left out")
     for r in rows:
         bg.say(f"phases_ms {r['split']}: " + " ".join(f"{k}={v}" for k, v in r["phases_ms"].items()))
     if os.environ.get("BENCH_JSON"):
         Path(os.environ["BENCH_JSON"]).write_text(json.dumps({"gpu": gpu, "sandboxed": sandboxed, "rows": rows,
-                                                              "cold_dev_s": cold}, indent=1))
+                                                              "cold_dev_s": cold, "cut_at_budget": cut}, indent=1))
     return 0
 
 

@@ -16,7 +16,15 @@
 #          on the same GPU (transformers), a table
 #   demo   data/plans/gpu-demo.yaml end to end (budget shortened to GPU_DEMO_BUDGET, 90s), then
 #          scripts/gpu_demo_assert.py: training and every grading on cuda, from the store's events
+#          (sandboxed: bubblewrap is found once setup unpacked it; GPU_DEMO_SANDBOXED=1 then makes
+#          the assertions also require that the agent ran in the sandbox, its GPU's nodes bound)
+# Every stage after setup runs with AUTORL_BWRAP set when setup unpacked bubblewrap (looked up
+# before each stage, so the first run's setup counts too).
 # Total wall at most ~8 minutes (the stages' limits: 75 + 135 + 75 + 190 s).
+# GPU_CHECK_QUICK=1: a second run, fitting ~290 s (limits 55 + 60 + 60 + 115 s; the bench's
+# gradings stop starting after BENCH_BUDGET_S): `tests` runs only the sandbox, NVML and placement
+# tests on the GPU, the sandbox identity test and the device-id and placement unit tests (one
+# pytest, -k "sandbox or nvml or placement or gpus", which keeps all of the latter); bench with BENCH_RUNS=2.
 set -u
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -37,15 +45,19 @@ export PYTHONPATH=${PYTHONPATH:-$REPO}
 export AUTORL_TEST_CACHE=$MODELS AUTORL_AGENT_RUNTIME=$RT
 export REPO OUT PY SITE RT HOME_DIR MODELS DRY
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-[ -x /tmp/bwrap/usr/bin/bwrap ] && export AUTORL_BWRAP=/tmp/bwrap/usr/bin/bwrap
+QUICK=${GPU_CHECK_QUICK:-0}
+export QUICK
 SUMMARY=()
 T0=$(date +%s)
 
 stage() {   # stage NAME LIMIT_S FUNCTION: its output into $OUT/NAME.log; rc and time into the summary
   local name=$1 limit=$2 fn=$3 start rc
+  # bubblewrap as setup unpacked it (a machine without it installed): evaluated per stage, after setup ran
+  [ -z "${AUTORL_BWRAP:-}" ] && [ -x /tmp/bwrap/usr/bin/bwrap ] && export AUTORL_BWRAP=/tmp/bwrap/usr/bin/bwrap
   start=$(date +%s)
+  echo "    AUTORL_BWRAP=${AUTORL_BWRAP:-(unset: bwrap from PATH)}" >"$OUT/$name.log"
   echo "=== $name (limit ${limit}s) $(date -u +%H:%M:%S)"
-  timeout -k 10 "$limit" bash -c "$(declare -f wheels "$fn"); $fn" >"$OUT/$name.log" 2>&1
+  timeout -k 10 "$limit" bash -c "$(declare -f wheels "$fn"); $fn" >>"$OUT/$name.log" 2>&1
   rc=$?
   local took=$(( $(date +%s) - start ))
   local verdict=ok
@@ -116,11 +128,20 @@ print("agent runtime:", torch.__version__, "cuda", torch.cuda.is_available(), "t
 }
 
 tests() {
-  $PY -m pytest -q -p no:cacheprovider -n 0 -rs -s tests/gpu tests/unit/test_grading_placement.py
+  if [ "$QUICK" = 1 ]; then
+    $PY -m pytest -q -p no:cacheprovider -n 0 -rs -s tests/gpu -k "sandbox or nvml or placement or gpus" \
+      tests/functional/test_sandbox_identity.py tests/unit/test_gpus.py tests/unit/test_grading_placement.py
+  else
+    $PY -m pytest -q -p no:cacheprovider -n 0 -rs -s tests/gpu tests/functional/test_sandbox_identity.py \
+      tests/unit/test_gpus.py tests/unit/test_grading_placement.py
+  fi
 }
 
 bench() {
-  BENCH_RUNS=3 BENCH_SETTLE_S=0.5 BENCH_JSON=$OUT/bench.json $PY benchmarks/bench_gpu_grading.py
+  # Gradings stop starting after BENCH_BUDGET_S, so the table comes within the stage's limit.
+  if [ "$QUICK" = 1 ]; then runs=2 budget=30; else runs=3 budget=50; fi
+  BENCH_RUNS=$runs BENCH_BUDGET_S=$budget BENCH_SETTLE_S=0.5 BENCH_JSON=$OUT/bench.json \
+    $PY benchmarks/bench_gpu_grading.py
 }
 
 demo() {
@@ -132,7 +153,9 @@ demo() {
     echo "no CUDA here: the demo runs on the CPU (gpus_per_run: 0); its assertions must fail"
     sed -i "s/^gpus_per_run: .*/gpus_per_run: 0/" /tmp/gpu-demo.yaml
   fi
-  if ! $PY -c 'from autorl_tui.engine.executors.sandbox_bwrap import probe; import sys; sys.exit(0 if probe()[0] else 1)'; then
+  if $PY -c 'from autorl_tui.engine.executors.sandbox_bwrap import probe; import sys; print("sandbox:", probe()); sys.exit(0 if probe()[0] else 1)'; then
+    export GPU_DEMO_SANDBOXED=1     # the assertions then require the agent's isolation to be bwrap
+  else
     echo "no sandbox here: the demo's agent runs unisolated (isolation: none)"
     echo "isolation: none" >> /tmp/gpu-demo.yaml
   fi
@@ -143,10 +166,11 @@ demo() {
 }
 
 STAGES=" ${GPU_CHECK_STAGES:-setup tests bench demo} "   # e.g. GPU_CHECK_STAGES="setup demo" to rerun some
-[[ $STAGES == *" setup "* ]] && stage setup 75 setup
-[[ $STAGES == *" tests "* ]] && stage tests 135 tests
-[[ $STAGES == *" bench "* ]] && stage bench 75 bench
-[[ $STAGES == *" demo "* ]] && stage demo 190 demo
+if [ "$QUICK" = 1 ]; then LIMITS=(55 60 60 115); else LIMITS=(75 135 75 190); fi
+[[ $STAGES == *" setup "* ]] && stage setup "${LIMITS[0]}" setup
+[[ $STAGES == *" tests "* ]] && stage tests "${LIMITS[1]}" tests
+[[ $STAGES == *" bench "* ]] && stage bench "${LIMITS[2]}" bench
+[[ $STAGES == *" demo "* ]] && stage demo "${LIMITS[3]}" demo
 {
   echo "gpu-check summary ($(( $(date +%s) - T0 ))s; logs in $OUT):"
   for line in "${SUMMARY[@]}"; do echo "  $line"; done

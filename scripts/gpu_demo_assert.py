@@ -5,10 +5,12 @@ that the run trained and graded on CUDA. Reads store.db with the standard librar
 
 Checks: the run finished; every grading that ended (baselines, submissions, the held-out test)
 records a placement whose device_used is cuda:N; the reference agent's training stages (its
-`{"stage": ..., "device": ...}` lines on stdout) ran on cuda. Prints what it found; exit 0 when all
-hold, 1 otherwise, 2 when HOME has no store or run."""
+`{"stage": ..., "device": ...}` lines on stdout) ran on cuda; with GPU_DEMO_SANDBOXED=1 (the check
+found bubblewrap), the agent ran in the sandbox (its recorded isolation is `bwrap`, not `none`).
+Prints what it found; exit 0 when all hold, 1 otherwise, 2 when HOME has no store or run."""
 
 import json
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -23,15 +25,19 @@ def main(argv: list[str]) -> int:
         print(f"gpu_demo_assert: no store at {db}", file=sys.stderr)
         return 2
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    runs = con.execute("SELECT id, state, gpus_requested FROM runs ORDER BY created_at").fetchall()
+    runs = con.execute("SELECT id, state, gpus_requested, spec FROM runs ORDER BY created_at").fetchall()
     if not runs:
         print("gpu_demo_assert: the store holds no run", file=sys.stderr)
         return 2
     failures = []
-    for run_id, state, gpus in runs:
-        print(f"run {run_id}: state {state}, gpus requested {gpus}")
+    sandboxed = os.environ.get("GPU_DEMO_SANDBOXED") == "1"
+    for run_id, state, gpus, spec in runs:
+        isolation = (json.loads(spec or "{}") or {}).get("isolation")
+        print(f"run {run_id}: state {state}, gpus requested {gpus}, agent isolation {isolation}")
         if state != "done":
             failures.append(f"{run_id} ended {state}")
+        if sandboxed and isolation != "bwrap":
+            failures.append(f"{run_id}: the agent ran with isolation {isolation}, not in the sandbox (bwrap)")
         ends = [(m, json.loads(d or "{}")) for m, d in con.execute(
             "SELECT message, data FROM events WHERE run_id = ? AND kind = 'grading' ORDER BY id", (run_id,))]
         ends = [(m, d) for m, d in ends if d.get("phase") == "end"]

@@ -33,6 +33,7 @@ from typing import Callable
 from autorl_tui.engine.safe_files import read_regular
 from autorl_tui.grading import memory_limit
 from autorl_tui.grading.progress import PROGRESS_FILE
+from autorl_tui.grading.sandbox_identity import identity_env
 
 GRADER_MODULE = "autorl_tui.grading.worker"
 RUNS_GENERATED_CODE = {"unit_tests"}
@@ -437,7 +438,7 @@ async def _run_grader(request: dict, work_dir: Path, *, gpus: list[str] | None, 
                                       error=f"the grader runs sandboxed as an unprivileged uid and cannot read {hidden}; "
                                             f"make it readable by others (chmod -R o+rX on its folder)")
             lease = sb.UidLease.acquire()
-            env["HOME"] = str(work_dir)
+            env.update(identity_env(str(work_dir)))   # no passwd entry for the leased uid
             env["CUDA_VISIBLE_DEVICES"] = sb.visible_devices(list(gpus or []))   # only its GPUs' nodes are there
             env.pop("TMPDIR", None)
             if _warm_eligible(request, sandboxed):

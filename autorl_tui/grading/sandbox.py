@@ -64,6 +64,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from autorl_tui.grading.sandbox_identity import identity_env
+
 RUNNER = Path(__file__).with_name("_sandbox_runner.py")
 # No site-packages, no user site, no .pyc writing. Not -I/-E: the runner's environment is ours
 # alone (RUNNER_ENV) and must carry a fixed hash seed, so set iteration order (and with it some
@@ -491,7 +493,7 @@ def _rlimits(limits: SandboxLimits) -> dict:
 
 
 def _minimal_env(workdir: str) -> dict:
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8",
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", **identity_env(workdir), "LANG": "C.UTF-8",
             "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autorl_tui import settings
+from autorl_tui.grading.sandbox_identity import SANDBOX_USER
 
 UID_BASE = 1_500_000_000   # far above login users (1000..60000), systemd's dynamic users and the
 UID_COUNT = 4096           # usual subordinate-uid ranges of rootless containers (100000..)
@@ -227,6 +228,9 @@ class Sandbox:
                 argv += (["--tmpfs", str(p), "--remount-ro", str(p)] if p.is_dir() and not p.is_symlink()
                          else ["--ro-bind", "/dev/null", str(p)])
         argv += self.net_args
+        # The sandbox uid has no passwd entry: USER and LOGNAME answer getpass.getuser() (the
+        # caller's environment gives HOME, a folder the sandboxed process owns).
+        argv += ["--setenv", "USER", SANDBOX_USER, "--setenv", "LOGNAME", SANDBOX_USER]
         if self.keep_caps:
             argv += ["--cap-drop", "ALL"]
             for cap in self.keep_caps:

@@ -108,7 +108,89 @@ class AgentHandle(abc.ABC):
 
 
 class Executor(abc.ABC):
+    """Where and how an agent runs. Everything the engine, the plan parser and the console need to
+    know about an executor is asked of it here, never decided from its name: a new back end
+    (Kubernetes, Slurm) is its own module plus one line in `registry.py` (docs/ARCHITECTURE.md).
+
+    The class attributes and classmethods are known before an executor is built (plan parsing,
+    the New-plan form); the instance methods need a built one (`Engine.executor(name)`)."""
+
     name: str
+    # Plan keys only this executor takes (executor ray: `cluster`); another executor's plan refuses them.
+    plan_keys: frozenset[str] = frozenset()
+    # Offered by the console's New-plan form (its fields cover everything this executor needs).
+    in_plan_form: bool = True
+    # Its runs hold this engine's slots and devices; False: a cluster places them (`admit_runs`).
+    uses_host_slots: bool = True
+    # It may run an agent in a named image (`image:`); False: always on the agent runtime.
+    takes_images: bool = False
+    # The agent runs on this host as the harness user when unisolated (`isolation: none`), so its
+    # workspace gets copies, not hard links, and its stack's own executables stay on its PATH.
+    on_this_host: bool = False
+    # The per-run grading API is reached through a Unix socket (containers without a network).
+    grading_over_socket: bool = False
+    # Its gradings run where its agents run (`remote_grading`), taking none of this host's slots.
+    grades_remotely: bool = False
+    # Its agents can outlive a crashed engine as things no live run owns (containers): `reap_leftovers`.
+    leaves_leftovers: bool = False
+    # Where the per-run grading API listens: an address its agents reach.
+    api_host: str = "127.0.0.1"
+
+    @classmethod
+    def for_engine(cls, home: Path) -> "Executor":
+        """The executor an engine on this home uses (containers and clusters label their runs by it)."""
+        return cls(home=home)
+
+    @classmethod
+    def check_plan(cls, raw: dict, options: dict, where: str) -> None:
+        """Refuse this executor's plan keys when they are wrong (UsageError, one line naming the fix);
+        may add to the runs' `options` what those keys imply."""
+
+    @classmethod
+    def isolation_label(cls, isolation: str) -> str:
+        """How its agents are isolated, as recorded in the run's spec and every report: `bwrap`
+        (the bubblewrap sandbox) or `none` (the plan said `isolation: none`)."""
+        return "none" if isolation == "none" else "bwrap"
+
+    @classmethod
+    def runs_in_container(cls, options: dict) -> bool:
+        """Whether a run with these plan options runs its agent in a container."""
+        return False
+
+    def check_host(self, isolation: str) -> str | None:
+        """Why this host cannot run the plan's agents now (a one-line fix), or None."""
+        return None
+
+    async def validate(self, label: str, gpus: int, options: dict) -> None:
+        """Plan validation that needs the executor's back end (a cluster); UsageError when it cannot hold the run."""
+
+    def admit_runs(self, queued: list[tuple[str, int, dict]], active: list[tuple[str, int, dict]]) -> list[str]:
+        """Executors that place their own runs (`uses_host_slots` False): which queued runs
+        (run id, GPUs, plan options) start now, given the active ones. Never blocks."""
+        raise NotImplementedError(f"executor {self.name} uses this host's slots")
+
+    def forget(self, run_id: str) -> None:
+        """The run has ended: what it held is free for admission."""
+
+    def cluster_state(self, reader) -> dict | None:
+        """The cluster as the console shows it (nodes, GPUs, holdings read from `reader`, a StoreReader)."""
+        return None
+
+    @classmethod
+    def cluster_configured(cls) -> bool:
+        """The environment names a cluster of this executor's (the console shows it before any run)."""
+        return False
+
+    async def grade_remotely(self, request: dict, work_dir: Path, **kw):
+        """`grades_remotely`: grade where the run's agent ran; a GradingOutcome (engine/grading_client.py)."""
+        raise NotImplementedError(f"executor {self.name} grades on this host")
+
+    async def close(self) -> None:
+        """The engine stops: end what the executor keeps running for it (remote graders)."""
+
+    def reap_leftovers(self, live: set[str]) -> list[str]:
+        """Leftovers of a crashed engine (containers no live run owns, by id) removed; their ids."""
+        return []
 
     @abc.abstractmethod
     async def start(self, spec: LaunchSpec) -> AgentHandle:

@@ -333,6 +333,26 @@ def write_deadline(log_dir: Path, deadline: float) -> None:
 
 class DockerExecutor(Executor):
     name = "docker"
+    takes_images = True
+    grading_over_socket = True
+    leaves_leftovers = True
+
+    @classmethod
+    def isolation_label(cls, isolation: str) -> str:
+        return "docker"
+
+    @classmethod
+    def runs_in_container(cls, options: dict) -> bool:
+        return True
+
+    def check_host(self, isolation: str) -> str | None:
+        ok, why = self.available()
+        return None if ok else f"executor docker is not available here: {why}"
+
+    def reap_leftovers(self, live: set[str]) -> list[str]:
+        if not self.available()[0]:
+            return []
+        return self.reap(live=live)
 
     def __init__(self, home: str | Path | None = None, user: str | None = None, remove_on_exit: bool = True,
                  pids_limit: int = 4096, client=None):

@@ -107,9 +107,24 @@ class LocalHandle(AgentHandle):
 
 class LocalExecutor(Executor):
     name = "local"
+    on_this_host = True
 
     def __init__(self, python: str | None = None):
         self.python = python or sys.executable
+
+    @classmethod
+    def for_engine(cls, home: Path) -> "LocalExecutor":
+        return cls()
+
+    def check_host(self, isolation: str) -> str | None:
+        if isolation == "none":
+            return None
+        ok, why = self.available()
+        if ok:
+            return None
+        from autorl_tui.engine.executors.sandbox_bwrap import FIX
+
+        return f"executor local cannot isolate agents on this host ({why}); {FIX}"
 
     def available(self) -> tuple[bool, str]:
         from autorl_tui.engine.executors.sandbox_bwrap import probe

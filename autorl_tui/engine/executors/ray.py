@@ -281,6 +281,14 @@ class RayHandle(AgentHandle):
 class RayExecutor(Executor):
     name = "ray"
     PLACEMENT_TIMEOUT_S = 300.0
+    plan_keys = frozenset({"cluster"})
+    in_plan_form = False          # the form has no `cluster:` fields
+    uses_host_slots = False       # the cluster's nodes hold its runs (admit_runs)
+    takes_images = True           # `image:`: containers on the nodes
+    grades_remotely = True        # on the run's node (engine/ray_grading.py)
+    # Loaded by name, as plugins are (registry.py): the engine's grading client sits above the
+    # executors (it uses their sandbox), so no executor module imports it.
+    GRADING_MODULE = "autorl_tui.engine.ray_grading"
 
     def __init__(self, home: Path | str | None = None, address: str | None = None):
         self.home = Path(home) if home is not None else None
@@ -399,6 +407,43 @@ class RayExecutor(Executor):
                              f"{names}. Start Docker there and `docker load` the image on every node, or drop "
                              f"`image:`/`cluster.containers` to run in the bubblewrap sandbox (docs/cluster.md)")
         self._docker_ready.update((r["node_id"], image) for r in results)
+
+    # -------------------------------------------------------------- the Executor interface
+    @classmethod
+    def check_plan(cls, raw: dict, options: dict, where: str) -> None:
+        from autorl_tui.engine.executors.ray_plan import check_plan
+
+        check_plan(raw, options, where)
+
+    @classmethod
+    def runs_in_container(cls, options: dict) -> bool:
+        return wants_containers(options.get("cluster"))
+
+    @classmethod
+    def cluster_configured(cls) -> bool:
+        return bool(os.environ.get("RAY_ADDRESS"))
+
+    def admit_runs(self, queued: list[tuple[str, int, dict]], active: list[tuple[str, int, dict]]) -> list[str]:
+        for _, _, options in queued:      # runs queued by an earlier engine name their cluster too
+            self.address = self.address or cluster_address(options.get("cluster"))
+        return self.admit([request_of(*q) for q in queued], [request_of(*a) for a in active])
+
+    def cluster_state(self, reader) -> dict | None:
+        from autorl_tui.engine.executors.ray_view import holdings
+
+        held = holdings(reader.live_attempts(self.name))
+        return cluster_state(self.address or cluster_address(), self.view.current(), self.view.error, held)
+
+    def _grading(self):
+        import importlib
+
+        return importlib.import_module(self.GRADING_MODULE)
+
+    async def grade_remotely(self, request: dict, work_dir: Path, **kw):
+        return await self._grading().grade_on_cluster(self, request, work_dir, **kw)
+
+    async def close(self) -> None:
+        await off_loop(self._grading().close_all)
 
     # -------------------------------------------------------------- scheduling
     def admit(self, queued: list[Request], active: list[Request]) -> list[str]:

@@ -27,7 +27,8 @@ from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from autorl_tui.catalog.plans import DEFAULT_EXECUTOR, host_ports_of
 from autorl_tui.engine import honey_tokens, trust_sweep
 from autorl_tui.engine.agent_watch import AgentWatch
-from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, Executor, ExecutorError, LaunchSpec, Mount
+from autorl_tui.engine.executors.base import (AgentHandle, AgentStartError, ClusterLaunch, ContainerLaunch, Executor,
+                                              ExecutorError, LaunchSpec, Mount, SandboxLaunch)
 from autorl_tui.engine.finalization import finalize
 from autorl_tui.engine.run_api import RunApiServer
 from autorl_tui.engine.run_grading import RunGrading
@@ -338,16 +339,16 @@ class RunSupervisor:
         return LaunchSpec(mounts=mounts, run_id=self.run_id, attempt=self.attempt, command=self._command(), workspace=self.workspace.root,
                           env=env, log_dir=self._log_dir(), deadline=self.deadline, gpus=list(self.gpus),
                           network=self.agent.network, cpus=limits.get("cpus"), memory_bytes=limits.get("memory_bytes"),
-                          image=self._image(),
                           labels={"autorl.run_id": self.run_id, "autorl.home": str(self.engine.home.root),
                                   "autorl.attempt": str(self.attempt)},
-                          grading_socket=self._log_dir() / "api" / "grading.sock",
-                          private_paths=self.engine.private_paths(), isolate=self.isolated,
                           writable=AGENT_WRITABLE,
-                          placement=dict(self.spec.get("options", {}).get("cluster") or {},
-                                         gpus=self.gpus_requested),
                           log_file_bytes=(self.spec.get("options", {}).get("log_cap") or {}).get("file_bytes"),
-                          host_ports=host_ports_of(self.spec.get("options", {})))
+                          sandbox=SandboxLaunch(private_paths=self.engine.private_paths(), isolate=self.isolated,
+                                                host_ports=host_ports_of(self.spec.get("options", {}))),
+                          container=ContainerLaunch(image=self._image(),
+                                                    grading_socket=self._log_dir() / "api" / "grading.sock"),
+                          cluster=ClusterLaunch(placement=dict(self.spec.get("options", {}).get("cluster") or {},
+                                                               gpus=self.gpus_requested)))
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         """The submission desk and its per-run API. Containers without a network reach the API

@@ -15,7 +15,30 @@ class Mount:
 
 
 @dataclass
+class SandboxLaunch:
+    """The local executor's own part (a cluster node's sandboxed launch reads it too)."""
+    private_paths: list[Path] = field(default_factory=list)   # must stay unreadable to the agent
+    isolate: bool = True                 # False only for a plan with `isolation: none`
+    host_ports: list[int] = field(default_factory=list)   # host loopback ports the sandbox may reach
+
+
+@dataclass
+class ContainerLaunch:
+    """A container executor's own part (docker; a cluster node's container launch)."""
+    image: str | None = None             # None: the harness's own image with the agent runtime mounted
+    grading_socket: Path | None = None   # for containers without a network: the grading API's Unix socket
+
+
+@dataclass
+class ClusterLaunch:
+    """A cluster executor's own part: what to ask the cluster for ({"gpus": N, "resources": {...},
+    "address": ...}); the device ids come from the cluster's assignment, so `LaunchSpec.gpus` stays empty."""
+    placement: dict = field(default_factory=dict)
+
+
+@dataclass
 class LaunchSpec:
+    """What every executor gets (the common part), and each kind of executor's own part."""
     run_id: str
     attempt: int
     command: str | list[str]          # a shell string or an argv list, run in the workspace
@@ -28,17 +51,12 @@ class LaunchSpec:
     network: str = "none"             # none | bridge | host (both executors: docs/security.md)
     cpus: float | None = None
     memory_bytes: int | None = None
-    image: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
-    grading_socket: Path | None = None   # for containers without a network: the grading API's Unix socket
-    private_paths: list[Path] = field(default_factory=list)   # must stay unreadable to the agent (local executor)
-    isolate: bool = True                 # local executor: False only for a plan with `isolation: none`
     writable: tuple[str, ...] = ()       # workspace folders the agent may write (given to its uid)
-    # Cluster executors: what to ask the cluster for ({"gpus": N, "resources": {...}, "address": ...});
-    # the device ids come from the cluster's assignment, so `gpus` above stays empty.
-    placement: dict = field(default_factory=dict)
     log_file_bytes: int | None = None    # cap of stdout.log/stderr.log on disk (executors/capped_log.py)
-    host_ports: list[int] = field(default_factory=list)   # host loopback ports a local sandbox may reach
+    sandbox: SandboxLaunch = field(default_factory=SandboxLaunch)
+    container: ContainerLaunch = field(default_factory=ContainerLaunch)
+    cluster: ClusterLaunch = field(default_factory=ClusterLaunch)
 
     @property
     def stdout_path(self) -> Path:
@@ -55,19 +73,25 @@ class LaunchSpec:
     def to_dict(self) -> dict:
         """JSON-ready (paths as strings): how a cluster executor hands the spec to its node."""
         d = asdict(self)
-        for key in ("workspace", "log_dir", "grading_socket"):
-            d[key] = None if d[key] is None else str(d[key])
-        d["private_paths"] = [str(p) for p in d["private_paths"]]
+        for key in ("workspace", "log_dir"):
+            d[key] = str(d[key])
+        socket = d["container"]["grading_socket"]
+        d["container"]["grading_socket"] = None if socket is None else str(socket)
+        d["sandbox"]["private_paths"] = [str(p) for p in d["sandbox"]["private_paths"]]
         d["mounts"] = [dict(m, source=str(m["source"])) for m in d["mounts"]]
         d["writable"] = list(d["writable"])
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "LaunchSpec":
-        d = dict(d, workspace=Path(d["workspace"]), log_dir=Path(d["log_dir"]),
-                 grading_socket=None if d.get("grading_socket") is None else Path(d["grading_socket"]),
-                 private_paths=[Path(p) for p in d.get("private_paths", [])], writable=tuple(d.get("writable", ())),
-                 mounts=[Mount(Path(m["source"]), m["target"], m.get("read_only", True)) for m in d.get("mounts", [])])
+        sandbox, container = dict(d.get("sandbox") or {}), dict(d.get("container") or {})
+        sandbox["private_paths"] = [Path(p) for p in sandbox.get("private_paths", [])]
+        socket = container.get("grading_socket")
+        container["grading_socket"] = None if socket is None else Path(socket)
+        d = dict(d, workspace=Path(d["workspace"]), log_dir=Path(d["log_dir"]), writable=tuple(d.get("writable", ())),
+                 mounts=[Mount(Path(m["source"]), m["target"], m.get("read_only", True)) for m in d.get("mounts", [])],
+                 sandbox=SandboxLaunch(**sandbox), container=ContainerLaunch(**container),
+                 cluster=ClusterLaunch(**(d.get("cluster") or {})))
         return cls(**d)
 
 

@@ -101,10 +101,10 @@ def build_container_config(spec: LaunchSpec, *, image: str, runtime_mounts: list
         env["CUDA_VISIBLE_DEVICES"] = ""
     argv = [python, INIT_TARGET, "--container", "--deadline", repr(float(spec.deadline)),
             "--deadline-file", f"{CONTROL_TARGET}/deadline"]
-    if spec.grading_socket is not None and spec.network != "host":
-        bind(Path(spec.grading_socket).parent, GRADING_TARGET, True)
+    if spec.container.grading_socket is not None and spec.network != "host":
+        bind(Path(spec.container.grading_socket).parent, GRADING_TARGET, True)
         argv += ["--listen", f"127.0.0.1:{FORWARD_PORT}",
-                 "--socket", f"{GRADING_TARGET}/{Path(spec.grading_socket).name}"]
+                 "--socket", f"{GRADING_TARGET}/{Path(spec.container.grading_socket).name}"]
         if env.get("GRADING_SERVER_URL"):
             env["GRADING_SERVER_URL"] = _grading_url_in_container(env["GRADING_SERVER_URL"])
     command = ["/bin/sh", "-c", spec.command] if isinstance(spec.command, str) else list(spec.command)
@@ -227,13 +227,13 @@ class DockerHandle(AgentHandle):
             code = -signal.SIGKILL
         self._exit_code = code
         error = None
-        if code == 127 and self.spec.image:
+        if code == 127 and self.spec.container.image:
             try:
                 tail = self.spec.stderr_path.read_bytes()[-2000:].decode(errors="replace")
             except OSError:
                 tail = ""
             if "exec python3 failed" in tail:
-                error = (f"image {self.spec.image} has no python3 on its PATH; the container's entry program "
+                error = (f"image {self.spec.container.image} has no python3 on its PATH; the container's entry program "
                          "needs it (any Python 3.8+), or leave `image:` unset to use the offline runtime image")
         # the container's entry program kills it at the deadline, as the harness would; when it got
         # there first, the run still ended by its budget (as the local shim records it)
@@ -415,8 +415,8 @@ class DockerExecutor(Executor):
         if uid != os.getuid() and os.getuid() == 0:
             skip = {str(workspace / m.target) if not m.target.startswith("/") else m.target for m in spec.mounts}
             _make_writable_for(workspace, uid, gid, skip)
-        if spec.grading_socket is not None and spec.network != "host":
-            sock = Path(spec.grading_socket)
+        if spec.container.grading_socket is not None and spec.network != "host":
+            sock = Path(spec.container.grading_socket)
             if not sock.parent.is_dir():
                 raise ExecutorError(f"grading socket folder {sock.parent} does not exist")
             if uid != os.getuid():
@@ -432,8 +432,8 @@ class DockerExecutor(Executor):
         home = self._home_of(spec)
         user, uid, gid = self._user()
         client = self.client
-        if spec.image:
-            image, runtime, python, read_only_root, hidden = spec.image, [], "python3", False, {}
+        if spec.container.image:
+            image, runtime, python, read_only_root, hidden = spec.container.image, [], "python3", False, {}
             try:
                 client.images.get(image)
             except docker.errors.ImageNotFound:
@@ -471,8 +471,8 @@ class DockerExecutor(Executor):
             except Exception:
                 pass
             hint = ""
-            if spec.image and "python3" in str(exc):
-                hint = (f" (image {spec.image} must have python3 on its PATH: it runs the container's entry "
+            if spec.container.image and "python3" in str(exc):
+                hint = (f" (image {spec.container.image} must have python3 on its PATH: it runs the container's entry "
                         "program; or leave `image:` unset to use the offline runtime image)")
             if spec.gpus and "capabilities" in str(exc):
                 hint = " (GPUs need the NVIDIA Container Toolkit: nvidia-ctk runtime configure --runtime=docker)"

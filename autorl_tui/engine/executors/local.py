@@ -218,7 +218,7 @@ async def wait_for_shim(log_dir: Path, alive, kill, exited, timeout_s: float = 2
 def _sandbox(spec: LaunchSpec, runtime: AgentRuntime) -> dict | None:
     """What the agent's sandbox binds (see sandbox_bwrap.py); None when the run is unisolated.
     Its Python is the agent runtime (engine/agent_runtime.py), never the harness's environment."""
-    if not spec.isolate:
+    if not spec.sandbox.isolate:
         return None
     ro = [m.source for m in spec.mounts if m.target.startswith("/")]   # the agent's program folder
     dirs = spec.env.get("PATH", "").split(":")   # the agent stack's own executables (e.g. an npm prefix)
@@ -230,8 +230,8 @@ def _sandbox(spec: LaunchSpec, runtime: AgentRuntime) -> dict | None:
     workspace = spec.workspace
     return {"ro": [str(p) for p in ro], "writable": list(spec.writable),
             "ro_inside": [str(workspace / "models"), str(workspace / "data")],
-            "hide": [str(p) for p in [*spec.private_paths, *runtime.hidden()]], "gpus": [str(g) for g in spec.gpus],
-            "network": spec.network, "host_ports": list(spec.host_ports),
+            "hide": [str(p) for p in [*spec.sandbox.private_paths, *runtime.hidden()]], "gpus": [str(g) for g in spec.gpus],
+            "network": spec.network, "host_ports": list(spec.sandbox.host_ports),
             "runtime": [str(p) for p in runtime.binds()]}
 
 

@@ -472,12 +472,12 @@ class RayExecutor(Executor):
         return ray.remote(RunNode)
 
     async def start(self, spec: LaunchSpec) -> AgentHandle:
-        ray = await off_loop(self._ray, spec.placement)
+        ray = await off_loop(self._ray, spec.cluster.placement)
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        req = request_of(spec.run_id, int(spec.placement.get("gpus") or 0),
+        req = request_of(spec.run_id, int(spec.cluster.placement.get("gpus") or 0),
                          {"limits": {"cpus": spec.cpus, "memory_bytes": spec.memory_bytes},
-                          "cluster": spec.placement})
+                          "cluster": spec.cluster.placement})
         name = actor_name(self.home, spec.run_id, spec.attempt)
         spec.log_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("exit.json", "shim.json", "kill_reason", "ray.json", "docker-logs.json"):
@@ -495,7 +495,7 @@ class RayExecutor(Executor):
             resources=custom or None, scheduling_strategy=strategy).remote()
         self._placed.pop(spec.run_id, None)
         try:
-            launch = container_launch(spec, self.home) if wants_containers(spec.placement) else launch_of(spec)
+            launch = container_launch(spec, self.home) if wants_containers(spec.cluster.placement) else launch_of(spec)
             ref = actor.start.remote(launch, str(self.marker()))
             where = await asyncio.wait_for(asyncio.wrap_future(ref.future()), self.PLACEMENT_TIMEOUT_S)
         except asyncio.TimeoutError:
@@ -515,7 +515,7 @@ class RayExecutor(Executor):
         return handle
 
     async def adopt(self, attempt: dict, spec: LaunchSpec) -> AgentHandle | None:
-        ray = await off_loop(self._ray, spec.placement)
+        ray = await off_loop(self._ray, spec.cluster.placement)
         name = actor_name(self.home, spec.run_id, int(attempt["number"]))
         log_dir = Path(attempt["log_dir"])
         try:
@@ -527,9 +527,9 @@ class RayExecutor(Executor):
             handle.lost = "the run's Ray actor was gone after an engine restart (its node left the cluster?)"
         if handle.is_alive() and handle.where.get("node_id"):
             self._placed[spec.run_id] = (handle.where["node_id"],
-                                         request_of(spec.run_id, int(spec.placement.get("gpus") or 0),
+                                         request_of(spec.run_id, int(spec.cluster.placement.get("gpus") or 0),
                                                     {"limits": {"cpus": spec.cpus, "memory_bytes": spec.memory_bytes},
-                                                     "cluster": spec.placement}))
+                                                     "cluster": spec.cluster.placement}))
         return handle
 
 

@@ -331,9 +331,11 @@ class Engine:
         paused = self.queue_paused or self.draining
         if self.gpu_inventory:
             free = [g for g in self.gpu_inventory if g not in self.busy_gpus()]
-            # One run per GPU; CPU-only runs (gpus: 0) also count against the concurrency slots.
+            # Slots per resource: a GPU run holds its GPUs; a CPU-only run (gpus: 0) one of the
+            # concurrency's CPU slots, never a GPU's.
+            cpu_only = [s for s in local if not s.gpus_requested]
             return plan_starts(queue, free, time.time(), active=active, paused=paused,
-                               free_slots=max(0, len(self.gpu_inventory) - len(local)),
+                               free_cpu_slots=max(0, self.concurrency - len(cpu_only)),
                                inventory=self.gpu_inventory)
         return plan_starts(queue, [], time.time(), active=active, paused=paused,
                            free_slots=max(0, self.concurrency - len(local)))

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 from autorl_tui.engine.agent_runtime import AgentRuntimeMissing, path_first
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from autorl_tui.engine.executors import images
+from autorl_tui.engine.gpus import device_uuids
 from autorl_tui.engine.executors.base import AgentHandle, Executor, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.executors.docker_logs import LogPump, Positions
 
@@ -69,8 +70,10 @@ def _grading_url_in_container(url: str) -> str:
 
 def build_container_config(spec: LaunchSpec, *, image: str, runtime_mounts: list[Mount], python: str,
                            home: str, user: str | None, pids_limit: int = 4096,
-                           read_only_root: bool = False, tmpfs: dict[str, str] | None = None) -> dict:
-    """The keyword arguments of `containers.create` for this spec (pure: testable without Docker)."""
+                           read_only_root: bool = False, tmpfs: dict[str, str] | None = None,
+                           device_ids: list[str] | None = None) -> dict:
+    """The keyword arguments of `containers.create` for this spec (pure: testable without Docker).
+    `device_ids`: the spec's GPUs as the daemon should read them (UUIDs); default the spec's ids."""
     from docker.types import DeviceRequest, Mount as DockerMount
 
     if spec.network not in NETWORKS:
@@ -132,7 +135,9 @@ def build_container_config(spec: LaunchSpec, *, image: str, runtime_mounts: list
         config["mem_limit"] = int(spec.memory_bytes)
         config["memswap_limit"] = int(spec.memory_bytes)   # no swap beyond the limit
     if spec.gpus:
-        config["device_requests"] = [DeviceRequest(device_ids=[str(g) for g in spec.gpus], capabilities=[["gpu"]])]
+        # By UUID (engine/gpus.py device_uuids): the daemon's numbering need not be the caller's.
+        config["device_requests"] = [DeviceRequest(device_ids=list(device_ids or [str(g) for g in spec.gpus]),
+                                                   capabilities=[["gpu"]])]
     return config
 
 
@@ -452,7 +457,7 @@ class DockerExecutor(Executor):
         self._prepare_host_side(spec, uid, gid)
         config = build_container_config(spec, image=image, runtime_mounts=runtime, python=python, home=home,
                                          user=user, pids_limit=self.pids_limit, read_only_root=read_only_root,
-                                         tmpfs=hidden)
+                                         tmpfs=hidden, device_ids=device_uuids(spec.gpus) if spec.gpus else None)
         try:
             stale = client.containers.get(config["name"])
         except docker.errors.NotFound:

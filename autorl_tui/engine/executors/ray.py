@@ -296,6 +296,7 @@ class RayExecutor(Executor):
         self._placed: dict[str, tuple[str, Request]] = {}     # run id -> (node id, request), our live actors
         self._seen_home: set[str] = set()                      # node ids that showed they see the home
         self._docker_ready: set[tuple[str, str | None]] = set()   # (node id, image) that can start containers
+        self._nvml_ready: set[str] = set()                     # GPU node ids whose processes read NVML
         self._packed: dict[str, str] = {}      # run id -> the node admission packed it on (asked of Ray, softly)
         self.view = ClusterView(lambda: self._ray().nodes())
 
@@ -388,8 +389,23 @@ class RayExecutor(Executor):
             raise UsageError(f"no node of the Ray cluster can hold a run asking {req.needs()} (nodes: {have or 'none'}); "
                              f"lower gpus_per_run / limits, or add a node that has them")
         self.check_home(ray, nodes)
+        self.check_nvml(ray, nodes)
         if wants_containers(options.get("cluster")) or options.get("image"):
             self.check_docker(ray, nodes, options.get("image"))
+
+    def check_nvml(self, ray, nodes: dict[str, dict]) -> None:
+        """Every alive node with GPUs must read them through NVML (ray_node.nvml_ready), checked once per node."""
+        from autorl_tui.engine.executors.ray_node import nvml_ready, nvml_verdict
+
+        totals = node_totals(nodes)
+        todo = [nid for nid in nodes if totals[nid].get("GPU", 0) > 0 and nid not in self._nvml_ready]
+        if not todo:
+            return
+        results = self._on_each_node(ray, todo, nvml_ready, what="NVML on the Ray nodes with GPUs")
+        refusal = nvml_verdict(results)
+        if refusal:
+            raise UsageError(refusal)
+        self._nvml_ready.update(r["node_id"] for r in results)
 
     def check_docker(self, ray, nodes: dict[str, dict], image: str | None) -> None:
         """A plan asking for containers: every alive node runs a tiny pinned task that checks its

@@ -109,6 +109,44 @@ def can_see(marker: str) -> dict:
             "ok": Path(marker).is_file()}
 
 
+def nvml_probe() -> tuple[bool, str]:
+    """Whether this process can read its GPUs through NVML (nvidia-ml-py): without it, a node's
+    gradings would not know its GPUs and would run on the CPU."""
+    try:
+        import pynvml
+    except ImportError:
+        return False, "nvidia-ml-py is not installed"
+    try:
+        pynvml.nvmlInit()
+        try:
+            pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception as exc:       # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return False, f"NVML unavailable: {exc}"
+    return True, ""
+
+
+def nvml_ready() -> dict:
+    """A task pinned to a node that has GPUs: can it read them through NVML?"""
+    import ray
+
+    ok, why = nvml_probe()
+    return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "ok": ok,
+            "why": why}
+
+
+def nvml_verdict(results: list[dict]) -> str | None:
+    """The refusal for GPU nodes whose processes cannot read NVML (one line, with the fix), or None."""
+    blind = [r for r in results if not r["ok"]]
+    if not blind:
+        return None
+    names = "; ".join(f"{r['hostname']} ({r['node_id'][:12]}): {r['why']}" for r in blind)
+    return (f"Ray node(s) with GPUs cannot read them through NVML: {names}. Their gradings would run on the "
+            f"CPU without a word; install nvidia-ml-py there (pip install 'autorl-tui[ray]' brings it) and check "
+            f"the NVIDIA driver (nvidia-smi)")
+
+
 def docker_ready(image: str | None) -> dict:
     """A task pinned to one node: can a run's container start here (its Docker Engine answers,
     and the plan's image, when it names one, is present: nothing is pulled)?"""

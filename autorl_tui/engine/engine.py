@@ -212,7 +212,7 @@ class Engine:
                 find_agent_runtime()
             except AgentRuntimeMissing as exc:
                 raise UsageError(f"agent {agent.name} cannot run here: {exc}") from None
-        why = ex.check_host(req.isolation)
+        why = ex.check_host(req.isolation, list(self.gpu_inventory) if req.gpus else [])
         if why:
             raise UsageError(why)
         # a cluster executor: its nodes, not this engine's devices, must hold it (`enqueue_plan`)

@@ -116,3 +116,18 @@ def test_children_get_pci_bus_order(tmp_path):
     assert env["CUDA_VISIBLE_DEVICES"] == "4" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     genv = _grader_env({}, ["4"], 1)
     assert genv["CUDA_VISIBLE_DEVICES"] == "4" and genv["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+def test_the_local_sandbox_refuses_mig_instances_clearly_and_docker_takes_them():
+    from autorl_tui.engine.executors.docker import DockerExecutor
+    from autorl_tui.engine.executors.local import LocalExecutor
+
+    why = LocalExecutor().check_host("sandbox", ["0", "MIG-aaaa-1111"])
+    assert "MIG-aaaa-1111" in why and "executor: docker" in why and "\n" not in why
+    assert LocalExecutor().check_host("none", ["MIG-aaaa-1111"]) is None        # unisolated: CUDA sees it
+    assert "MIG" not in (DockerExecutor(client=_NoDocker()).check_host("sandbox", ["MIG-aaaa-1111"]) or "")
+
+
+class _NoDocker:
+    def version(self):
+        raise RuntimeError("no daemon in this test")

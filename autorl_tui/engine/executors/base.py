@@ -181,8 +181,9 @@ class Executor(abc.ABC):
         """Whether a run with these plan options runs its agent in a container."""
         return False
 
-    def check_host(self, isolation: str) -> str | None:
-        """Why this host cannot run the plan's agents now (a one-line fix), or None."""
+    def check_host(self, isolation: str, devices: list[str] = ()) -> str | None:
+        """Why this host cannot run the plan's agents now (a one-line fix), or None. `devices`: the
+        engine's GPU ids a run of the plan may get (empty for a CPU-only run)."""
         return None
 
     async def validate(self, label: str, gpus: int, options: dict) -> None:

@@ -350,7 +350,7 @@ class DockerExecutor(Executor):
     def runs_in_container(cls, options: dict) -> bool:
         return True
 
-    def check_host(self, isolation: str) -> str | None:
+    def check_host(self, isolation: str, devices: list[str] = ()) -> str | None:
         ok, why = self.available()
         return None if ok else f"executor docker is not available here: {why}"
 

@@ -116,9 +116,14 @@ class LocalExecutor(Executor):
     def for_engine(cls, home: Path) -> "LocalExecutor":
         return cls()
 
-    def check_host(self, isolation: str) -> str | None:
+    def check_host(self, isolation: str, devices: list[str] = ()) -> str | None:
         if isolation == "none":
             return None
+        mig = [d for d in devices if d.startswith("MIG-")]
+        if mig:
+            return (f"this engine's GPUs include MIG instances ({', '.join(mig)}), which the bubblewrap sandbox "
+                    f"cannot give an agent (it binds whole GPUs' device nodes only); use `executor: docker`, or give "
+                    f"the engine whole GPUs (CUDA_VISIBLE_DEVICES or --gpus)")
         ok, why = self.available()
         if ok:
             return None

@@ -279,12 +279,20 @@ class Engine:
             return []
         starts = []
         for name in dict.fromkeys(r.executor for r in queued):
-            if not self.executor(name).uses_host_slots:
+            if not self._on_host_slots(name):
                 starts += self._plan_cluster_starts(name, [r for r in queued if r.executor == name])
-        on_host = [r for r in queued if self.executor(r.executor).uses_host_slots]
+        on_host = [r for r in queued if self._on_host_slots(r.executor)]
         if not on_host:
             return starts
         return starts + self._plan_local_starts(on_host)
+
+    def _on_host_slots(self, name: str) -> bool:
+        """Whether runs of executor `name` hold this host's slots. An executor no longer installed
+        (a run queued by an earlier engine) counts as the host's: its start then fails with the reason."""
+        try:
+            return self.executor(name).uses_host_slots
+        except ValueError:
+            return True
 
     def _plan_cluster_starts(self, name: str, queued: list[QueueEntry]) -> list[tuple[str, list[str]]]:
         """A cluster executor's runs: our order, the cluster's room (`Executor.admit_runs`); no local device ids."""
@@ -326,7 +334,7 @@ class Engine:
                            queue_pos=r.queue_pos, enqueued_at=r.created_at, budget_s=r.budget_s,
                            not_before=r.not_before or 0.0)
                  for r in queued]
-        local = [s for s in self.supervisors.values() if self.executor(s.executor_name).uses_host_slots]
+        local = [s for s in self.supervisors.values() if self._on_host_slots(s.executor_name)]
         active = [ActiveRun(run_id=s.run_id, gpus=tuple(s.gpus), expected_end=s.deadline) for s in local]
         paused = self.queue_paused or self.draining
         if self.gpu_inventory:

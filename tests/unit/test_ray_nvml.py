@@ -1,7 +1,7 @@
 """Ray nodes with GPUs need NVML: without nvidia-ml-py a node's gradings would not see its GPUs
 and run on the CPU without a word, so plan validation refuses such a node with the fix. The nodes
 are stand-in data (`ray.nodes()` entries); the NVML probe itself runs for real on this machine
-(which has no NVIDIA driver)."""
+(which has no NVIDIA driver) over stand-in device nodes."""
 
 from __future__ import annotations
 
@@ -32,11 +32,19 @@ class ProbedHere(RayExecutor):
                  "why": self.answers[nid][1]} for nid in node_ids]
 
 
-def test_the_probe_on_a_machine_without_a_driver_says_why():
+def test_the_probe_refuses_a_node_with_nvidia_devices_it_cannot_read(tmp_path, monkeypatch):
+    """This machine has no NVIDIA driver, so the real NVML cannot be read; with stand-in device
+    nodes (AUTORL_DEVICE_ROOT) it is a GPU node that cannot see its GPUs."""
+    monkeypatch.setenv("AUTORL_DEVICE_ROOT", str(tmp_path))
     ok, why = nvml_probe()
-    if ok:
+    if ok and not why:
         pytest.skip("this machine reads NVIDIA GPUs through NVML")
-    assert why.startswith(("NVML unavailable", "nvidia-ml-py is not installed"))
+    assert ok and "declared stand-ins" in why           # no device node: a test cluster's declared GPUs
+    (tmp_path / "nvidiactl").touch()
+    assert nvml_probe()[0]                              # a control node is not a GPU
+    (tmp_path / "nvidia0").touch()
+    ok, why = nvml_probe()
+    assert not ok and why.startswith(("NVML unavailable", "nvidia-ml-py is not installed"))
 
 
 def test_a_gpu_node_without_nvml_is_refused_with_the_fix():

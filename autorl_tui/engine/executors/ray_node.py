@@ -110,21 +110,26 @@ def can_see(marker: str) -> dict:
 
 
 def nvml_probe() -> tuple[bool, str]:
-    """Whether this process can read its GPUs through NVML (nvidia-ml-py): without it, a node's
-    gradings would not know its GPUs and would run on the CPU."""
+    """Whether a node with NVIDIA GPUs can read them through NVML (nvidia-ml-py): without it, its
+    gradings would not know its GPUs and would run on the CPU. A node with no NVIDIA device node
+    (/dev/nvidiaN, or under $AUTORL_DEVICE_ROOT) declares stand-in GPUs (a test cluster): not refused."""
     try:
         import pynvml
-    except ImportError:
-        return False, "nvidia-ml-py is not installed"
-    try:
+
         pynvml.nvmlInit()
         try:
             pynvml.nvmlDeviceGetCount()
         finally:
             pynvml.nvmlShutdown()
+        return True, ""
+    except ImportError:
+        why = "nvidia-ml-py is not installed"
     except Exception as exc:       # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        return False, f"NVML unavailable: {exc}"
-    return True, ""
+        why = f"NVML unavailable: {exc}"
+    root = Path(os.environ.get("AUTORL_DEVICE_ROOT") or "/dev")     # sandbox_bwrap.DEVICE_ROOT_ENV
+    if not any(p.name[len("nvidia"):].isdigit() for p in root.glob("nvidia*")):
+        return True, f"no NVIDIA device here ({why}): its GPUs are declared stand-ins"
+    return False, why
 
 
 def nvml_ready() -> dict:

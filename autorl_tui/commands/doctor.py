@@ -126,13 +126,15 @@ def run(args) -> int:
         return 0
     print(f"python {report['python']} on {report['platform']}, {report['cpus']} CPUs, euid {report['euid']}")
     print(f"home: {report['home']}")
-    print(f"GPUs: {len(report['gpus']['devices'])}" + (f" ({report['gpus']['note']})" if report["gpus"]["note"] else ""))
+    note = report["gpus"]["note"]
+    print(f"GPUs: {len(report['gpus']['devices'])}" + (f" ({note})" if note else ""))
     for g in report["gpus"]["devices"]:
         mem = f"{g['memory_total'] / 2**30:.0f} GiB" if g.get("memory_total") else "memory ?"
         mig = f", MIG of GPU {g['parent']}" if g.get("parent") else ""
+        gradings = g.get("gradings") or {}
         print(f"  {g['id']:>3}  {g.get('name') or '?'}  {g.get('uuid') or 'UUID ?'}  {mem}{mig}  "
               f"held by: {g.get('held_by') or 'no run'}  gradings here: "
-              f"{'yes' if (g.get('gradings') or {}).get('on_gpu') else 'no'} ({(g.get('gradings') or {}).get('why', '')})")
+              f"{'yes' if gradings.get('on_gpu') else 'no'} ({gradings.get('why', '')})")
     print(f"Docker: {'available' if report['docker']['available'] else 'not available'} ({report['docker']['detail']})")
     cluster = report["cluster"]
     if cluster["connected"]:

@@ -105,7 +105,8 @@ async def test_end_to_end_agent_grading_through_socket_and_isolation(harness):
     sockdir.mkdir(mode=0o700)
     runner, received = await start_grading_server(sockdir / "api.sock", "tok123")
     try:
-        spec = make_spec(h, "e2e", AGENT_E2E % {"heldout": str(h["heldout"])}, container=ContainerLaunch(grading_socket=sockdir / "api.sock"),
+        spec = make_spec(h, "e2e", AGENT_E2E % {"heldout": str(h["heldout"])},
+                         container=ContainerLaunch(grading_socket=sockdir / "api.sock"),
                          env={"GRADING_SERVER_URL": "http://127.0.0.1:45678/tok123"}, cpus=1.0,
                          memory_bytes=512 << 20)
         handle = await h["executor"].start(spec)

@@ -56,7 +56,8 @@ def test_a_cuda_visible_devices_naming_no_gpu_here_is_refused_clearly(value, wha
 
 
 def test_mig_instances_are_listed_in_place_of_their_gpu():
-    a, b = Card("MIG-aaaa-1111", name="NVIDIA A100 MIG 3g.40gb", memory=40 << 30), Card("MIG-bbbb-2222", memory=40 << 30)
+    a = Card("MIG-aaaa-1111", name="NVIDIA A100 MIG 3g.40gb", memory=40 << 30)
+    b = Card("MIG-bbbb-2222", memory=40 << 30)
     nv = StandInNvml([Card("GPU-0"), Card("GPU-1", mig=[a, b]), Card("GPU-2", mig_capable=True)])
     inv = discover(Nvml(nv), env={})
     assert inv.ids == ["0", "MIG-aaaa-1111", "MIG-bbbb-2222", "2"]

@@ -37,7 +37,8 @@ def test_rays_gpus_are_the_containers_devices_and_the_api_is_the_nodes_socket(tm
     spec = _spec(tmp_path)
     node_sock = tmp_path / "node-api" / "grading.sock"
     on_node = node_spec(container_launch(spec, tmp_path), ["1", "3"], node_sock)
-    assert on_node.gpus == ["1", "3"] and on_node.container.grading_socket == node_sock and on_node.cluster.placement == {}
+    assert on_node.gpus == ["1", "3"] and on_node.container.grading_socket == node_sock
+    assert on_node.cluster.placement == {}
     config = build_container_config(on_node, image="img", runtime_mounts=[], python="python3", home="h", user=None)
     [request] = config["device_requests"]
     assert request["DeviceIDs"] == ["1", "3"]                      # exactly Ray's assignment

@@ -235,7 +235,8 @@ def _sandbox(spec: LaunchSpec, runtime: AgentRuntime) -> dict | None:
     workspace = spec.workspace
     return {"ro": [str(p) for p in ro], "writable": list(spec.writable),
             "ro_inside": [str(workspace / "models"), str(workspace / "data")],
-            "hide": [str(p) for p in [*spec.sandbox.private_paths, *runtime.hidden()]], "gpus": [str(g) for g in spec.gpus],
+            "hide": [str(p) for p in [*spec.sandbox.private_paths, *runtime.hidden()]],
+            "gpus": [str(g) for g in spec.gpus],
             "network": spec.network, "host_ports": list(spec.sandbox.host_ports),
             "runtime": [str(p) for p in runtime.binds()]}
 

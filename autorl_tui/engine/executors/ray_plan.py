@@ -22,7 +22,8 @@ def check_cluster(cluster, where: str) -> None:
         return
     fix = "e.g. cluster: {address: 10.0.0.1:6379, resources: {a100: 1}}"
     if not isinstance(cluster, dict) or set(cluster) - CLUSTER_KEYS:
-        raise UsageError(f"plan {where}: `cluster` must be a mapping with keys {', '.join(sorted(CLUSTER_KEYS))}; {fix}")
+        raise UsageError(f"plan {where}: `cluster` must be a mapping with keys "
+                         f"{', '.join(sorted(CLUSTER_KEYS))}; {fix}")
     if "address" in cluster and not isinstance(cluster["address"], str):
         raise UsageError(f"plan {where}: cluster.address must be a string HOST:PORT; {fix}")
     res = cluster.get("resources", {})

@@ -20,7 +20,7 @@ STACKS = {"claude": ("claude_stream_json", "claude-code"), "codex": ("codex_json
 
 # The contract's own variables: config.yaml cannot set them (AutoRL-Bench's run.py sets them last too).
 RESERVED_ENV = {"TASK", "BASE_MODEL", "WORKSPACE", "MODEL_PATH", "DATA_PATH", "OUTPUT_DIR", "GRADING_SERVER_URL",
-                "CUDA_VISIBLE_DEVICES", "PATH", "HOME", "METRICS_FILE", "RUN_DEADLINE", "RUN_SEED"}
+                "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PATH", "HOME", "METRICS_FILE", "RUN_DEADLINE", "RUN_SEED"}
 
 
 def task_alias(task_id: str) -> str | None:

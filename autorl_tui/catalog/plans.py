@@ -17,12 +17,13 @@ from autorl_tui.catalog.overlays import parse_overlays
 from autorl_tui.exitcodes import UsageError
 
 ISOLATIONS = ("sandbox", "none")
-PLAN_KEYS = {"name", "tasks", "cells", "agents", "models", "seeds", "drivers", "budget", "executor",
-             "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
-             "cost_budget", "description", "threads", "log_cap", "isolation", "cluster", "model_mismatch",
-             "agent_overlays", "protocol", "host_ports", "grading"}
+DEFAULT_EXECUTOR = "local"
+# The keys every plan may have; each executor adds its own (`Executor.plan_keys`, e.g. ray's `cluster`).
+COMMON_PLAN_KEYS = {"name", "tasks", "cells", "agents", "models", "seeds", "drivers", "budget", "executor",
+                    "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
+                    "cost_budget", "description", "threads", "log_cap", "isolation", "model_mismatch",
+                    "agent_overlays", "protocol", "host_ports", "grading"}
 TASK_ENTRY_KEYS = {"id", "protocol"}
-CLUSTER_KEYS = {"address", "resources", "cpus", "containers", "auth"}
 MAX_BUDGET_S = 7 * 24 * 3600      # a longer budget is a typo (100000h), not a plan
 
 
@@ -33,7 +34,7 @@ class RunRequest:
     model: str
     seed: int
     budget_s: float
-    executor: str = "local"
+    executor: str = DEFAULT_EXECUTOR
     isolation: str = "sandbox"   # local executor: "none" runs the agent unisolated (every report says so)
     gpus: int = 0
     driver: str | None = None
@@ -50,12 +51,35 @@ class Plan:
     raw: dict[str, Any]
 
 
+def executor_class(name: str):
+    """An executor's class, by its registered name (loaded as a plugin: the catalog imports no engine)."""
+    return registry.load("executors", name)
+
+
+def executor_plan_keys() -> dict[str, str]:
+    """Every executor's own plan keys: {key: executor name}."""
+    return {key: name for name in registry.names("executors") for key in executor_class(name).plan_keys}
+
+
+def form_executors() -> list[str]:
+    """The executors the console's New-plan form offers (`Executor.in_plan_form`)."""
+    return [name for name in registry.names("executors") if executor_class(name).in_plan_form]
+
+
+def host_slot_executors() -> set[str]:
+    """The executors whose runs hold this host's slots; a cluster places the others' (`Executor.uses_host_slots`)."""
+    return {name for name in registry.names("executors") if executor_class(name).uses_host_slots}
+
+
+def plan_keys() -> set[str]:
+    return COMMON_PLAN_KEYS | set(executor_plan_keys())
+
+
 def isolation_of(req: RunRequest) -> str:
     """How a run's agent is isolated, as it is recorded (run spec `isolation`) and reported:
-    `bwrap` (local sandbox), `docker`, or `none` (unisolated: the plan said `isolation: none`)."""
-    if req.executor == "docker":
-        return "docker"
-    return "none" if req.isolation == "none" else "bwrap"
+    `bwrap` (local sandbox), `docker`, or `none` (unisolated: the plan said `isolation: none`);
+    the executor says which (`Executor.isolation_label`)."""
+    return executor_class(req.executor).isolation_label(req.isolation)
 
 
 def _as_list(raw: dict, key: str, where: str, default=None) -> list:
@@ -112,9 +136,10 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
         raise UsageError(f"plan {where} is not valid YAML: {exc}") from None
     if not isinstance(raw, dict):
         raise UsageError(f"plan {where} must be a mapping with tasks, agents, models, seeds, budget")
-    unknown = sorted(set(raw) - PLAN_KEYS)
+    known = plan_keys()
+    unknown = sorted(set(raw) - known)
     if unknown:
-        raise UsageError(f"plan {where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(PLAN_KEYS))}")
+        raise UsageError(f"plan {where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     agents = _no_duplicates([str(a) for a in _as_list(raw, "agents", where)], "agents", where)
     combinations = _combinations(raw, agents, where)
     seeds = _as_list(raw, "seeds", where, [0])
@@ -130,7 +155,7 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
     if budget > MAX_BUDGET_S:
         raise UsageError(f"plan {where}: budget {raw['budget']} is longer than the 7 days a run may take "
                          f"(a typo?); give at most 168h")
-    executor = raw.get("executor", "local")
+    executor = raw.get("executor", DEFAULT_EXECUTOR)
     if executor not in registry.entries("executors"):
         raise UsageError(f"plan {where}: executor {executor!r} must be one of {', '.join(registry.names('executors'))}")
     isolation = raw.get("isolation", "sandbox")
@@ -142,18 +167,16 @@ def parse_plan(text: str, where: str = "<plan>") -> Plan:
         raise UsageError(f"plan {where}: gpus_per_run must be a non-negative integer")
     priority = int(raw.get("priority", 0))
     _check_log_cap(raw.get("log_cap"), where)
-    _check_cluster(raw.get("cluster"), executor, where)
+    _check_executor_keys(raw, executor, where)
     if raw.get("model_mismatch", "refuse") not in ("refuse", "allow"):
         raise UsageError(f"plan {where}: model_mismatch must be refuse (the default) or allow, "
                          f"got {raw['model_mismatch']!r}")
     _check_host_ports(raw.get("host_ports"), where)
     _check_grading(raw.get("grading"), executor, where)
     options = {k: raw[k] for k in ("driver_url", "limits", "image", "token_budget", "cost_budget", "threads", "log_cap",
-                                   "cluster", "model_mismatch", "host_ports", "grading")
+                                   "model_mismatch", "host_ports", "grading", *executor_class(executor).plan_keys)
                if k in raw}
-    if executor == "ray" and "image" in raw:
-        # An image asks for containers: the docker executor on each run's node (docs/cluster.md).
-        options["cluster"] = dict(raw.get("cluster") or {}, containers=True)
+    executor_class(executor).check_plan(raw, options, where)
     overlays = parse_overlays(raw.get("agent_overlays"), where, Path(where).parent)
     stray = sorted(set(overlays) - {n for a in agents for n in (a, Path(a).name)})
     if stray:
@@ -209,30 +232,11 @@ def host_ports_of(options: dict) -> list[int]:
     return list(dict.fromkeys(ports))
 
 
-def _check_cluster(cluster, executor: str, where: str) -> None:
-    """`cluster:` (executor ray): {address: HOST:PORT, resources: {NAME: amount}, cpus: N,
-    containers: true|false (the agent in a container on its node; `image:` implies it),
-    auth: token|none (`none` accepts a cluster without Ray's token authentication; reports mark it)}."""
-    if cluster is None:
-        return
-    fix = "e.g. cluster: {address: 10.0.0.1:6379, resources: {a100: 1}}"
-    if executor != "ray":
-        raise UsageError(f"plan {where}: `cluster` applies to executor ray only (this plan says {executor!r})")
-    if not isinstance(cluster, dict) or set(cluster) - CLUSTER_KEYS:
-        raise UsageError(f"plan {where}: `cluster` must be a mapping with keys {', '.join(sorted(CLUSTER_KEYS))}; {fix}")
-    if "address" in cluster and not isinstance(cluster["address"], str):
-        raise UsageError(f"plan {where}: cluster.address must be a string HOST:PORT; {fix}")
-    res = cluster.get("resources", {})
-    if not isinstance(res, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in res.values()):
-        raise UsageError(f"plan {where}: cluster.resources must map names to positive amounts; {fix}")
-    if cluster.get("auth", "token") not in ("token", "none"):
-        raise UsageError(f"plan {where}: cluster.auth must be `token` (the default: the cluster must enforce Ray's "
-                         f"token authentication) or `none` (an unauthenticated cluster, marked in every report)")
-    if "cpus" in cluster and (not isinstance(cluster["cpus"], (int, float)) or cluster["cpus"] < 0):
-        raise UsageError(f"plan {where}: cluster.cpus must be a non-negative number; {fix}")
-    if not isinstance(cluster.get("containers", False), bool):
-        raise UsageError(f"plan {where}: cluster.containers must be true or false (true: each agent runs in a "
-                         f"container of its node's Docker Engine); {fix}")
+def _check_executor_keys(raw: dict, executor: str, where: str) -> None:
+    """Another executor's plan keys are refused by name (`cluster` applies to executor ray only)."""
+    for key, owner in sorted(executor_plan_keys().items()):
+        if key in raw and owner != executor:
+            raise UsageError(f"plan {where}: `{key}` applies to executor {owner} only (this plan says {executor!r})")
 
 
 def _check_grading(grading, executor: str, where: str) -> None:
@@ -244,8 +248,8 @@ def _check_grading(grading, executor: str, where: str) -> None:
         choice = GradingChoice.from_dict(grading, f"plan {where}")
     except PlacementError as exc:
         raise UsageError(str(exc)) from None
-    if choice.placement == "pool" and executor == "ray":
-        raise UsageError(f"plan {where}: grading.placement pool names this machine's GPUs; a ray run grades "
+    if choice.placement == "pool" and executor_class(executor).grades_remotely:
+        raise UsageError(f"plan {where}: grading.placement pool names this machine's GPUs; a {executor} run grades "
                          f"on its cluster (docs/cluster.md): drop grading.placement or use executor local")
 
 

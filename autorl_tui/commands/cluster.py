@@ -19,13 +19,14 @@ def register(subparsers) -> None:
 
 def _holders(home) -> list[dict]:
     """Active Ray attempts of this home with where Ray placed them (ray.json in their log folder)."""
+    from autorl_tui.engine.executors.ray import RayExecutor
     from autorl_tui.engine.executors.ray_view import holdings
     from autorl_tui.store.queries import StoreReader
 
     if not home.store_path.exists():
         return []
     with StoreReader.open(home.store_path) as reader:
-        return holdings(reader.live_attempts("ray"))
+        return holdings(reader.live_attempts(RayExecutor.name))
 
 
 def run(args) -> int:

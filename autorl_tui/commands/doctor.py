@@ -45,7 +45,10 @@ def collect(args) -> dict:
     from autorl_tui.engine.gpus import inventory
 
     inv = inventory(getattr(args, "gpus", None))
-    report["gpus"] = {"devices": [g.to_dict() for g in inv.gpus], "source": inv.source,
+    held = _gpu_holders(Home.open(args.home, create=False))
+    gradings = _gradings_on_gpus() if inv.gpus else None
+    report["gpus"] = {"devices": [dict(g.to_dict(), held_by=held.get(g.id), gradings=gradings) for g in inv.gpus],
+                      "source": inv.source,
                       "note": inv.note or ("" if inv.gpus else "no GPUs: runs use CPU slots")}
     try:
         from autorl_tui.engine.executors.docker import DockerExecutor
@@ -81,6 +84,30 @@ def collect(args) -> dict:
     return report
 
 
+def _gpu_holders(home) -> dict[str, str]:
+    """{device id: the active run holding it} in this home's store (empty without a store)."""
+    from autorl_tui.run_states import ACTIVE_STATES
+    from autorl_tui.store.queries import StoreReader
+
+    if not home.store_path.exists():
+        return {}
+    with StoreReader.open(home.store_path) as reader:
+        return reader.gpu_holders(ACTIVE_STATES)
+
+
+def _gradings_on_gpus() -> dict:
+    """Whether gradings will run on this machine's GPUs: a run's gradings use the run's own GPUs
+    when the grader's torch can reach CUDA; otherwise they run on the CPU."""
+    try:
+        import torch
+    except ImportError:
+        return {"on_gpu": False, "why": "torch is not installed (the `train` extra): gradings cannot run"}
+    if not torch.cuda.is_available():
+        return {"on_gpu": False, "why": f"torch {torch.__version__} sees no CUDA device (a CPU build, or no "
+                                        f"driver): gradings run on the CPU"}
+    return {"on_gpu": True, "why": "a run's gradings run on the GPUs the run holds"}
+
+
 def _cluster() -> dict:
     """The Ray cluster named by RAY_ADDRESS (executor ray), if any; connecting only when one is named."""
     address = os.environ.get("RAY_ADDRESS")
@@ -99,7 +126,15 @@ def run(args) -> int:
         return 0
     print(f"python {report['python']} on {report['platform']}, {report['cpus']} CPUs, euid {report['euid']}")
     print(f"home: {report['home']}")
-    print(f"GPUs: {len(report['gpus']['devices'])} ({report['gpus']['note']})")
+    note = report["gpus"]["note"]
+    print(f"GPUs: {len(report['gpus']['devices'])}" + (f" ({note})" if note else ""))
+    for g in report["gpus"]["devices"]:
+        mem = f"{g['memory_total'] / 2**30:.0f} GiB" if g.get("memory_total") else "memory ?"
+        mig = f", MIG of GPU {g['parent']}" if g.get("parent") else ""
+        gradings = g.get("gradings") or {}
+        print(f"  {g['id']:>3}  {g.get('name') or '?'}  {g.get('uuid') or 'UUID ?'}  {mem}{mig}  "
+              f"held by: {g.get('held_by') or 'no run'}  gradings here: "
+              f"{'yes' if gradings.get('on_gpu') else 'no'} ({gradings.get('why', '')})")
     print(f"Docker: {'available' if report['docker']['available'] else 'not available'} ({report['docker']['detail']})")
     cluster = report["cluster"]
     if cluster["connected"]:

@@ -24,7 +24,7 @@ from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from autorl_tui.engine.events import EventBus
 from autorl_tui.engine.grading_queue import GradingQueue, default_slots
-from autorl_tui.engine.executors import get_executor
+from autorl_tui.engine.executors import Executor, executor_class
 from autorl_tui.run_states import ACTIVE_STATES, FINAL_STATES, UNSUCCESSFUL_STATES
 from autorl_tui.engine.supervisor import RunSupervisor
 from autorl_tui.catalog.overlays import exposure, overlay_env
@@ -126,11 +126,8 @@ class Engine:
         from autorl_tui.engine import grader_service
 
         await asyncio.to_thread(grader_service.close_all)    # the warm graders end with their engine
-        if "ray" in self._executors:      # and its grading actors on the cluster's nodes
-            from autorl_tui.engine import ray_grading
-            from autorl_tui.engine.executors.ray import off_loop
-
-            await off_loop(ray_grading.close_all)
+        for ex in list(self._executors.values()):     # and an executor's graders elsewhere (a cluster's nodes)
+            await ex.close()
         if self.store is not None:
             self.store.close()
             self.store = None
@@ -151,10 +148,9 @@ class Engine:
     def task_search_path(self) -> list[Path]:
         return task_search_path(self.tasks_dirs, self.home.root)
 
-    def executor(self, name: str):
+    def executor(self, name: str) -> Executor:
         if name not in self._executors:
-            options = {} if name == "local" else {"home": self.home.root}
-            self._executors[name] = get_executor(name, **options)
+            self._executors[name] = executor_class(name).for_engine(self.home.root)
         return self._executors[name]
 
     def baseline_lock(self, key: tuple) -> asyncio.Lock:
@@ -229,24 +225,18 @@ class Engine:
             resolve_model(req.model, self.home.models, build=False)
         else:
             check_model_fits(card, req.model, req.options.get("model_mismatch"))
-        if not (req.executor != "local" and (req.options.get("image") or agent.image)):
+        ex = self.executor(req.executor)
+        if not (ex.takes_images and (req.options.get("image") or agent.image)):
             # the agent runs on the agent runtime (engine/agent_runtime.py), never on the harness's
             try:
                 find_agent_runtime()
             except AgentRuntimeMissing as exc:
                 raise UsageError(f"agent {agent.name} cannot run here: {exc}") from None
-        if req.executor == "docker":
-            ok, why = self.executor("docker").available()
-            if not ok:
-                raise UsageError(f"executor docker is not available here: {why}")
-        if req.executor == "local" and req.isolation != "none":
-            ok, why = self.executor("local").available()
-            if not ok:
-                from autorl_tui.engine.executors.sandbox_bwrap import FIX
-
-                raise UsageError(f"executor local cannot isolate agents on this host ({why}); {FIX}")
-        # executor ray: the cluster's nodes, not this engine's devices, must hold it (`enqueue_plan`)
-        if req.executor != "ray" and req.gpus and len(self.gpu_inventory) < req.gpus:
+        why = ex.check_host(req.isolation, list(self.gpu_inventory) if req.gpus else [])
+        if why:
+            raise UsageError(why)
+        # a cluster executor: its nodes, not this engine's devices, must hold it (`enqueue_plan`)
+        if ex.uses_host_slots and req.gpus and len(self.gpu_inventory) < req.gpus:
             raise UsageError(f"run asks for {req.gpus} GPU(s) but this engine has {len(self.gpu_inventory)} "
                              f"({', '.join(self.gpu_inventory) or 'none: CPU slots only'})")
         model_name = Path(req.model).name if ("/" in req.model) else req.model
@@ -261,9 +251,8 @@ class Engine:
 
     async def enqueue_plan(self, plan: Plan) -> list[str]:
         specs = [self._validate(r) for r in plan.runs]   # everything validated before anything is queued
-        for req in plan.runs:
-            if req.executor == "ray":     # off the loop: connecting to a cluster can take minutes
-                await self.executor("ray").validate(f"{req.task}/{req.agent}", req.gpus, req.options)
+        for req in plan.runs:       # a cluster's own checks (off the loop: connecting can take minutes)
+            await self.executor(req.executor).validate(f"{req.task}/{req.agent}", req.gpus, req.options)
         now = time.time()
         plan_id = f"p{int(now * 1000):x}-{_slug(plan.name)}"
         self.store.add_plan(plan_id, plan.name, plan.source, now)
@@ -298,7 +287,7 @@ class Engine:
         from autorl_tui.engine.grading_client import prestart_warm
 
         tasks = {json.dumps(spec["task"], sort_keys=True): spec["task"] for executor, gpus, spec in runs
-                 if executor != "ray" and not gpus and isinstance((spec or {}).get("task"), dict)
+                 if not executor_class(executor).grades_remotely and not gpus and isinstance((spec or {}).get("task"), dict)
                  and spec["task"].get("scorer") != "judge"}       # the judge's gradings take the cold path
         for task in tasks.values():
             request = {"task": task, "scorer": task.get("scorer"),
@@ -329,31 +318,37 @@ class Engine:
         queued = self._queued()
         if not queued:
             return []
-        starts = self._plan_cluster_starts([r for r in queued if r.executor == "ray"])
-        queued = [r for r in queued if r.executor != "ray"]
-        if not queued:
+        starts = []
+        for name in dict.fromkeys(r.executor for r in queued):
+            if not self._on_host_slots(name):
+                starts += self._plan_cluster_starts(name, [r for r in queued if r.executor == name])
+        on_host = [r for r in queued if self._on_host_slots(r.executor)]
+        if not on_host:
             return starts
-        return starts + self._plan_local_starts(queued)
+        return starts + self._plan_local_starts(on_host)
 
-    def _plan_cluster_starts(self, queued: list[QueueEntry]) -> list[tuple[str, list[str]]]:
-        """Ray runs: our order, the cluster's room (executors/ray_placement.py); no local device ids."""
+    def _on_host_slots(self, name: str) -> bool:
+        """Whether runs of executor `name` hold this host's slots. An executor no longer installed
+        (a run queued by an earlier engine) counts as the host's: its start then fails with the reason."""
+        try:
+            return self.executor(name).uses_host_slots
+        except ValueError:
+            return True
+
+    def _plan_cluster_starts(self, name: str, queued: list[QueueEntry]) -> list[tuple[str, list[str]]]:
+        """A cluster executor's runs: our order, the cluster's room (`Executor.admit_runs`); no local device ids."""
         if not queued or self.queue_paused or self.draining:
             return []
-        from autorl_tui.engine.executors.ray import cluster_address, request_of
-
         now = time.time()
         ready = [r for r in queued if (r.not_before or 0.0) <= now]
-        options = {r.run_id: self.store.get("runs", r.run_id)["spec"].get("options", {}) for r in ready}
-        reqs = [request_of(r.run_id, r.gpus_requested, options[r.run_id]) for r in ready]
-        ex = self.executor("ray")
-        for opts in options.values():      # runs queued by an earlier engine name their cluster too
-            ex.address = ex.address or cluster_address(opts.get("cluster"))
+        reqs = [(r.run_id, r.gpus_requested, self.store.get("runs", r.run_id)["spec"].get("options", {}))
+                for r in ready]
         # A run whose agent has ended (finalizing) still counts: its held-out test grading takes as
         # many GPUs from the cluster (ray_grading.py), and must not wait behind runs started meanwhile.
-        active = [request_of(s.run_id, s.gpus_requested, s.spec.get("options", {}))
-                  for s in self.supervisors.values() if s.spec.get("executor") == "ray"]
+        active = [(s.run_id, s.gpus_requested, s.spec.get("options", {}))
+                  for s in self.supervisors.values() if s.executor_name == name]
         try:
-            starts = [(run_id, []) for run_id in ex.admit(reqs, active)]
+            starts = [(run_id, []) for run_id in self.executor(name).admit_runs(reqs, active)]
         except Exception as exc:      # the cluster is unreachable now: the runs wait
             self._cluster_reachability(str(exc) or type(exc).__name__)
             return []
@@ -380,14 +375,16 @@ class Engine:
                            queue_pos=r.queue_pos, enqueued_at=r.created_at, budget_s=r.budget_s,
                            not_before=r.not_before or 0.0)
                  for r in queued]
-        local = [s for s in self.supervisors.values() if s.spec.get("executor") != "ray"]
+        local = [s for s in self.supervisors.values() if self._on_host_slots(s.executor_name)]
         active = [ActiveRun(run_id=s.run_id, gpus=tuple(s.gpus), expected_end=s.deadline) for s in local]
         paused = self.queue_paused or self.draining
         if self.gpu_inventory:
             free = [g for g in self.gpu_inventory if g not in self.busy_gpus()]
-            # One run per GPU; CPU-only runs (gpus: 0) also count against the concurrency slots.
+            # Slots per resource: a GPU run holds its GPUs; a CPU-only run (gpus: 0) one of the
+            # concurrency's CPU slots, never a GPU's.
+            cpu_only = [s for s in local if not s.gpus_requested]
             return plan_starts(queue, free, time.time(), active=active, paused=paused,
-                               free_slots=max(0, len(self.gpu_inventory) - len(local)),
+                               free_cpu_slots=max(0, self.concurrency - len(cpu_only)),
                                inventory=self.gpu_inventory)
         return plan_starts(queue, [], time.time(), active=active, paused=paused,
                            free_slots=max(0, self.concurrency - len(local)))
@@ -413,16 +410,13 @@ class Engine:
     def cluster_state(self) -> dict | None:
         """The Ray cluster as the console shows it (nodes, GPUs, which attempt holds which), from the
         background view: never waits on Ray. None while this engine uses no cluster."""
-        ex = self._executors.get("ray")
-        if ex is None and not os.environ.get("RAY_ADDRESS"):
-            return None
-        from autorl_tui.engine.executors.ray import cluster_address
-        from autorl_tui.engine.executors.ray_view import cluster_state, holdings
+        from autorl_tui.engine.executors import cluster_executors
         from autorl_tui.store.queries import StoreReader
 
-        ex = ex or self.executor("ray")
-        held = holdings(StoreReader.over(self.store).live_attempts("ray"))
-        return cluster_state(ex.address or cluster_address(), ex.view.current(), ex.view.error, held)
+        for name, cls in cluster_executors():
+            if name in self._executors or cls.cluster_configured():
+                return self.executor(name).cluster_state(StoreReader.over(self.store))
+        return None
 
     def _publish_cluster(self) -> None:
         state = self.cluster_state()
@@ -433,8 +427,8 @@ class Engine:
     def supervisor_finished(self, sup: RunSupervisor) -> None:
         if self.supervisors.get(sup.run_id) is sup:
             del self.supervisors[sup.run_id]
-        if "ray" in self._executors:       # what the run held on the cluster is free for admission now
-            self._executors["ray"].forget(sup.run_id)
+        for ex in self._executors.values():     # what the run held on a cluster is free for admission now
+            ex.forget(sup.run_id)
         self._wake.set()
 
     async def wait_idle(self) -> None:
@@ -582,8 +576,7 @@ class Engine:
             self.supervisors[run_id] = sup
             sup.adopt(attempt)
         self.store.flush()
-        if self.store.any_run_on("docker"):     # no Docker probe for a home that never used it
-            self._reap_orphan_containers(live_containers)
+        self._reap_orphan_containers(live_containers)
         waiting = [(r["executor"], r.get("gpus_requested"), r["spec"]) for r in self.store.runs(["queued"])]
         waiting += [(s.spec.get("executor", "local"), s.gpus_requested, s.spec) for s in self.supervisors.values()]
         if waiting:       # queued, and re-adopted runs (their next submission)
@@ -591,12 +584,15 @@ class Engine:
 
     def _reap_orphan_containers(self, live: set[str]) -> None:
         """Containers of this home that no live run owns are leftovers of a crash: remove them."""
-        try:
-            ex = self.executor("docker")
-            if not ex.available()[0]:
-                return
-            removed = ex.reap(live={c for c in live if c})
-        except Exception:
-            return
+        from autorl_tui.engine.executors import executor_classes
+
+        removed = []
+        for name, cls in executor_classes():
+            if not cls.leaves_leftovers or not self.store.any_run_on(name):
+                continue      # no probe (e.g. of Docker) for a home none of whose runs used the executor
+            try:
+                removed += self.executor(name).reap_leftovers({c for c in live if c})
+            except Exception:
+                continue
         for cid in removed:
             self.store.append_event(None, "harness", f"reaped orphan container {cid[:12]}", level="warning")

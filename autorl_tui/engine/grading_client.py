@@ -337,7 +337,8 @@ def _write_request(req_path: Path, request: dict) -> None:
 
 def _grader_env(request: dict, gpus: list[str] | None, threads: int) -> dict:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "ALFWORLD_DATA")}
-    env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "OMP_NUM_THREADS": str(threads),
+    env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+                "OMP_NUM_THREADS": str(threads),
                 "MKL_NUM_THREADS": str(threads), "GOMP_SPINCOUNT": "1000", "TOKENIZERS_PARALLELISM": "false",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                 "PYTHONPATH": str(Path(__file__).resolve().parents[2])})

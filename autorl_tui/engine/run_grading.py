@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from autorl_tui.catalog.plans import DEFAULT_EXECUTOR
 from autorl_tui.durations import format_duration
 from autorl_tui.engine.grading_client import GradingOutcome, prestart_warm, run_grader
 from autorl_tui.engine.grading_placement import place
@@ -127,9 +128,10 @@ class RunGrading:
                     gpus: list[str] | None = None, progress_what: str | None = None) -> GradingOutcome:
         """progress_what: the baseline's label; its progress lines are then harness events."""
         log = self.journal.log
-        # A ray run's gradings go to its cluster, its baselines too (still cached per task and model
-        # for every run); they take none of this host's grading slots.
-        on_cluster = self.spec.get("executor") == "ray"
+        # A cluster run's gradings go to its cluster, its baselines too (still cached per task and
+        # model for every run); they take none of this host's grading slots.
+        executor = self.host.executor(self.spec.get("executor") or DEFAULT_EXECUTOR)
+        on_cluster = executor.grades_remotely
         what = progress_what or f"grading {model_path.name} on {split}"
 
         def waits(ticket) -> None:
@@ -144,13 +146,11 @@ class RunGrading:
                 data={"split": split, "phase": "start", "timeout_s": round(timeout, 1)})
             on_progress = self._progress(what, "harness" if progress_what else "grading", split)
             if on_cluster:
-                from autorl_tui.engine.ray_grading import grade_on_cluster
-
-                outcome = await grade_on_cluster(self.host.executor("ray"), self.request(model_path, split),
-                                                 work_dir, agent_where=self.agent_where(), run_id=self.journal.run_id,
-                                                 gpus=int(self.journal.run.get("gpus_requested") or 0),
-                                                 threads=self.host.grader_threads, timeout_s=timeout,
-                                                 on_progress=on_progress)
+                outcome = await executor.grade_remotely(self.request(model_path, split), work_dir,
+                                                        agent_where=self.agent_where(), run_id=self.journal.run_id,
+                                                        gpus=int(self.journal.run.get("gpus_requested") or 0),
+                                                        threads=self.host.grader_threads, timeout_s=timeout,
+                                                        on_progress=on_progress)
             else:
                 placement = self.placement(model_path, split, gpus)
                 outcome = await run_grader(self.request(model_path, split, placement), work_dir,

@@ -9,8 +9,10 @@ Rules
   then enqueue time, then run id.
 - A GPU is held by one run at a time; a run asking N GPUs gets N explicit device ids, preferring
   ids close together (same NVLink island on most boxes).
-- Runs asking 0 GPUs take only a CPU slot (`free_slots`, the engine's concurrency minus active
-  runs; None = unlimited). Every start takes a slot.
+- Slots are counted per resource. Runs asking 0 GPUs (a control agent, an API-driven agent that
+  trains nothing) take only a CPU slot (`free_cpu_slots`: the engine's concurrency minus its
+  active CPU-only runs) and never a GPU's; runs asking GPUs take their GPUs only. Without
+  `free_cpu_slots`, every start takes one of `free_slots` (None = unlimited).
 - Paused queue (or draining): nothing starts.
 - Head-of-line blocking is avoided by backfilling with a reservation (EASY backfilling): the first
   run that does not fit gets a reservation at the earliest time enough GPUs free up, computed from
@@ -108,8 +110,8 @@ def _fits_at(need: int, free_now: int, active: Iterable[ActiveRun], now: float) 
 
 def decide(queue: Iterable[QueuedRun], free_gpus: Iterable[str], now: float, *,
            active: Iterable[ActiveRun] = (), total_gpus: int | None = None,
-           free_slots: int | None = None, paused: bool = False, policy: Policy = Policy(),
-           inventory: Sequence[str] | None = None) -> Decision:
+           free_slots: int | None = None, free_cpu_slots: int | None = None, paused: bool = False,
+           policy: Policy = Policy(), inventory: Sequence[str] | None = None) -> Decision:
     """The full decision with reasons (for the console's "why is this waiting")."""
     waiting_runs = sorted((r for r in queue if r.state == "queued"), key=order_key)
     decision = Decision()
@@ -121,6 +123,7 @@ def decide(queue: Iterable[QueuedRun], free_gpus: Iterable[str], now: float, *,
     if total_gpus is None:
         total_gpus = len(avail) + sum(len(a.gpus) for a in active)
     slots = math.inf if free_slots is None else free_slots
+    cpu_slots = math.inf if free_cpu_slots is None else free_cpu_slots
     reserve: tuple[float, int] | None = None   # (time, spare GPUs then) once someone is blocked
     hold_all = False                           # aging fallback: hold every free GPU for the head
     blocked_fifo = False
@@ -140,8 +143,12 @@ def decide(queue: Iterable[QueuedRun], free_gpus: Iterable[str], now: float, *,
             decision.waiting[rid] = "no free run slot (concurrency limit)"
             continue
         if run.gpus == 0:
+            if cpu_slots <= 0:
+                decision.waiting[rid] = "no free CPU slot (concurrency limit)"
+                continue
             decision.starts.append((rid, []))
             slots -= 1
+            cpu_slots -= 1
             continue
         if run.gpus > len(avail):
             if decision.reserved_for is None:

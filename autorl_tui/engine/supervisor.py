@@ -24,10 +24,11 @@ from autorl_tui.catalog.overlays import overlay_env, place_copies, place_home_fi
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
 from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
-from autorl_tui.catalog.plans import host_ports_of
+from autorl_tui.catalog.plans import DEFAULT_EXECUTOR, host_ports_of
 from autorl_tui.engine import honey_tokens, trust_sweep
 from autorl_tui.engine.agent_watch import AgentWatch
-from autorl_tui.engine.executors.base import AgentHandle, AgentStartError, ExecutorError, LaunchSpec, Mount
+from autorl_tui.engine.executors.base import (AgentHandle, AgentStartError, ClusterLaunch, ContainerLaunch, Executor,
+                                              ExecutorError, LaunchSpec, Mount, SandboxLaunch)
 from autorl_tui.engine.finalization import finalize
 from autorl_tui.engine.run_api import RunApiServer
 from autorl_tui.engine.run_grading import RunGrading
@@ -85,6 +86,14 @@ class RunSupervisor:
     def task(self) -> asyncio.Task | None:
         """The asyncio task driving this run (None before start/adopt)."""
         return self._task
+
+    @property
+    def executor_name(self) -> str:
+        return self.spec.get("executor") or DEFAULT_EXECUTOR
+
+    @property
+    def executor(self) -> "Executor":
+        return self.engine.executor(self.executor_name)
 
     @property
     def isolated(self) -> bool:
@@ -182,13 +191,10 @@ class RunSupervisor:
         self.workspace = await asyncio.to_thread(
             build_workspace, ws_root, card=self.card, model_name=self.spec["model_name"], model_path=self.model_path,
             train_path=Path(self.grading.split_paths["train"]),
-            link=self.isolated or self.spec.get("executor", "local") != "local")
+            link=self.isolated or not self.executor.on_this_host)
         self.journal.update_run(workspace=str(ws_root))
         honey_tokens.plant(self.engine.home.run_dir(self.run_id), ws_root, self.run_id)
-        from autorl_tui.engine.executors.ray import wants_containers
-
-        in_container = self.spec.get("executor") == "docker" or (
-            self.spec.get("executor") == "ray" and wants_containers(self.spec.get("options", {}).get("cluster")))
+        in_container = self.executor.runs_in_container(self.spec.get("options", {}))
         how = ("in a container, as an unprivileged user" if in_container
                else "in a bubblewrap sandbox as a leased unprivileged uid" if self.isolated
                else "UNISOLATED, as the harness user (plan: isolation: none)")
@@ -275,7 +281,7 @@ class RunSupervisor:
 
     def _agent_python(self) -> str:
         """`{python}`: the agent runtime's interpreter (engine/agent_runtime.py), or a named image's python3."""
-        if self._image() and self.spec.get("executor", "local") != "local":
+        if self._image() and self.executor.takes_images:
             return "python3"
         try:
             return str(find_agent_runtime().python)
@@ -325,7 +331,7 @@ class RunSupervisor:
                                 seed=self.journal.seed,
                                 gpus=self.gpus, passthrough=passthrough,
                                 python_bin_dir=os.path.dirname(self._agent_python()) or "/usr/local/bin")
-        if self.spec.get("executor", "local") == "local":
+        if self.executor.on_this_host:
             # The agent stack's own executables (e.g. an npm global prefix) stay reachable.
             from autorl_tui.catalog.readiness import executable_dirs
 
@@ -340,16 +346,16 @@ class RunSupervisor:
         return LaunchSpec(mounts=mounts, run_id=self.run_id, attempt=self.attempt, command=self._command(), workspace=self.workspace.root,
                           env=env, log_dir=self._log_dir(), deadline=self.deadline, gpus=list(self.gpus),
                           network=self.agent.network, cpus=limits.get("cpus"), memory_bytes=limits.get("memory_bytes"),
-                          image=self._image(),
                           labels={"autorl.run_id": self.run_id, "autorl.home": str(self.engine.home.root),
                                   "autorl.attempt": str(self.attempt)},
-                          grading_socket=self._log_dir() / "api" / "grading.sock",
-                          private_paths=self.engine.private_paths(), isolate=self.isolated,
                           writable=AGENT_WRITABLE,
-                          placement=dict(self.spec.get("options", {}).get("cluster") or {},
-                                         gpus=self.gpus_requested),
                           log_file_bytes=(self.spec.get("options", {}).get("log_cap") or {}).get("file_bytes"),
-                          host_ports=host_ports_of(self.spec.get("options", {})))
+                          sandbox=SandboxLaunch(private_paths=self.engine.private_paths(), isolate=self.isolated,
+                                                host_ports=host_ports_of(self.spec.get("options", {}))),
+                          container=ContainerLaunch(image=self._image(),
+                                                    grading_socket=self._log_dir() / "api" / "grading.sock"),
+                          cluster=ClusterLaunch(placement=dict(self.spec.get("options", {}).get("cluster") or {},
+                                                               gpus=self.gpus_requested)))
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
         """The submission desk and its per-run API. Containers without a network reach the API
@@ -357,12 +363,12 @@ class RunSupervisor:
         if self.desk is None:
             self.desk = SubmissionDesk(self.journal, self.grading, self.engine.home, workspace=self.workspace,
                                        card=self.card, agent=self.agent, gpus=self.gpus)
-        sock = self._log_dir() / "api" / "grading.sock" if self.spec.get("executor") == "docker" else None
+        sock = self._log_dir() / "api" / "grading.sock" if self.executor.grading_over_socket else None
         if sock is not None:
             sock.parent.mkdir(parents=True, exist_ok=True)
             os.chmod(sock.parent, 0o755)
         # A cluster executor names an address its nodes reach; everything else stays on loopback.
-        host = getattr(self.engine.executor(self.spec.get("executor", "local")), "api_host", "127.0.0.1")
+        host = self.executor.api_host
         self.server = RunApiServer(self.desk, token=token, unix_socket=sock, host=host)
         await self.server.start(port=port or 0)
         if sock is not None:
@@ -371,7 +377,7 @@ class RunSupervisor:
     async def _run_agent(self) -> None:
         self._check_cancel()
         journal = self.journal
-        executor = self.engine.executor(self.spec.get("executor", "local"))
+        executor = self.executor
         journal.attempt += 1
         log_dir = self._log_dir()
         log_dir.mkdir(parents=True, exist_ok=True)

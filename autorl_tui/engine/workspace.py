@@ -167,6 +167,7 @@ def agent_environment(ws: Workspace, *, task_id: str, grading_url: str, deadline
         "GRADING_SERVER_URL": grading_url,
         "METRICS_FILE": str(ws.metrics_file),
         "CUDA_VISIBLE_DEVICES": ",".join(gpus),
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",      # indices are NVML's (engine/gpus.py PCI_BUS_ORDER)
         "RUN_DEADLINE": str(deadline),
         "RUN_SEED": str(seed),
         "HF_HUB_OFFLINE": "1",

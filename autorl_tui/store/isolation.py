@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 
+# Runs recorded before specs carried their isolation: only a container's was certain then. Frozen
+# history, not a list of executors: every run recorded since names its isolation (Executor.isolation_label).
+LEGACY_ISOLATION = {"docker": "docker"}
+
+
 def recorded_isolation(spec: dict | None, executor: str | None) -> str:
     """The isolation of a stored run; runs recorded before the field existed say `unrecorded`."""
     value = (spec or {}).get("isolation") if isinstance(spec, dict) else None
-    return value or ("docker" if executor == "docker" else "unrecorded")
+    return value or LEGACY_ISOLATION.get(executor or "", "unrecorded")
 
 
 def recorded_exposures(spec: dict | None) -> list[str]:

@@ -5,6 +5,7 @@ open the store read-only (`StoreReader.open`); the engine's own process reads th
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable
 
@@ -12,6 +13,7 @@ from autorl_tui.store.db import Store, open_readonly
 from autorl_tui.store.export import export_run
 from autorl_tui.store.records import CpuUsage, Rows, RunRecord, SubmissionRecord
 from autorl_tui.store.revisions import revision_diff
+from autorl_tui.store.run_state import gpu_holders_sql
 
 FINISHED = ("done", "failed")     # what an export in AutoRL-Bench's shape carries
 
@@ -100,6 +102,15 @@ class StoreReader:
                           "WHERE a.executor = ? AND a.state IN ('starting', 'running') "
                           "AND r.state IN ('running', 'paused', 'finalizing')", (executor,))
         return [(r["run_id"], r["number"], r["log_dir"]) for r in rows]
+
+    def gpu_holders(self, active_states: Iterable[str]) -> dict[str, str]:
+        """{device id: the run holding it} over the current attempts of runs in `active_states`."""
+        states = list(active_states)
+        held = {}
+        for r in self._rows(gpu_holders_sql(len(states)), states):
+            for dev in json.loads(r["gpus"] or "[]"):
+                held[str(dev)] = r["run_id"]
+        return held
 
     def cpu_usage(self, run_id: str) -> CpuUsage:
         row = self._rows("SELECT AVG(cpu_percent) AS mean, COUNT(*) AS n FROM resources WHERE run_id = ?",

@@ -128,9 +128,7 @@ class RunStateQueries:
     def gpu_holders(self, active_states: Iterable[str]) -> list[GpuHolder]:
         """The current attempt of every run in `active_states`, with the devices it holds."""
         states = list(active_states)
-        rows = self.rows("attempts",
-                         "SELECT a.run_id, a.gpus FROM attempts a JOIN runs r ON r.id = a.run_id "
-                         f"WHERE r.state IN ({','.join('?' * len(states))}) AND a.number = r.current_attempt", states)
+        rows = self.rows("attempts", gpu_holders_sql(len(states)), states)
         return [GpuHolder(run_id=r["run_id"], gpus=[str(g) for g in (r.get("gpus") or [])]) for r in rows]
 
     # ---------------------------------------------------------------- submissions
@@ -269,3 +267,9 @@ class RunStateQueries:
     def last_resource_sample(self, run_id: str) -> dict[str, Any] | None:
         rows = self.rows("resources", "SELECT * FROM resources WHERE run_id = ? ORDER BY id DESC LIMIT 1", (run_id,))
         return rows[0] if rows else None
+
+
+def gpu_holders_sql(n_states: int) -> str:
+    """The current attempt (run id, its devices) of every run in one of `n_states` states."""
+    return ("SELECT a.run_id, a.gpus FROM attempts a JOIN runs r ON r.id = a.run_id "
+            f"WHERE r.state IN ({','.join('?' * n_states)}) AND a.number = r.current_attempt")

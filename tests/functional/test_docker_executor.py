@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from autorl_tui.engine.executors.base import ExecutorError, LaunchSpec, Mount
+from autorl_tui.engine.executors.base import ContainerLaunch, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.executors.docker_logs import POSITIONS_FILE
 from autorl_tui.engine.executors.docker import LABEL_ATTEMPT, LABEL_HOME, LABEL_RUN, DockerExecutor
 from tests.support.docker_engine import docker_client  # noqa: F401 (fixture)
@@ -105,7 +105,8 @@ async def test_end_to_end_agent_grading_through_socket_and_isolation(harness):
     sockdir.mkdir(mode=0o700)
     runner, received = await start_grading_server(sockdir / "api.sock", "tok123")
     try:
-        spec = make_spec(h, "e2e", AGENT_E2E % {"heldout": str(h["heldout"])}, grading_socket=sockdir / "api.sock",
+        spec = make_spec(h, "e2e", AGENT_E2E % {"heldout": str(h["heldout"])},
+                         container=ContainerLaunch(grading_socket=sockdir / "api.sock"),
                          env={"GRADING_SERVER_URL": "http://127.0.0.1:45678/tok123"}, cpus=1.0,
                          memory_bytes=512 << 20)
         handle = await h["executor"].start(spec)
@@ -311,7 +312,7 @@ async def test_gpus_without_nvidia_runtime_fail_clearly_and_missing_image_too(ha
     with pytest.raises(ExecutorError, match="NVIDIA Container Toolkit"):
         await h["executor"].start(make_spec(h, "gpu", "print(1)", gpus=["0"]))
     with pytest.raises(ExecutorError, match="not in the local Docker Engine"):
-        await h["executor"].start(make_spec(h, "img", "print(1)", image="nosuch/image:1"))
+        await h["executor"].start(make_spec(h, "img", "print(1)", container=ContainerLaunch(image="nosuch/image:1")))
 
 
 async def test_unreadable_mount_is_refused_with_the_fix(harness):
@@ -335,7 +336,7 @@ async def test_a_named_image_gets_no_host_runtime(harness):
     h = harness
     # the empty runtime image named as a user image: nothing of the host is mounted, so no python3
     image = ensure_runtime_image(h["client"])
-    spec = make_spec(h, "custom", "print(1)", image=image)
+    spec = make_spec(h, "custom", "print(1)", container=ContainerLaunch(image=image))
     handle = await h["executor"].start(spec)
     container = h["client"].containers.get(handle.ident()["container_id"])
     targets = {m["Destination"] for m in container.attrs["Mounts"]}

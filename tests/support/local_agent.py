@@ -12,7 +12,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from autorl_tui.engine.executors.base import LaunchSpec
+from autorl_tui.engine.executors.base import LaunchSpec, SandboxLaunch
 from autorl_tui.engine.executors.local import LocalExecutor
 
 # What an agent runs to probe a list of addresses: one JSON line {"target": "ok" | "error ..."}.
@@ -46,7 +46,7 @@ def run_local_agent(root: Path, argv: list[str], *, network: str = "none", env: 
     spec = LaunchSpec(run_id="net-test", attempt=1, command=list(argv), workspace=ws,
                       env={"PATH": "/usr/bin:/bin", "HOME": str(ws), "LANG": "C.UTF-8", **(env or {})},
                       log_dir=log_dir, deadline=time.time() + timeout, network=network, gpus=list(gpus),
-                      writable=("code", "output", "logs"), host_ports=list(host_ports))
+                      writable=("code", "output", "logs"), sandbox=SandboxLaunch(host_ports=list(host_ports)))
 
     async def go():
         handle = await LocalExecutor().start(spec)

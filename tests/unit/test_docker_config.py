@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("docker")
 
-from autorl_tui.engine.executors.base import ExecutorError, LaunchSpec, Mount  # noqa: E402
+from autorl_tui.engine.executors.base import ContainerLaunch, ExecutorError, LaunchSpec, Mount  # noqa: E402
 from autorl_tui.engine.executors.docker import FORWARD_PORT, build_container_config  # noqa: E402
 from autorl_tui.engine.executors.images import host_runtime_mounts, runtime_image_tag  # noqa: E402
 
@@ -36,7 +36,7 @@ def test_gpus_by_explicit_ids_renumbered_inside(tmp_path):
 
 def test_mounts_labels_and_grading_url(tmp_path):
     sock = tmp_path / "g" / "api.sock"
-    c = config(spec(tmp_path, grading_socket=sock))
+    c = config(spec(tmp_path, container=ContainerLaunch(grading_socket=sock)))
     mounts = {m["Target"]: m for m in c["mounts"]}
     ws = str((tmp_path / "ws").resolve())
     assert mounts[ws]["ReadOnly"] is False
@@ -46,7 +46,7 @@ def test_mounts_labels_and_grading_url(tmp_path):
     assert c["labels"] == {"autorl.run_id": "r1", "autorl.home": "/h", "autorl.attempt": "2", "autorl.executor": "docker"}
     assert c["command"][-3:] == ["/bin/sh", "-c", "echo hi"] and "--listen" in c["command"]
     # host networking: the loopback URL works as is, no forwarder, no socket mount
-    h = config(spec(tmp_path, grading_socket=sock, network="host"))
+    h = config(spec(tmp_path, container=ContainerLaunch(grading_socket=sock), network="host"))
     assert h["environment"]["GRADING_SERVER_URL"] == "http://127.0.0.1:40001/tok" and "--listen" not in h["command"]
 
 

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from autorl_tui.engine.executors.base import LaunchSpec, Mount
+from autorl_tui.engine.executors.base import ClusterLaunch, ContainerLaunch, LaunchSpec, Mount, SandboxLaunch
 from autorl_tui.engine.executors.docker import FORWARD_PORT, GRADING_TARGET, build_container_config
 from autorl_tui.engine.executors.docker_shim import _api_forwarder, container_launch, node_spec
 
@@ -21,8 +21,9 @@ def _spec(tmp_path, **kw) -> LaunchSpec:
     return LaunchSpec(run_id="r1", attempt=2, command=["python", "agent.py"], workspace=ws,
                       env={"GRADING_SERVER_URL": "http://10.0.0.5:41234/tok", "CUDA_VISIBLE_DEVICES": ""},
                       log_dir=tmp_path / "logs", deadline=1234.5, mounts=[Mount(ws / "models", "models/tiny")],
-                      private_paths=[tmp_path / "secret"], writable=("output",), image=None,
-                      placement={"gpus": 2, "containers": True}, grading_socket=tmp_path / "engine.sock", **kw)
+                      writable=("output",), sandbox=SandboxLaunch(private_paths=[tmp_path / "secret"]),
+                      container=ContainerLaunch(image=None, grading_socket=tmp_path / "engine.sock"),
+                      cluster=ClusterLaunch(placement={"gpus": 2, "containers": True}), **kw)
 
 
 def test_the_spec_crosses_to_the_node_intact(tmp_path):
@@ -36,7 +37,8 @@ def test_rays_gpus_are_the_containers_devices_and_the_api_is_the_nodes_socket(tm
     spec = _spec(tmp_path)
     node_sock = tmp_path / "node-api" / "grading.sock"
     on_node = node_spec(container_launch(spec, tmp_path), ["1", "3"], node_sock)
-    assert on_node.gpus == ["1", "3"] and on_node.grading_socket == node_sock and on_node.placement == {}
+    assert on_node.gpus == ["1", "3"] and on_node.container.grading_socket == node_sock
+    assert on_node.cluster.placement == {}
     config = build_container_config(on_node, image="img", runtime_mounts=[], python="python3", home="h", user=None)
     [request] = config["device_requests"]
     assert request["DeviceIDs"] == ["1", "3"]                      # exactly Ray's assignment

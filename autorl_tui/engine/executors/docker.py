@@ -14,6 +14,8 @@ Nothing else of the host. GPUs by explicit device ids; network `none` (default),
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import asyncio
 import dataclasses
 import json
@@ -27,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 from autorl_tui.engine.agent_runtime import AgentRuntimeMissing, path_first
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
 from autorl_tui.engine.executors import images
+from autorl_tui.engine.gpus import device_uuids
 from autorl_tui.engine.executors.base import AgentHandle, Executor, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.executors.docker_logs import LogPump, Positions
 
@@ -69,8 +72,10 @@ def _grading_url_in_container(url: str) -> str:
 
 def build_container_config(spec: LaunchSpec, *, image: str, runtime_mounts: list[Mount], python: str,
                            home: str, user: str | None, pids_limit: int = 4096,
-                           read_only_root: bool = False, tmpfs: dict[str, str] | None = None) -> dict:
-    """The keyword arguments of `containers.create` for this spec (pure: testable without Docker)."""
+                           read_only_root: bool = False, tmpfs: dict[str, str] | None = None,
+                           device_ids: list[str] | None = None) -> dict:
+    """The keyword arguments of `containers.create` for this spec (pure: testable without Docker).
+    `device_ids`: the spec's GPUs as the daemon should read them (UUIDs); default the spec's ids."""
     from docker.types import DeviceRequest, Mount as DockerMount
 
     if spec.network not in NETWORKS:
@@ -101,10 +106,10 @@ def build_container_config(spec: LaunchSpec, *, image: str, runtime_mounts: list
         env["CUDA_VISIBLE_DEVICES"] = ""
     argv = [python, INIT_TARGET, "--container", "--deadline", repr(float(spec.deadline)),
             "--deadline-file", f"{CONTROL_TARGET}/deadline"]
-    if spec.grading_socket is not None and spec.network != "host":
-        bind(Path(spec.grading_socket).parent, GRADING_TARGET, True)
+    if spec.container.grading_socket is not None and spec.network != "host":
+        bind(Path(spec.container.grading_socket).parent, GRADING_TARGET, True)
         argv += ["--listen", f"127.0.0.1:{FORWARD_PORT}",
-                 "--socket", f"{GRADING_TARGET}/{Path(spec.grading_socket).name}"]
+                 "--socket", f"{GRADING_TARGET}/{Path(spec.container.grading_socket).name}"]
         if env.get("GRADING_SERVER_URL"):
             env["GRADING_SERVER_URL"] = _grading_url_in_container(env["GRADING_SERVER_URL"])
     command = ["/bin/sh", "-c", spec.command] if isinstance(spec.command, str) else list(spec.command)
@@ -132,7 +137,9 @@ def build_container_config(spec: LaunchSpec, *, image: str, runtime_mounts: list
         config["mem_limit"] = int(spec.memory_bytes)
         config["memswap_limit"] = int(spec.memory_bytes)   # no swap beyond the limit
     if spec.gpus:
-        config["device_requests"] = [DeviceRequest(device_ids=[str(g) for g in spec.gpus], capabilities=[["gpu"]])]
+        # By UUID (engine/gpus.py device_uuids): the daemon's numbering need not be the caller's.
+        config["device_requests"] = [DeviceRequest(device_ids=list(device_ids or [str(g) for g in spec.gpus]),
+                                                   capabilities=[["gpu"]])]
     return config
 
 
@@ -227,13 +234,13 @@ class DockerHandle(AgentHandle):
             code = -signal.SIGKILL
         self._exit_code = code
         error = None
-        if code == 127 and self.spec.image:
+        if code == 127 and self.spec.container.image:
             try:
                 tail = self.spec.stderr_path.read_bytes()[-2000:].decode(errors="replace")
             except OSError:
                 tail = ""
             if "exec python3 failed" in tail:
-                error = (f"image {self.spec.image} has no python3 on its PATH; the container's entry program "
+                error = (f"image {self.spec.container.image} has no python3 on its PATH; the container's entry program "
                          "needs it (any Python 3.8+), or leave `image:` unset to use the offline runtime image")
         # the container's entry program kills it at the deadline, as the harness would; when it got
         # there first, the run still ended by its budget (as the local shim records it)
@@ -333,6 +340,26 @@ def write_deadline(log_dir: Path, deadline: float) -> None:
 
 class DockerExecutor(Executor):
     name = "docker"
+    takes_images = True
+    grading_over_socket = True
+    leaves_leftovers = True
+
+    @classmethod
+    def isolation_label(cls, isolation: str) -> str:
+        return "docker"
+
+    @classmethod
+    def runs_in_container(cls, options: dict) -> bool:
+        return True
+
+    def check_host(self, isolation: str, devices: Sequence[str] = ()) -> str | None:
+        ok, why = self.available()
+        return None if ok else f"executor docker is not available here: {why}"
+
+    def reap_leftovers(self, live: set[str]) -> list[str]:
+        if not self.available()[0]:
+            return []
+        return self.reap(live=live)
 
     def __init__(self, home: str | Path | None = None, user: str | None = None, remove_on_exit: bool = True,
                  pids_limit: int = 4096, client=None):
@@ -395,8 +422,8 @@ class DockerExecutor(Executor):
         if uid != os.getuid() and os.getuid() == 0:
             skip = {str(workspace / m.target) if not m.target.startswith("/") else m.target for m in spec.mounts}
             _make_writable_for(workspace, uid, gid, skip)
-        if spec.grading_socket is not None and spec.network != "host":
-            sock = Path(spec.grading_socket)
+        if spec.container.grading_socket is not None and spec.network != "host":
+            sock = Path(spec.container.grading_socket)
             if not sock.parent.is_dir():
                 raise ExecutorError(f"grading socket folder {sock.parent} does not exist")
             if uid != os.getuid():
@@ -412,8 +439,8 @@ class DockerExecutor(Executor):
         home = self._home_of(spec)
         user, uid, gid = self._user()
         client = self.client
-        if spec.image:
-            image, runtime, python, read_only_root, hidden = spec.image, [], "python3", False, {}
+        if spec.container.image:
+            image, runtime, python, read_only_root, hidden = spec.container.image, [], "python3", False, {}
             try:
                 client.images.get(image)
             except docker.errors.ImageNotFound:
@@ -432,7 +459,7 @@ class DockerExecutor(Executor):
         self._prepare_host_side(spec, uid, gid)
         config = build_container_config(spec, image=image, runtime_mounts=runtime, python=python, home=home,
                                          user=user, pids_limit=self.pids_limit, read_only_root=read_only_root,
-                                         tmpfs=hidden)
+                                         tmpfs=hidden, device_ids=device_uuids(spec.gpus) if spec.gpus else None)
         try:
             stale = client.containers.get(config["name"])
         except docker.errors.NotFound:
@@ -451,8 +478,8 @@ class DockerExecutor(Executor):
             except Exception:
                 pass
             hint = ""
-            if spec.image and "python3" in str(exc):
-                hint = (f" (image {spec.image} must have python3 on its PATH: it runs the container's entry "
+            if spec.container.image and "python3" in str(exc):
+                hint = (f" (image {spec.container.image} must have python3 on its PATH: it runs the container's entry "
                         "program; or leave `image:` unset to use the offline runtime image)")
             if spec.gpus and "capabilities" in str(exc):
                 hint = " (GPUs need the NVIDIA Container Toolkit: nvidia-ctk runtime configure --runtime=docker)"

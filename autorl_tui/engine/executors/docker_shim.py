@@ -52,8 +52,8 @@ def node_spec(launch: dict, gpu_ids: list[str], socket_path: Path | None) -> Lau
     """The spec as the docker executor runs it on this node: Ray's GPUs, the node's API socket."""
     spec = LaunchSpec.from_dict(launch["container"])
     spec.gpus = [str(g) for g in gpu_ids]
-    spec.grading_socket = socket_path
-    spec.placement = {}
+    spec.container.grading_socket = socket_path
+    spec.cluster.placement = {}
     return spec
 
 

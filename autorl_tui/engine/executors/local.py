@@ -5,6 +5,8 @@ unless the run's plan said `isolation: none`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import asyncio
 import dataclasses
 import json
@@ -108,9 +110,29 @@ class LocalHandle(AgentHandle):
 
 class LocalExecutor(Executor):
     name = "local"
+    on_this_host = True
 
     def __init__(self, python: str | None = None):
         self.python = python or sys.executable
+
+    @classmethod
+    def for_engine(cls, home: Path) -> "LocalExecutor":
+        return cls()
+
+    def check_host(self, isolation: str, devices: Sequence[str] = ()) -> str | None:
+        if isolation == "none":
+            return None
+        mig = [d for d in devices if d.startswith("MIG-")]
+        if mig:
+            return (f"this engine's GPUs include MIG instances ({', '.join(mig)}), which the bubblewrap sandbox "
+                    f"cannot give an agent (it binds whole GPUs' device nodes only); use `executor: docker`, or give "
+                    f"the engine whole GPUs (CUDA_VISIBLE_DEVICES or --gpus)")
+        ok, why = self.available()
+        if ok:
+            return None
+        from autorl_tui.engine.executors.sandbox_bwrap import FIX
+
+        return f"executor local cannot isolate agents on this host ({why}); {FIX}"
 
     def available(self) -> tuple[bool, str]:
         from autorl_tui.engine.executors.sandbox_bwrap import probe
@@ -204,7 +226,7 @@ async def wait_for_shim(log_dir: Path, alive, kill, exited, timeout_s: float = 2
 def _sandbox(spec: LaunchSpec, runtime: AgentRuntime) -> dict | None:
     """What the agent's sandbox binds (see sandbox_bwrap.py); None when the run is unisolated.
     Its Python is the agent runtime (engine/agent_runtime.py), never the harness's environment."""
-    if not spec.isolate:
+    if not spec.sandbox.isolate:
         return None
     ro = [m.source for m in spec.mounts if m.target.startswith("/")]   # the agent's program folder
     dirs = spec.env.get("PATH", "").split(":")   # the agent stack's own executables (e.g. an npm prefix)
@@ -216,8 +238,9 @@ def _sandbox(spec: LaunchSpec, runtime: AgentRuntime) -> dict | None:
     workspace = spec.workspace
     return {"ro": [str(p) for p in ro], "writable": list(spec.writable),
             "ro_inside": [str(workspace / "models"), str(workspace / "data")],
-            "hide": [str(p) for p in [*spec.private_paths, *runtime.hidden()]], "gpus": [str(g) for g in spec.gpus],
-            "network": spec.network, "host_ports": list(spec.host_ports),
+            "hide": [str(p) for p in [*spec.sandbox.private_paths, *runtime.hidden()]],
+            "gpus": [str(g) for g in spec.gpus],
+            "network": spec.network, "host_ports": list(spec.sandbox.host_ports),
             "runtime": [str(p) for p in runtime.binds()]}
 
 

@@ -259,7 +259,7 @@ class RayHandle(AgentHandle):
         assert self._adopt is not None, "only a handle adopted while the cluster was unreachable waits for it"
         name, spec = self._adopt
         try:
-            ray = await reach_cluster(self.executor, spec.placement)
+            ray = await reach_cluster(self.executor, spec.cluster.placement)
             self.actor = await off_loop(_named_actor, ray, name)
         except ClusterUnreachable as exc:
             self.lost = str(exc)
@@ -323,6 +323,14 @@ class RayHandle(AgentHandle):
 class RayExecutor(Executor):
     name = "ray"
     PLACEMENT_TIMEOUT_S = 300.0
+    plan_keys = frozenset({"cluster"})
+    in_plan_form = False          # the form has no `cluster:` fields
+    uses_host_slots = False       # the cluster's nodes hold its runs (admit_runs)
+    takes_images = True           # `image:`: containers on the nodes
+    grades_remotely = True        # on the run's node (engine/ray_grading.py)
+    # Loaded by name, as plugins are (registry.py): the engine's grading client sits above the
+    # executors (it uses their sandbox), so no executor module imports it.
+    GRADING_MODULE = "autorl_tui.engine.ray_grading"
 
     def __init__(self, home: Path | str | None = None, address: str | None = None):
         self.home = Path(home) if home is not None else None
@@ -330,6 +338,7 @@ class RayExecutor(Executor):
         self._placed: dict[str, tuple[str, Request]] = {}     # run id -> (node id, request), our live actors
         self._seen_home: set[str] = set()                      # node ids that showed they see the home
         self._docker_ready: set[tuple[str, str | None]] = set()   # (node id, image) that can start containers
+        self._nvml_ready: set[str] = set()                     # GPU node ids whose processes read NVML
         self._packed: dict[str, str] = {}      # run id -> the node admission packed it on (asked of Ray, softly)
         self.view = ClusterView(lambda: self._ray().nodes())
 
@@ -423,8 +432,25 @@ class RayExecutor(Executor):
             raise UsageError(f"no node of the Ray cluster can hold a run asking {req.needs()} (nodes: {have or 'none'}); "
                              f"lower gpus_per_run / limits, or add a node that has them")
         self.check_home(ray, nodes)
+        # NOT wired yet: with `self.check_nvml(ray, nodes)` here, the Ray re-adoption test
+        # (test_engine_killed_mid_run_re_adopts_the_ray_actor) recorded a third, `duplicate`
+        # submission (twice in a row; it passes without the call). Cause not found yet.
         if wants_containers(options.get("cluster")) or options.get("image"):
             self.check_docker(ray, nodes, options.get("image"))
+
+    def check_nvml(self, ray, nodes: dict[str, dict]) -> None:
+        """Every alive node with GPUs must read them through NVML (ray_node.nvml_ready), checked once per node."""
+        from autorl_tui.engine.executors.ray_node import nvml_ready, nvml_verdict
+
+        totals = node_totals(nodes)
+        todo = [nid for nid in nodes if totals[nid].get("GPU", 0) > 0 and nid not in self._nvml_ready]
+        if not todo:
+            return
+        results = self._on_each_node(ray, todo, nvml_ready, what="NVML on the Ray nodes with GPUs")
+        refusal = nvml_verdict(results)
+        if refusal:
+            raise UsageError(refusal)
+        self._nvml_ready.update(r["node_id"] for r in results)
 
     def check_docker(self, ray, nodes: dict[str, dict], image: str | None) -> None:
         """A plan asking for containers: every alive node runs a tiny pinned task that checks its
@@ -442,6 +468,43 @@ class RayExecutor(Executor):
                              f"{names}. Start Docker there and `docker load` the image on every node, or drop "
                              f"`image:`/`cluster.containers` to run in the bubblewrap sandbox (docs/cluster.md)")
         self._docker_ready.update((r["node_id"], image) for r in results)
+
+    # -------------------------------------------------------------- the Executor interface
+    @classmethod
+    def check_plan(cls, raw: dict, options: dict, where: str) -> None:
+        from autorl_tui.engine.executors.ray_plan import check_plan
+
+        check_plan(raw, options, where)
+
+    @classmethod
+    def runs_in_container(cls, options: dict) -> bool:
+        return wants_containers(options.get("cluster"))
+
+    @classmethod
+    def cluster_configured(cls) -> bool:
+        return bool(os.environ.get("RAY_ADDRESS"))
+
+    def admit_runs(self, queued: list[tuple[str, int, dict]], active: list[tuple[str, int, dict]]) -> list[str]:
+        for _, _, options in queued:      # runs queued by an earlier engine name their cluster too
+            self.address = self.address or cluster_address(options.get("cluster"))
+        return self.admit([request_of(*q) for q in queued], [request_of(*a) for a in active])
+
+    def cluster_state(self, reader) -> dict | None:
+        from autorl_tui.engine.executors.ray_view import holdings
+
+        held = holdings(reader.live_attempts(self.name))
+        return cluster_state(self.address or cluster_address(), self.view.current(), self.view.error, held)
+
+    def _grading(self):
+        import importlib
+
+        return importlib.import_module(self.GRADING_MODULE)
+
+    async def grade_remotely(self, request: dict, work_dir: Path, **kw):
+        return await self._grading().grade_on_cluster(self, request, work_dir, **kw)
+
+    async def close(self) -> None:
+        await off_loop(self._grading().close_all)
 
     # -------------------------------------------------------------- scheduling
     def admit(self, queued: list[Request], active: list[Request]) -> list[str]:
@@ -470,12 +533,12 @@ class RayExecutor(Executor):
         return ray.remote(RunNode)
 
     async def start(self, spec: LaunchSpec) -> AgentHandle:
-        ray = await off_loop(self._ray, spec.placement)
+        ray = await off_loop(self._ray, spec.cluster.placement)
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        req = request_of(spec.run_id, int(spec.placement.get("gpus") or 0),
+        req = request_of(spec.run_id, int(spec.cluster.placement.get("gpus") or 0),
                          {"limits": {"cpus": spec.cpus, "memory_bytes": spec.memory_bytes},
-                          "cluster": spec.placement})
+                          "cluster": spec.cluster.placement})
         name = actor_name(self.home, spec.run_id, spec.attempt)
         spec.log_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("exit.json", "shim.json", "kill_reason", "ray.json", "docker-logs.json"):
@@ -493,7 +556,7 @@ class RayExecutor(Executor):
             resources=custom or None, scheduling_strategy=strategy).remote()
         self._placed.pop(spec.run_id, None)
         try:
-            launch = container_launch(spec, self.home) if wants_containers(spec.placement) else launch_of(spec)
+            launch = container_launch(spec, self.home) if wants_containers(spec.cluster.placement) else launch_of(spec)
             ref = actor.start.remote(launch, str(self.marker()))
             where = await asyncio.wait_for(asyncio.wrap_future(ref.future()), self.PLACEMENT_TIMEOUT_S)
         except asyncio.TimeoutError:
@@ -518,10 +581,10 @@ class RayExecutor(Executor):
         name = actor_name(self.home, spec.run_id, int(attempt["number"]))
         handle = RayHandle(self, spec.run_id, None, Path(attempt["log_dir"]))
         try:
-            ray = await off_loop(self._ray, spec.placement)
+            ray = await off_loop(self._ray, spec.cluster.placement)
         except ClusterUnreachable as exc:
             # Its gradings (a finalizing run's held-out test) connect to the same cluster.
-            self.address = self.address or cluster_address(spec.placement)
+            self.address = self.address or cluster_address(spec.cluster.placement)
             handle.waiting, handle._adopt = str(exc), (name, spec)
             return handle
         handle.actor = await off_loop(_named_actor, ray, name)
@@ -534,9 +597,9 @@ class RayExecutor(Executor):
         """An adopted run that still runs holds its node in admission's books."""
         if handle.is_alive() and handle.where.get("node_id"):
             self._placed[spec.run_id] = (handle.where["node_id"],
-                                         request_of(spec.run_id, int(spec.placement.get("gpus") or 0),
+                                         request_of(spec.run_id, int(spec.cluster.placement.get("gpus") or 0),
                                                     {"limits": {"cpus": spec.cpus, "memory_bytes": spec.memory_bytes},
-                                                     "cluster": spec.placement}))
+                                                     "cluster": spec.cluster.placement}))
 
 
 def _named_actor(ray, name: str):

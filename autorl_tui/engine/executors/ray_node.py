@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from autorl_tui import settings
 from autorl_tui.engine.executors.docker_shim import parent_death_signal
 
 
@@ -107,6 +108,49 @@ def can_see(marker: str) -> dict:
 
     return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
             "ok": Path(marker).is_file()}
+
+
+def nvml_probe() -> tuple[bool, str]:
+    """Whether a node with NVIDIA GPUs can read them through NVML (nvidia-ml-py): without it, its
+    gradings would not know its GPUs and would run on the CPU. A node with no NVIDIA device node
+    (/dev/nvidiaN, or under $AUTORL_DEVICE_ROOT) declares stand-in GPUs (a test cluster): not refused."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+        return True, ""
+    except ImportError:
+        why = "nvidia-ml-py is not installed"
+    except Exception as exc:       # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        why = f"NVML unavailable: {exc}"
+    root = settings.current().device_root or Path("/dev")
+    if not any(p.name[len("nvidia"):].isdigit() for p in root.glob("nvidia*")):
+        return True, f"no NVIDIA device here ({why}): its GPUs are declared stand-ins"
+    return False, why
+
+
+def nvml_ready() -> dict:
+    """A task pinned to a node that has GPUs: can it read them through NVML?"""
+    import ray
+
+    ok, why = nvml_probe()
+    return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(), "ok": ok,
+            "why": why}
+
+
+def nvml_verdict(results: list[dict]) -> str | None:
+    """The refusal for GPU nodes whose processes cannot read NVML (one line, with the fix), or None."""
+    blind = [r for r in results if not r["ok"]]
+    if not blind:
+        return None
+    names = "; ".join(f"{r['hostname']} ({r['node_id'][:12]}): {r['why']}" for r in blind)
+    return (f"Ray node(s) with GPUs cannot read them through NVML: {names}. Their gradings would run on the "
+            f"CPU without a word; install nvidia-ml-py there (pip install 'autorl-tui[ray]' brings it) and check "
+            f"the NVIDIA driver (nvidia-smi)")
 
 
 def docker_ready(image: str | None) -> dict:

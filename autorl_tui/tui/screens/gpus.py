@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Static
 from autorl_tui.tui.widgets.footer import console_footer
 from autorl_tui.tui.actions import bindings
 from autorl_tui.tui.formatting import ACTIVE_STATES, fmt_elapsed_budget, short_id
+from autorl_tui.catalog.plans import DEFAULT_EXECUTOR, host_slot_executors
 from autorl_tui.units import fmt_bytes
 from autorl_tui.tui.model import Changes
 
@@ -56,8 +57,10 @@ class GpusScreen(Screen):
             for key, label in (("slot", "Slot"), ("run", "Run"), ("task", "Task/agent"), ("state", "State"),
                                ("time", "Elapsed/Budget")):
                 table.add_column(label, key=key)
-            # Ray runs hold the cluster's resources (below), not this host's slots.
-            active = [r for r in model.runs.values() if r["state"] in ACTIVE_STATES and r.get("executor") != "ray"]
+            # A cluster executor's runs hold the cluster's resources (below), not this host's slots.
+            on_host = host_slot_executors()
+            active = [r for r in model.runs.values()
+                      if r["state"] in ACTIVE_STATES and (r.get("executor") or DEFAULT_EXECUTOR) in on_host]
             active.sort(key=lambda r: r["id"])
             for i, run in enumerate(active, 1):
                 table.add_row(f"cpu{i}", short_id(run["id"]), f"{run['task']}/{run['agent']}", run["state"],

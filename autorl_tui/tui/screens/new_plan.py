@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input, Label, Select, SelectionList, Static, TextArea
 
-from autorl_tui.catalog.plans import parse_plan
+from autorl_tui.catalog.plans import DEFAULT_EXECUTOR, form_executors, parse_plan
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.tui.widgets.footer import console_footer
 from autorl_tui.tui.actions import bindings
@@ -76,7 +76,7 @@ class NewPlanScreen(Screen):
                     yield Input("10m", id="budget", placeholder="10m, 1h30m")
                 with Horizontal(classes="field-row"):
                     yield Label("Executor", classes="field-label")
-                    yield Select([("local", "local"), ("docker", "docker")], value="local", allow_blank=False,
+                    yield Select([(name, name) for name in form_executors()], value=DEFAULT_EXECUTOR, allow_blank=False,
                                  id="executor")
                     yield Label("GPUs/run", classes="field-label")
                     yield Input("0", id="gpus", type="integer")
@@ -226,8 +226,8 @@ class NewPlanScreen(Screen):
             q("#name", Input).value = str(raw.get("name") or "")
             q("#seeds", Input).value = ",".join(as_list(raw.get("seeds"))) or "0"
             q("#budget", Input).value = str(raw.get("budget", "10m"))
-            executor = str(raw.get("executor", "local"))
-            if executor in ("local", "docker"):
+            executor = str(raw.get("executor", DEFAULT_EXECUTOR))
+            if executor in form_executors():
                 q("#executor", Select).value = executor
             q("#gpus", Input).value = str(raw.get("gpus_per_run", 0))
             q("#priority", Input).value = str(raw.get("priority", 0))

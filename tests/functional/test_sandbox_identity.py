@@ -106,3 +106,25 @@ def test_a_program_in_the_code_sandbox_needs_no_passwd_entry():
     assert outcome.passed, outcome
     user, tilde, path_home, uid, owner = json.loads(outcome.stdout.strip().splitlines()[-1])
     assert user == SANDBOX_USER and tilde == path_home and uid == owner
+
+
+def test_the_engines_bwrap_setting_reaches_the_agents_shim(monkeypatch):
+    """AUTORL_BWRAP names a bubblewrap outside PATH (a GPU box given an unpacked one): the agent's
+    sandbox is built with it, though the shim runs with a minimal environment (GPU run 2 failed
+    with "No such file or directory: '/usr/bin/bwrap'")."""
+    root = make_reachable_home("autorl-bwrap-")
+    root.mkdir()
+    try:
+        real = shutil.which(os.environ.get("AUTORL_BWRAP") or "bwrap")
+        marker = root / "wrapper-called"
+        wrapper = root / "tools" / "bwrap-wrapper"
+        wrapper.parent.mkdir()
+        wrapper.write_text(f"#!/bin/sh\necho called > {marker}\nexec {real} \"$@\"\n")
+        wrapper.chmod(0o755)
+        monkeypatch.setenv("AUTORL_BWRAP", str(wrapper))
+        info, out, err = run_local_agent(root, ["/usr/bin/python3", "-c", "print('inside')"])
+        assert info.get("exit_code") == 0, (info, err[-2000:])
+        assert out.strip().endswith("inside")
+        assert marker.read_text().strip() == "called"
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)

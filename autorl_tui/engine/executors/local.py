@@ -226,6 +226,8 @@ async def wait_for_shim(log_dir: Path, alive, kill, exited, timeout_s: float = 2
 def _sandbox(spec: LaunchSpec, runtime: AgentRuntime) -> dict | None:
     """What the agent's sandbox binds (see sandbox_bwrap.py); None when the run is unisolated.
     Its Python is the agent runtime (engine/agent_runtime.py), never the harness's environment."""
+    from autorl_tui.engine.executors.sandbox_bwrap import bwrap_path
+
     if not spec.sandbox.isolate:
         return None
     ro = [m.source for m in spec.mounts if m.target.startswith("/")]   # the agent's program folder
@@ -241,7 +243,7 @@ def _sandbox(spec: LaunchSpec, runtime: AgentRuntime) -> dict | None:
             "hide": [str(p) for p in [*spec.sandbox.private_paths, *runtime.hidden()]],
             "gpus": [str(g) for g in spec.gpus],
             "network": spec.network, "host_ports": list(spec.sandbox.host_ports),
-            "runtime": [str(p) for p in runtime.binds()]}
+            "runtime": [str(p) for p in runtime.binds()], "bwrap": bwrap_path()}
 
 
 def _package_root() -> str:

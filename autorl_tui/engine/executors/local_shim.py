@@ -187,7 +187,8 @@ def main(spec_path: str) -> int:
                              ro_inside=[Path(p) for p in sandbox["ro_inside"]], hide=[Path(p) for p in sandbox["hide"]],
                              gpus=gpus, network=not net.isolated, net_args=net.bwrap_args(),
                              info_fd=info and info[1], block_fd=block and block[0], seccomp_fd=seccomp,
-                             runtime=[Path(p) for p in sandbox["runtime"]])   # the agent runtime, never the harness's
+                             runtime=[Path(p) for p in sandbox["runtime"]],   # the agent runtime, never the harness's
+                             bwrap=sandbox.get("bwrap"))
             command = box.argv(net.command(inside_python(), argv))
         except FileNotFoundError as exc:
             return _ended(log_dir, net, 127, "start_failed", exc)

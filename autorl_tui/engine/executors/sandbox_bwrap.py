@@ -184,9 +184,12 @@ class Sandbox:
     # The Python runtime bound read-only: None is the harness's own (the grader's sandboxes); an
     # agent's sandbox names the agent runtime (engine/agent_runtime.py), whose hidden folders go in `hide`.
     runtime: list[Path] | None = None
+    # The bubblewrap binary, resolved where the sandbox was asked for (the engine: AUTORL_BWRAP),
+    # since the shim that builds it runs with a minimal environment. None: bwrap_path() here.
+    bwrap: str | None = None
 
     def argv(self, command: list[str]) -> list[str]:
-        argv = [bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
+        argv = [self.bwrap or bwrap_path(), "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
                 "--unshare-uts", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
         if not self.network:
             argv.insert(1, "--unshare-net")

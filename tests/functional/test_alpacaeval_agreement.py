@@ -1,0 +1,116 @@
+"""AlpacaEval 2.0: our `alpaca_eval` scorer gives the numbers alpaca-eval's own `evaluate` gives
+on the same model outputs, reference outputs and judgments.
+
+The judge is a paid LLM API: a local HTTP server speaking the OpenAI chat-completions protocol
+stands in for it (tests/support/alpaca_judge.py, deterministic preferences). The reference side
+is alpaca-eval's `evaluate(model_outputs, reference_outputs, annotators_config=...)`, the call
+AutoRL-Bench's evaluator makes, with an annotator configuration written the way AutoRL-Bench's
+`annotators_gpt52_fn` is (alpaca-eval's `alpaca_eval_gpt4_turbo_fn` with model gpt-5.2); the only
+thing changed on that side is where alpaca-eval's hub download of `df_gamed.csv` is answered from
+(the same local file our side reads). The files are made-up content in the official layout.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path
+from autorl_tui.grading.scorers import get_scorer
+from autorl_tui.grading.types import Completion, ScorerContext
+from tests.support import alpacaeval_data as data
+from tests.support.alpaca_judge import AlpacaJudge
+
+pytest.importorskip("alpaca_eval")
+
+
+class ReplayPolicy:
+    """The model's outputs, given (the agreement is about scoring them, not producing them)."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+        self.prompts = None
+
+    def generate(self, prompts, **kw):
+        self.prompts = prompts
+        return [[Completion(o, len(o.split()), "stop")] for o in self.outputs]
+
+
+def official_folder(root: Path, n: int) -> Path:
+    root.mkdir(parents=True)
+    (root / "alpaca_eval_gpt4_baseline.json").write_text(json.dumps(data.eval_set(n)))
+    (root / "df_gamed.csv").write_bytes(data.df_gamed_csv())
+    (root / "alpaca_train.parquet").write_bytes(data.alpaca_parquet(80))
+    return root
+
+
+def autorl_bench_config(folder: Path, judge_url: str) -> Path:
+    """An annotator configuration as AutoRL-Bench's annotators_gpt52_fn/configs.yaml has it."""
+    import alpaca_eval
+    base = Path(alpaca_eval.__file__).parent / "evaluators_configs"
+    entry = yaml.safe_load((base / "alpaca_eval_gpt4_turbo_fn" / "configs.yaml").read_text())["alpaca_eval_gpt4_turbo_fn"]
+    entry["prompt_template"] = str(base / "alpaca_eval_gpt4_turbo_fn" / "alpaca_eval_fn.txt")
+    entry["completions_kwargs"]["model_name"] = "gpt-5.2"
+    (folder / "annotators_gpt52_fn").mkdir(parents=True)
+    clients = folder / "clients.yaml"
+    clients.write_text(yaml.safe_dump({"default": [{"api_key": "test-key", "base_url": judge_url}]}))
+    entry["completions_kwargs"]["client_config_path"] = str(clients)
+    path = folder / "annotators_gpt52_fn" / "configs.yaml"
+    path.write_text(yaml.safe_dump({"alpaca_eval_gpt5_2_fn": entry}))
+    return path
+
+
+def alpaca_eval_own(model_outputs, reference_outputs, config: Path, gamed: Path, monkeypatch) -> dict:
+    import alpaca_eval
+    import alpaca_eval.metrics.glm_winrate as glm
+    monkeypatch.setattr(glm, "hf_hub_download", lambda repo_id, filename, **kw: str(gamed / filename))
+    board, annotations = alpaca_eval.evaluate(model_outputs=model_outputs, reference_outputs=reference_outputs,
+                                              annotators_config=str(config), name="model", output_path=None,
+                                              precomputed_leaderboard=None, is_return_instead_of_print=True,
+                                              metric_kwargs={"save_weights_dir": None})
+    return dict(board.loc["model"])
+
+
+def ours(tmp_path, monkeypatch, folder: Path, outputs, judge_url: str, protocol=None):
+    monkeypatch.setenv("ALPACAEVAL_PATH", str(folder))
+    card = find_task("alpacaeval", task_search_path([]), protocol=protocol)
+    split = materialize(card, "test", tmp_path / "cache")
+    items = read_items(split)
+    scorer = get_scorer(card.scorer)
+    opts = {**card.scorer_options, "judge_url": judge_url}
+    ctx = ScorerContext(card.dir, "test", split, tmp_path / "scratch", opts)
+    policy = ReplayPolicy(outputs)
+    return scorer.evaluate(policy, items, card.protocol, ctx), policy, items
+
+
+@pytest.mark.parametrize("n", [16, 79, pytest.param(805, marks=pytest.mark.slow)])
+def test_lc_win_rate_equals_alpaca_evals_own(n, tmp_path, monkeypatch):
+    folder = official_folder(tmp_path / "official", n)
+    refs = data.eval_set(n)
+    outputs = data.model_outputs(refs)
+    with AlpacaJudge() as judge:
+        result, policy, items = ours(tmp_path, monkeypatch, folder, outputs, judge.url)
+        ours_requests = len(judge.requests)
+        # AutoRL-Bench strips the generated text before it hands it to alpaca-eval.
+        model_outputs = [{"instruction": r["instruction"], "output": o.strip(), "generator": "model",
+                          "dataset": r["dataset"]} for r, o in zip(refs, outputs)]
+        own = alpaca_eval_own(model_outputs, refs, autorl_bench_config(tmp_path / "ae", judge.url), folder,
+                              monkeypatch)
+    assert ours_requests == n and {r["model"] for r in judge.requests} == {"gpt-5.2"}
+    assert all(r["tools"] for r in judge.requests)
+    # The prompts are AutoRL-Bench's: the instruction alone, one user turn.
+    assert policy.prompts[0] == [{"role": "user", "content": refs[0]["instruction"]}]
+    assert [it["id"] for it in items][:2] == ["alpacaeval-000", "alpacaeval-001"]
+    m = result.metrics
+    print(f"n={n}: ours LC {result.score:.4f} win {m['win_rate']:.4f}; alpaca-eval LC "
+          f"{own['length_controlled_winrate']:.4f} win {own['win_rate']:.4f}")
+    assert abs(result.score - own["length_controlled_winrate"]) <= 0.5, (result.score, own)
+    assert abs(m["win_rate"] - own["win_rate"]) <= 1e-9
+    assert m["n_total"] == own["n_total"] == n
+    assert m["annotator"] == "alpaca_eval_gpt5_2_fn" and m["judge_model"] == "gpt-5.2"
+    # Not a degenerate case: the judge's verdicts are mixed and the LC rate is not the raw rate.
+    assert 0 < m["n_wins"] < n and abs(result.score - m["win_rate"]) > 0.01
+    # Sample verdicts are the annotations' preferences.
+    wins = sum(1 for s in result.samples if s.score == 1.0)
+    assert wins == m["n_wins"]

@@ -202,7 +202,7 @@ def find_task(task_id: str, search_path: list[Path], protocol: str | None = None
             return load_task_card(card, protocol, data_home)
     from autorl_tui.catalog.autorl_bench import task_alias
 
-    ours = task_alias(task_id)     # AutoRL-Bench's task ids (e.g. alpacaeval → alpaca-judge)
+    ours = task_alias(task_id)     # AutoRL-Bench's task ids (all six are our ids too)
     if ours is not None and ours != task_id:
         return find_task(ours, search_path, protocol, data_home)
     known = ", ".join(sorted(list_tasks(search_path))) or "none"

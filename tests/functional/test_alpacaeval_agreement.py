@@ -45,19 +45,20 @@ def official_folder(root: Path, n: int) -> Path:
     return root
 
 
-def autorl_bench_config(folder: Path, judge_url: str) -> Path:
-    """An annotator configuration as AutoRL-Bench's annotators_gpt52_fn/configs.yaml has it."""
+def reference_config(folder: Path, judge_url: str, packaged: str, model: str, name: str) -> Path:
+    """An annotator configuration as AutoRL-Bench writes one (its annotators_gpt52_fn/configs.yaml is
+    alpaca-eval's alpaca_eval_gpt4_turbo_fn with model gpt-5.2), its client pointed at the stand-in."""
     import alpaca_eval
     base = Path(alpaca_eval.__file__).parent / "evaluators_configs"
-    entry = yaml.safe_load((base / "alpaca_eval_gpt4_turbo_fn" / "configs.yaml").read_text())["alpaca_eval_gpt4_turbo_fn"]
-    entry["prompt_template"] = str(base / "alpaca_eval_gpt4_turbo_fn" / "alpaca_eval_fn.txt")
-    entry["completions_kwargs"]["model_name"] = "gpt-5.2"
-    (folder / "annotators_gpt52_fn").mkdir(parents=True)
+    entry = yaml.safe_load((base / packaged / "configs.yaml").read_text())[packaged]
+    entry["prompt_template"] = str(base / entry["prompt_template"])
+    entry["completions_kwargs"]["model_name"] = model
+    (folder / name).mkdir(parents=True)
     clients = folder / "clients.yaml"
     clients.write_text(yaml.safe_dump({"default": [{"api_key": "test-key", "base_url": judge_url}]}))
     entry["completions_kwargs"]["client_config_path"] = str(clients)
-    path = folder / "annotators_gpt52_fn" / "configs.yaml"
-    path.write_text(yaml.safe_dump({"alpaca_eval_gpt5_2_fn": entry}))
+    path = folder / name / "configs.yaml"
+    path.write_text(yaml.safe_dump({name: entry}))
     return path
 
 
@@ -84,21 +85,29 @@ def ours(tmp_path, monkeypatch, folder: Path, outputs, judge_url: str, protocol=
     return scorer.evaluate(policy, items, card.protocol, ctx), policy, items
 
 
-@pytest.mark.parametrize("n", [16, 79, pytest.param(805, marks=pytest.mark.slow)])
-def test_lc_win_rate_equals_alpaca_evals_own(n, tmp_path, monkeypatch):
+PROTOCOLS = {   # protocol -> (alpaca-eval's packaged annotator, judge model, annotator name)
+    "autorl-bench": ("alpaca_eval_gpt4_turbo_fn", "gpt-5.2", "alpaca_eval_gpt5_2_fn"),
+    "leaderboard": ("weighted_alpaca_eval_gpt4_turbo", "gpt-4-1106-preview", "weighted_alpaca_eval_gpt4_turbo"),
+}
+
+
+@pytest.mark.parametrize("n,protocol", [(16, "autorl-bench"), (79, "autorl-bench"), (16, "leaderboard"),
+                                        pytest.param(805, "autorl-bench", marks=pytest.mark.slow)])
+def test_lc_win_rate_equals_alpaca_evals_own(n, protocol, tmp_path, monkeypatch):
+    packaged, model, name = PROTOCOLS[protocol]
     folder = official_folder(tmp_path / "official", n)
     refs = data.eval_set(n)
     outputs = data.model_outputs(refs)
     with AlpacaJudge() as judge:
-        result, policy, items = ours(tmp_path, monkeypatch, folder, outputs, judge.url)
+        result, policy, items = ours(tmp_path, monkeypatch, folder, outputs, judge.url, protocol)
         ours_requests = len(judge.requests)
         # AutoRL-Bench strips the generated text before it hands it to alpaca-eval.
         model_outputs = [{"instruction": r["instruction"], "output": o.strip(), "generator": "model",
                           "dataset": r["dataset"]} for r, o in zip(refs, outputs)]
-        own = alpaca_eval_own(model_outputs, refs, autorl_bench_config(tmp_path / "ae", judge.url), folder,
-                              monkeypatch)
-    assert ours_requests == n and {r["model"] for r in judge.requests} == {"gpt-5.2"}
-    assert all(r["tools"] for r in judge.requests)
+        own = alpaca_eval_own(model_outputs, refs, reference_config(tmp_path / "ae", judge.url, packaged, model, name),
+                              folder, monkeypatch)
+    assert ours_requests == n and {r["model"] for r in judge.requests} == {model}
+    assert all(r["tools"] if protocol == "autorl-bench" else r["logprobs"] for r in judge.requests)
     # The prompts are AutoRL-Bench's: the instruction alone, one user turn.
     assert policy.prompts[0] == [{"role": "user", "content": refs[0]["instruction"]}]
     assert [it["id"] for it in items][:2] == ["alpacaeval-000", "alpacaeval-001"]
@@ -108,9 +117,8 @@ def test_lc_win_rate_equals_alpaca_evals_own(n, tmp_path, monkeypatch):
     assert abs(result.score - own["length_controlled_winrate"]) <= 0.5, (result.score, own)
     assert abs(m["win_rate"] - own["win_rate"]) <= 1e-9
     assert m["n_total"] == own["n_total"] == n
-    assert m["annotator"] == "alpaca_eval_gpt5_2_fn" and m["judge_model"] == "gpt-5.2"
+    assert m["annotator"] == name and m["judge_model"] == model
     # Not a degenerate case: the judge's verdicts are mixed and the LC rate is not the raw rate.
     assert 0 < m["n_wins"] < n and abs(result.score - m["win_rate"]) > 0.01
-    # Sample verdicts are the annotations' preferences.
-    wins = sum(1 for s in result.samples if s.score == 1.0)
-    assert wins == m["n_wins"]
+    # Sample verdicts are the annotations' preferences (the weighted annotator's are fractions).
+    assert sum(s.score for s in result.samples) == pytest.approx(m["win_rate"] * n / 100)

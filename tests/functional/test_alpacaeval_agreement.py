@@ -122,3 +122,39 @@ def test_lc_win_rate_equals_alpaca_evals_own(n, protocol, tmp_path, monkeypatch)
     assert 0 < m["n_wins"] < n and abs(result.score - m["win_rate"]) > 0.01
     # Sample verdicts are the annotations' preferences (the weighted annotator's are fractions).
     assert sum(s.score for s in result.samples) == pytest.approx(m["win_rate"] * n / 100)
+
+
+def test_score_annotations_recomputes_alpaca_evals_numbers(tmp_path, monkeypatch):
+    """`autorl-tui score alpacaeval --annotations F` re-scores cached judgments in alpaca-eval's own
+    format with alpaca-eval's own metric (no judge asked), and refuses a malformed file in one line."""
+    import random
+
+    import alpaca_eval.metrics.glm_winrate as glm
+    from tests.support.harness import cli
+
+    folder = official_folder(tmp_path / "official", 30)
+    refs = data.eval_set(30)
+    rng = random.Random(5)
+    annotations = [{"instruction": r["instruction"], "output_1": r["output"], "output_2": o.strip(),
+                    "generator_1": "gpt4_turbo", "generator_2": "my-model", "annotator": "alpaca_eval_gpt5_2_fn",
+                    "preference": rng.choice([1.0, 2.0, 2.0, 1.5])}
+                   for r, o in zip(refs, data.model_outputs(refs))]
+    path = tmp_path / "annotations.json"
+    path.write_text(json.dumps(annotations, indent=2))
+    env = {"ALPACAEVAL_PATH": str(folder)}
+    proc = cli("score", "alpacaeval", "--annotations", str(path), "--json", home=tmp_path / "home", env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    monkeypatch.setattr(glm, "hf_hub_download", lambda repo_id, filename, **kw: str(folder / filename))
+    own = glm.get_length_controlled_winrate(annotations, save_weights_dir=None)
+    assert got["lc_win_rate"] == pytest.approx(own["length_controlled_winrate"], abs=1e-9)
+    assert got["win_rate"] == pytest.approx(own["win_rate"], abs=1e-9) and got["n"] == 30
+    assert got["protocol"] == "autorl-bench"
+    text = cli("score", "alpacaeval", "--annotations", str(path), home=tmp_path / "home", env=env)
+    assert text.returncode == 0 and f"length-controlled win rate {own['length_controlled_winrate']:.2f}" in text.stdout
+    # A record without its preference: exit 2, one line saying what is missing.
+    del annotations[3]["preference"]
+    path.write_text(json.dumps(annotations))
+    bad = cli("score", "alpacaeval", "--annotations", str(path), home=tmp_path / "home", env=env)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "record 4 lacks preference" in bad.stderr

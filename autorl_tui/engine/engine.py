@@ -196,6 +196,12 @@ class Engine:
                 materialize(card, "train", self.home.cache / "tasks")
             except DataUnavailable:
                 raise
+        if card.data.get("provider") == "python" and card.data.get("official"):   # a benchmark's files, by its provider
+            from autorl_tui.catalog.tasks import provider_module
+
+            missing = getattr(provider_module(card), "available", lambda _card: None)(card)
+            if missing:
+                raise DataUnavailable(missing)
         agent = find_agent(req.agent, self.agent_search_path())
         overlay = req.options.get("overlay") or {}
         passed = set(agent.env) | set(overlay_env(overlay, os.environ))     # refuses a named variable unset here

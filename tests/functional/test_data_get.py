@@ -145,3 +145,12 @@ def test_alpacaeval_unpinned_files_are_recorded_and_read(tmp_path, monkeypatch):
     from autorl_tui.tasks.alpacaeval.provider import available
     bare = find_task("alpacaeval", task_search_path([]), data_home=tmp_path / "empty")
     assert "autorl-tui data get alpacaeval" in available(bare) and "ALPACAEVAL_PATH" in available(bare)
+
+
+def test_alpacaeval_without_its_data_stops_at_plan_validation(tmp_path):
+    plan = write_plan(tmp_path / "plan.yaml", tasks=["alpacaeval"])
+    proc = cli("--plain", "--batch", str(plan), home=tmp_path / "home", env={"ALPACAEVAL_PATH": ""}, timeout=300)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert "autorl-tui data get alpacaeval" in proc.stderr and "ALPACAEVAL_PATH" in proc.stderr
+    assert not (tmp_path / "home" / "models" / "tiny").exists()      # refused before anything was built

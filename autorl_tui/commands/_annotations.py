@@ -44,21 +44,21 @@ def read_annotations(path: Path) -> list[dict]:
 
 
 def run_annotations(args, card, split_path: Path) -> int:
-    from autorl_tui.grading.scorers.alpaca_eval import GAMED_FILE, lc_metrics
+    from autorl_tui.grading.scorers.alpaca_eval import GAMED_FILE, glm_folder, lc_metrics
 
     if card.scorer != "alpaca_eval":
         raise UsageError(f"--annotations takes alpaca-eval's annotations; task {card.id} uses the {card.scorer} "
                          "scorer (use --completions)")
     rows = read_annotations(Path(args.annotations).expanduser())
     try:
-        metrics = lc_metrics(rows, split_path.parent, str(card.scorer_options.get("glm") or "length_controlled_v1"))
+        metrics = lc_metrics(rows, glm_folder(split_path), str(card.scorer_options.get("glm") or "length_controlled_v1"))
     except ValueError as exc:
         raise UsageError(f"cannot score the annotations: {exc}") from None
     out = {k: v for k, v in metrics.items() if isinstance(v, (int, float, str)) or v is None}
     lc, win = out.get("length_controlled_winrate"), out.get("win_rate")
     if args.json:
         print(json.dumps({"task": card.id, "protocol": card.protocol_name, "annotations": str(args.annotations),
-                          "glm_file": str(split_path.parent / GAMED_FILE), "n": len(rows),
+                          "glm_file": str(glm_folder(split_path) / GAMED_FILE), "n": len(rows),
                           "win_rate": win, "lc_win_rate": lc, "metrics": out}))
         return int(ExitCode.OK)
     nan = lc is None or (isinstance(lc, float) and math.isnan(lc))

@@ -97,7 +97,8 @@ def run(args) -> int:
     if args.split not in card.splits:
         raise UsageError(f"task {card.id} has no split {args.split!r}; it has {', '.join(card.splits)} (--split)")
     split_path = materialize(card, args.split, home.cache / "tasks")
-    by_id = {str(item.get("id")): item for item in read_items(split_path)}
+    by_id = {str(item.get("id")): item for item in read_items(split_path / "items.jsonl" if split_path.is_dir()
+                                                              else split_path)}
     per_item: dict[str, list[str]] = {}
     for item_id, text in rows:
         if item_id not in by_id:

@@ -77,7 +77,7 @@ def ours(tmp_path, monkeypatch, folder: Path, outputs, judge_url: str, protocol=
     monkeypatch.setenv("ALPACAEVAL_PATH", str(folder))
     card = find_task("alpacaeval", task_search_path([]), protocol=protocol)
     split = materialize(card, "test", tmp_path / "cache")
-    items = read_items(split)
+    items = read_items(split / "items.jsonl")
     scorer = get_scorer(card.scorer)
     opts = {**card.scorer_options, "judge_url": judge_url}
     ctx = ScorerContext(card.dir, "test", split, tmp_path / "scratch", opts)

@@ -127,11 +127,11 @@ def test_alpacaeval_unpinned_files_are_recorded_and_read(tmp_path, monkeypatch):
     assert "not pinned by the card" in proc.stdout
     card = find_task("alpacaeval", task_search_path([]), data_home=home / "data")
     test_path = materialize(card, "test", tmp_path / "cache")
-    test = read_items(test_path)
-    dev = read_items(materialize(card, "dev", tmp_path / "cache"))
+    test = read_items(test_path / "items.jsonl")      # a judged split is a folder: items and the GLM's file
+    dev = read_items(materialize(card, "dev", tmp_path / "cache") / "items.jsonl")
     train = read_items(materialize(card, "train", tmp_path / "cache"))
     assert [t["id"] for t in test][:2] == ["alpacaeval-000", "alpacaeval-001"] and len(test) == 12
-    assert test[0]["reference_generator"] == "gpt4_turbo" and (test_path.parent / "df_gamed.csv").is_file()
+    assert test[0]["reference_generator"] == "gpt4_turbo" and (test_path / "df_gamed.csv").is_file()
     assert len(train) == 90 and set(train[0]) == {"instruction", "input", "output", "question", "answer"}
     assert train[0]["question"] == train[0]["instruction"] + "\n\nContext 0"       # AutoRL-Bench's question
     assert len(dev) == 64 and dev[-1]["prompt"] == train[-1]["question"]

@@ -15,7 +15,7 @@ Where alpaca-eval reaches out:
   configuration file written into the evaluation's private scratch folder (the key, read from
   `api_key_env`, is written there mode 0600 and nowhere else);
 - the hub: the GLM downloads `df_gamed.csv` from tatsu-lab/alpaca_eval on every call; we hand it
-  the copy `autorl-tui data get alpacaeval` verified (the provider puts it beside the split), so
+  the copy `autorl-tui data get alpacaeval` verified (the provider puts it in the split's folder), so
   grading needs no network besides the judge.
 
 Options: annotators_config (an alpaca-eval config name), annotator_name (the name recorded in
@@ -129,6 +129,11 @@ def local_hub_files(folder: Path):
             glm.hf_hub_download = original
 
 
+def glm_folder(split_path: Path) -> Path:
+    """Where a split keeps the GLM's file: in the split's folder (or beside a split file)."""
+    return split_path if split_path.is_dir() else split_path.parent
+
+
 def lc_metrics(annotations: list[dict], gamed_folder: Path, glm_name: str = "length_controlled_v1") -> dict:
     """alpaca-eval's own metrics on alpaca-eval-format annotations (win rate, LC win rate, counts)."""
     with local_hub_files(gamed_folder) as glm:
@@ -160,9 +165,9 @@ class AlpacaEvalScorer:
             missing = [k for k in self.item_fields if k not in item]
             if missing:
                 raise ValueError(f"alpaca_eval: item {item.get('id', '?')} lacks {', '.join(missing)}")
-        gamed = Path(ctx.split_path).parent
+        gamed = glm_folder(Path(ctx.split_path))
         if not (gamed / GAMED_FILE).is_file():
-            raise ValueError(f"alpaca_eval: {GAMED_FILE} is not beside the split ({gamed}); the alpacaeval data "
+            raise ValueError(f"alpaca_eval: {GAMED_FILE} is not in the split's folder ({gamed}); the alpacaeval data "
                              "provider puts it there from `autorl-tui data get alpacaeval`")
         config, annotator_name, judge_model = write_annotator_config(opts, Path(ctx.scratch_dir) / "alpaca_eval")
         ae = _alpaca_eval()

@@ -12,7 +12,8 @@ annotation's row number as the instruction's index, so the order is part of the 
 `train` is the first `train_rows` (2,000) Alpaca rows in AutoRL-Bench's own shape
 ({instruction, input, output, question, answer}); `dev`, the harness's feedback split that
 AutoRL-Bench does not have, is the last `dev_rows` of those training rows judged against
-Alpaca's own outputs. The GLM's file is copied beside every judged split, where the scorer finds it.
+Alpaca's own outputs. A judged split (dev, test) is a folder: `items.jsonl` and a copy of the GLM's
+file, so that the grader, which receives the split's folder, hands it to alpaca-eval.
 """
 
 from __future__ import annotations
@@ -120,18 +121,22 @@ def materialize(card, split: str, out_dir: Path) -> Path:
     if split == "train":
         items = [{"instruction": r["instruction"], "input": r.get("input") or "", "output": r["output"],
                   "question": _question(r), "answer": r["output"]} for r in _alpaca_rows(root, n_train)]
-    elif split == "dev":
+        return _write_jsonl(out_dir / "train.jsonl", items)
+    if split == "dev":
         rows = _alpaca_rows(root, n_train)
         start = max(0, len(rows) - n_dev)
         items = [{"id": f"alpaca-train-{start + i:05d}", "prompt": _question(r), "reference": r["output"],
                   "reference_generator": "alpaca_text_davinci_003", "dataset": "alpaca"}
                  for i, r in enumerate(rows[start:])]
-        _place_gamed(root, out_dir)
     elif split == "test":
         items = [{"id": f"alpacaeval-{i:03d}", "prompt": r["instruction"], "reference": r["output"],
                   "reference_generator": r.get("generator", "gpt4_turbo"), "dataset": r.get("dataset", "")}
                  for i, r in enumerate(_eval_rows(root))]
-        _place_gamed(root, out_dir)
     else:
         raise DataUnavailable(f"task {card.id}: no split {split!r} (train, dev, test)")
-    return _write_jsonl(out_dir / f"{split}.jsonl", items)
+    # A judged split is a folder (the grader receives it whole): its items and the GLM's file.
+    folder = out_dir / split
+    folder.mkdir(parents=True, exist_ok=True)
+    _place_gamed(root, folder)
+    _write_jsonl(folder / "items.jsonl", items)
+    return folder

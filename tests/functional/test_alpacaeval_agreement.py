@@ -112,6 +112,7 @@ def test_lc_win_rate_equals_alpaca_evals_own(n, protocol, tmp_path, monkeypatch)
     assert policy.prompts[0] == [{"role": "user", "content": refs[0]["instruction"]}]
     assert [it["id"] for it in items][:2] == ["alpacaeval-000", "alpacaeval-001"]
     m = result.metrics
+    json.dumps(result.to_dict())      # the grader sends it as JSON: no numpy scalars may remain
     print(f"n={n}: ours LC {result.score:.4f} win {m['win_rate']:.4f}; alpaca-eval LC "
           f"{own['length_controlled_winrate']:.4f} win {own['win_rate']:.4f}")
     assert abs(result.score - own["length_controlled_winrate"]) <= 0.5, (result.score, own)

@@ -144,7 +144,14 @@ def lc_metrics(annotations: list[dict], gamed_folder: Path, glm_name: str = "len
     with local_hub_files(gamed_folder) as glm:
         metrics = glm.get_length_controlled_winrate(list(annotations), glm_name=glm_name, save_weights_dir=None,
                                                     is_add_glm_preference_inplace=False)
-    return {k: (float(v) if isinstance(v, (int, float)) else v) for k, v in metrics.items()}
+    return {k: _plain(v) for k, v in metrics.items()}
+
+
+def _plain(value: Any) -> Any:
+    """numpy/pandas scalars (alpaca-eval's counts are int64) as Python numbers, for JSON."""
+    if hasattr(value, "item") and callable(value.item):
+        value = value.item()
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
 
 def _outcome(preference: Any) -> float | None:
@@ -208,7 +215,7 @@ class AlpacaEvalScorer:
             outcome = _outcome(ann.get("preference"))
             sample = SampleResult(str(item["id"]), prompt=item["prompt"], output=out, expected=item["reference"],
                                   tokens=comp[0].tokens, score=outcome,
-                                  data={"preference": ann.get("preference"),
+                                  data={"preference": _plain(ann.get("preference")),
                                         "judge_reply": str(ann.get("preference_raw_completion") or "")[:500]})
             if outcome is None:
                 sample.failure_kind = "runtime_error"

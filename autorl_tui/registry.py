@@ -41,6 +41,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "exact_match": "autorl_tui.grading.scorers.exact_match:ExactMatchScorer",
         "unit_tests": "autorl_tui.grading.scorers.unit_tests:UnitTestsScorer",
         "judge": "autorl_tui.grading.scorers.judge:JudgeScorer",
+        "alpaca_eval": "autorl_tui.grading.scorers.alpaca_eval:AlpacaEvalScorer",
         "env_success": "autorl_tui.grading.scorers.env_success:EnvSuccessScorer",
         "deepsearchqa": "autorl_tui.tasks.deepsearchqa.scorer:DeepSearchQAScorer",
     },

@@ -9,7 +9,7 @@ START_DEFAULT = "start.sh"
 CONFIG = "config.yaml"
 
 # Its task ids → our task cards (None: not in this harness yet).
-TASK_ALIASES: dict[str, str | None] = {"gsm8k": "gsm8k", "humaneval": "humaneval", "alpacaeval": "alpaca-judge",
+TASK_ALIASES: dict[str, str | None] = {"gsm8k": "gsm8k", "humaneval": "humaneval", "alpacaeval": "alpacaeval",
                                        "alfworld": "alfworld", "webshop": "webshop", "deepsearchqa": "deepsearchqa"}
 
 # A stack named in config.yaml (`stack:`, else a word of the folder id or `name`) → our stream

@@ -27,6 +27,10 @@ from autorl_tui import settings
 
 MANIFEST = ".official.json"
 HUBS = ("huggingface", "github")
+# A card may declare a file whose checksum its author could not obtain (`sha256: unpinned`): `data get`
+# then records the checksum of what it downloaded, and reports say so ("unpinned"), so that a copy
+# is still recognised as the one fetched; pin it by writing the printed sha256 into the card.
+UNPINNED = "unpinned"
 FIELDS = {"path", "hub", "repo", "revision", "file", "sha256", "repo_type"}
 
 
@@ -47,6 +51,10 @@ class OfficialFile:
             return f"{endpoint.rstrip('/')}/{prefix}{self.repo}/resolve/{self.revision}/{self.file}"
         endpoint = settings.current().github_endpoint
         return f"{endpoint.rstrip('/')}/{self.repo}/{self.revision}/{self.file}"
+
+    @property
+    def pinned(self) -> bool:
+        return self.sha256 != UNPINNED
 
     def source(self) -> str:
         """Where it is published, independent of the endpoint (for reports)."""
@@ -74,8 +82,8 @@ def official_files(data: dict, where: str = "task card") -> list[OfficialFile]:
         if rel.is_absolute() or ".." in rel.parts or not rel.parts:
             raise ValueError(f"{where}: data.official[{i}].path must be a relative path inside the task's data "
                              f"folder, got {f.path!r}")
-        if len(f.sha256) != 64 or any(c not in "0123456789abcdef" for c in f.sha256.lower()):
-            raise ValueError(f"{where}: data.official[{i}].sha256 must be 64 hex digits")
+        if f.pinned and (len(f.sha256) != 64 or any(c not in "0123456789abcdef" for c in f.sha256.lower())):
+            raise ValueError(f"{where}: data.official[{i}].sha256 must be 64 hex digits (or `{UNPINNED}`)")
         out.append(f)
     return out
 
@@ -98,7 +106,7 @@ def manifest_matches(folder: Path, files: list[OfficialFile]) -> bool:
     recorded = {m.get("path"): m for m in manifest.get("files", []) if isinstance(m, dict)}
     for f in files:
         m = recorded.get(f.path)
-        if not m or m.get("sha256") != f.sha256:
+        if not m or (f.pinned and m.get("sha256") != f.sha256) or (not f.pinned and m.get("pinned", True)):
             return False
         try:
             if (folder / f.path).stat().st_size != m.get("size"):
@@ -117,8 +125,10 @@ def origin(data: dict, root: Path | None, env: str | None) -> dict:
     except ValueError:
         files = []
     if files and root is not None and manifest_matches(root, files):
+        recorded = {m["path"]: m for m in json.loads((root / MANIFEST).read_text())["files"]}
         return {"kind": "official", "folder": str(root),
-                "files": [{"path": f.path, "source": f.source(), "sha256": f.sha256} for f in files]}
+                "files": [{"path": f.path, "source": f.source(), "sha256": recorded[f.path]["sha256"],
+                           **({} if f.pinned else {"pinned": False})} for f in files]}
     if provider == "local" or files:
         return {"kind": "local copy" if root is not None else "missing", "folder": str(root) if root else None,
                 "verified": False, "env": env}

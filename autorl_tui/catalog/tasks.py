@@ -202,7 +202,7 @@ def find_task(task_id: str, search_path: list[Path], protocol: str | None = None
             return load_task_card(card, protocol, data_home)
     from autorl_tui.catalog.autorl_bench import task_alias
 
-    ours = task_alias(task_id)     # AutoRL-Bench's task ids (e.g. alpacaeval → alpaca-judge)
+    ours = task_alias(task_id)     # AutoRL-Bench's task ids (all six are our ids too)
     if ours is not None and ours != task_id:
         return find_task(ours, search_path, protocol, data_home)
     known = ", ".join(sorted(list_tasks(search_path))) or "none"
@@ -296,6 +296,18 @@ def _materialize_files(card: TaskCard, split: str, out_dir: Path) -> Path:
     return _write_jsonl(out_dir / f"{split}.jsonl", _normalized(card, read_items(src), split))
 
 
+def files_fingerprint(root: Path, names) -> str:
+    """A folder's named files as a cache-key part: the folder, each file's size and modification time."""
+    stats = []
+    for name in names:
+        try:
+            st = (root / name).stat()
+            stats.append((name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            stats.append((name, None, None))
+    return json.dumps([str(root.resolve()), stats])
+
+
 def data_source_fingerprint(card: TaskCard) -> str:
     """Where a `local` or `python` provider would read its data from, and the files' sizes and
     modification times: empty for data shipped with the card or generated from it."""
@@ -305,14 +317,7 @@ def data_source_fingerprint(card: TaskCard) -> str:
         if root is None:
             return "missing"
         files = sorted({s.get("file") for s in card.data.get("splits", {}).values() if s.get("file")})
-        stats = []
-        for name in files:
-            try:
-                st = (root / name).stat()
-                stats.append((name, st.st_size, st.st_mtime_ns))
-            except OSError:
-                stats.append((name, None, None))
-        return json.dumps([str(root.resolve()), stats])
+        return files_fingerprint(root, files)
     if provider == "python":
         fingerprint = getattr(provider_module(card), "source_fingerprint", None)
         return fingerprint(card) if fingerprint else ""
@@ -409,9 +414,11 @@ def data_origin(card: TaskCard) -> dict:
     stand-in), for the run spec and reports."""
     provider = card.data.get("provider", "files")
     root = local_data_root(card) if provider == "local" else None
-    if provider == "python" and card.data_home is not None and card.data.get("official"):
-        root = card.data_home / card.id
-        root = root if root.is_dir() else None
+    if provider == "python" and card.data.get("official"):
+        env = card.data.get("env")     # a copy the user names wins, as for `local` cards
+        root = (Path(os.environ[env]).expanduser() if env and os.environ.get(env)
+                else card.data_home / card.id if card.data_home is not None else None)
+        root = root if root is not None and root.is_dir() else None
     return official_origin(card.data, root, card.data.get("env"))
 
 

@@ -59,12 +59,14 @@ def run(args) -> int:
         got = [(f, _download(f, stage / f"{i}.part")) for i, f in enumerate(files)]
         dest.mkdir(exist_ok=True)
         (dest / MANIFEST).unlink(missing_ok=True)     # the folder is not verified while files change
-        for f, (path, _size) in got:
+        for f, (path, _size, _digest) in got:
             target = dest / f.path
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(path, target)
         manifest = {"task": card.id, "files": [{"path": f.path, "source": f.source(), "url": f.url(),
-                                                 "sha256": f.sha256, "size": size} for f, (_, size) in got]}
+                                                 "sha256": digest, "size": size,
+                                                 **({} if f.pinned else {"pinned": False})}
+                                                for f, (_, size, digest) in got]}
         tmp = stage / "manifest"
         tmp.write_text(json.dumps(manifest, indent=1) + "\n")
         os.replace(tmp, dest / MANIFEST)
@@ -75,13 +77,16 @@ def run(args) -> int:
         print()
         return 0
     for entry in manifest["files"]:
-        print(f"{dest / entry['path']}  sha256 {entry['sha256']}  ({entry['size']:,} bytes, {entry['source']})")
+        unpinned = "" if entry.get("pinned", True) else "; not pinned by the card: recorded as downloaded"
+        print(f"{dest / entry['path']}  sha256 {entry['sha256']}  ({entry['size']:,} bytes, {entry['source']}"
+              f"{unpinned})")
     print(f"task {card.id}: official data verified in {dest}")
     return 0
 
 
-def _download(f, out: Path) -> tuple[Path, int]:
-    """Download one file to `out`, hashing as it streams; UsageError/InfraError on failure."""
+def _download(f, out: Path) -> tuple[Path, int, str]:
+    """Download one file to `out`, hashing as it streams: (path, size, sha256); InfraError on failure
+    or a checksum that is not the card's (a card's `unpinned` file is taken as it comes)."""
     import hashlib
     import urllib.error
     import urllib.request
@@ -103,7 +108,7 @@ def _download(f, out: Path) -> tuple[Path, int]:
         reason = getattr(exc, "reason", exc)
         raise InfraError(f"cannot fetch {f.path} from {url}: {reason}; check the network (or HF_ENDPOINT / "
                          f"AUTORL_GITHUB_ENDPOINT for a mirror) and run it again") from None
-    if h.hexdigest() != f.sha256.lower():
+    if f.pinned and h.hexdigest() != f.sha256.lower():
         raise InfraError(f"{f.path} from {url} does not match the card's checksum (sha256 {h.hexdigest()}, "
                          f"expected {f.sha256}): nothing was placed; the hub or mirror serves another file")
-    return out, size
+    return out, size, h.hexdigest()

@@ -36,6 +36,9 @@ def register(subparsers) -> None:
     given.add_argument("--episodes", metavar="FILE",
                        help='interactive tasks: JSON lines {"id": ..., "actions": [...]}, each replayed in the '
                             "task's environment under the protocol")
+    given.add_argument("--annotations", metavar="FILE",
+                       help="AlpacaEval: alpaca-eval's annotations.json (cached judgments); prints its win rate and "
+                            "length-controlled win rate, computed by alpaca-eval, without asking a judge")
     p.add_argument("--split", default="dev", help="the split the ids belong to (default: dev)")
     p.add_argument("--protocol", default=None, metavar="NAME",
                    help="a named protocol of the task card (default: the card's default, e.g. autorl-bench)")
@@ -82,16 +85,20 @@ def run(args) -> int:
 
     if args.episodes:
         return run_episodes(args)
-    rows = read_completions(Path(args.completions).expanduser())
+    rows = read_completions(Path(args.completions).expanduser()) if args.completions else []
     home = Home.open(getattr(args, "home", None))
     card = find_task(args.task, task_search_path([Path(d) for d in (args.tasks_dir or [])], home_root=home.root),
                      protocol=args.protocol, data_home=home.data)
+    if args.annotations:
+        from autorl_tui.commands._annotations import run_annotations
+        return run_annotations(args, card, materialize(card, "test", home.cache / "tasks"))
     if card.scorer in UNSUPPORTED_SCORERS:
         raise UsageError(f"task {card.id} uses the {card.scorer} scorer: {UNSUPPORTED_SCORERS[card.scorer]}")
     if args.split not in card.splits:
         raise UsageError(f"task {card.id} has no split {args.split!r}; it has {', '.join(card.splits)} (--split)")
     split_path = materialize(card, args.split, home.cache / "tasks")
-    by_id = {str(item.get("id")): item for item in read_items(split_path)}
+    by_id = {str(item.get("id")): item for item in read_items(split_path / "items.jsonl" if split_path.is_dir()
+                                                              else split_path)}
     per_item: dict[str, list[str]] = {}
     for item_id, text in rows:
         if item_id not in by_id:

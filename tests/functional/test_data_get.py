@@ -104,3 +104,53 @@ def test_a_benchmark_task_without_its_data_stops_at_plan_validation(tmp_path):
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert "autorl-tui data get gsm8k" in proc.stderr and "GSM8K_PATH" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_alpacaeval_unpinned_files_are_recorded_and_read(tmp_path, monkeypatch):
+    """The alpacaeval card's hub files carry `sha256: unpinned` (their checksums could not be
+    obtained offline): `data get` fetches them from the hubs' layout, records the checksum of what
+    arrived, the task reads them, and the data origin says official but unpinned."""
+    from tests.support import alpacaeval_data
+
+    home = tmp_path / "home"
+    monkeypatch.delenv("ALPACAEVAL_PATH", raising=False)
+    with HubServer() as hub:
+        published = alpacaeval_data.publish(hub, n_eval=12, n_alpaca=90)
+        proc = cli("data", "get", "alpacaeval", home=home, env={**hub.env(), "ALPACAEVAL_PATH": ""})
+        assert proc.returncode == 0, proc.stderr
+        assert "/datasets/tatsu-lab/alpaca/resolve/main/data/train-00000-of-00001-a09b74b3ef9c3b56.parquet" \
+            in hub.requests
+    folder = home / "data" / "alpacaeval"
+    manifest = json.loads((folder / ".official.json").read_text())
+    assert [f["sha256"] for f in manifest["files"]] == [p["sha256"] for p in published]
+    assert all(f["pinned"] is False for f in manifest["files"])
+    assert "not pinned by the card" in proc.stdout
+    card = find_task("alpacaeval", task_search_path([]), data_home=home / "data")
+    test_path = materialize(card, "test", tmp_path / "cache")
+    test = read_items(test_path / "items.jsonl")      # a judged split is a folder: items and the GLM's file
+    dev = read_items(materialize(card, "dev", tmp_path / "cache") / "items.jsonl")
+    train = read_items(materialize(card, "train", tmp_path / "cache"))
+    assert [t["id"] for t in test][:2] == ["alpacaeval-000", "alpacaeval-001"] and len(test) == 12
+    assert test[0]["reference_generator"] == "gpt4_turbo" and (test_path / "df_gamed.csv").is_file()
+    assert len(train) == 90 and set(train[0]) == {"instruction", "input", "output", "question", "answer"}
+    assert train[0]["question"] == train[0]["instruction"] + "\n\nContext 0"       # AutoRL-Bench's question
+    assert len(dev) == 64 and dev[-1]["prompt"] == train[-1]["question"]
+    origin = card.to_dict()["data_origin"]
+    assert origin["kind"] == "official" and all(f["pinned"] is False for f in origin["files"])
+    assert [f["sha256"] for f in origin["files"]] == [p["sha256"] for p in published]
+    # The folder changed after `data get`: no longer official.
+    (folder / "df_gamed.csv").write_text("model,index\n")
+    assert card.to_dict()["data_origin"]["kind"] == "local copy"
+    # Without the data, plan-time availability names both ways to get it.
+    from autorl_tui.tasks.alpacaeval.provider import available
+    bare = find_task("alpacaeval", task_search_path([]), data_home=tmp_path / "empty")
+    assert "autorl-tui data get alpacaeval" in available(bare) and "ALPACAEVAL_PATH" in available(bare)
+
+
+def test_alpacaeval_without_its_data_stops_at_plan_validation(tmp_path):
+    plan = write_plan(tmp_path / "plan.yaml", tasks=["alpacaeval"])
+    proc = cli("--plain", "--batch", str(plan), home=tmp_path / "home", env={"ALPACAEVAL_PATH": ""}, timeout=300)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert "autorl-tui data get alpacaeval" in proc.stderr and "ALPACAEVAL_PATH" in proc.stderr
+    assert not (tmp_path / "home" / "models" / "tiny").exists()      # refused before anything was built

@@ -61,7 +61,7 @@ def test_bad_folders_say_what_to_fix(tmp_path, config, message):
 
 def test_its_task_ids_map_to_our_cards():
     path = [REPO / "autorl_tui" / "tasks"]
-    assert find_task("alpacaeval", path).id == "alpaca-judge"
+    assert find_task("alpacaeval", path).id == "alpacaeval"      # AlpacaEval 2.0 itself, not the stand-in
     assert find_task("gsm8k", path).id == "gsm8k"
     assert find_task("webshop", path).id == "webshop"
     assert find_task("deepsearchqa", path).id == "deepsearchqa"

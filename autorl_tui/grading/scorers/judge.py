@@ -71,6 +71,15 @@ def judge_messages(prompt: str, a: str, b: str) -> list[dict]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER.format(prompt=prompt, a=a, b=b)}]
 
 
+def instruction_prompts(items: list[dict], protocol: EvalProtocol) -> list[Any]:
+    """Each item's instruction as the policy sees it: one user turn (after the protocol's system
+    text) for `chat`, the text itself for `plain`."""
+    if protocol.prompt_format != "chat":
+        return [it["prompt"] for it in items]
+    system = [{"role": "system", "content": protocol.system_prompt}] if protocol.system_prompt else []
+    return [system + [{"role": "user", "content": it["prompt"]}] for it in items]
+
+
 def length_controlled_win_rate(outcomes: list[float], length_diffs: list[float]) -> tuple[float, float]:
     """(win rate at zero length difference, slope b1). See the module docstring."""
     n = len(outcomes)
@@ -150,11 +159,7 @@ class JudgeScorer:
 
     def _evaluate(self, policy, items, protocol, ctx, opts, client: JudgeClient, cache: JudgeCache) -> EvalResult:
         t0 = time.monotonic()
-        if protocol.prompt_format == "chat":
-            prompts: list[Any] = [([{"role": "system", "content": protocol.system_prompt}] if protocol.system_prompt else [])
-                                  + [{"role": "user", "content": it["prompt"]}] for it in items]
-        else:
-            prompts = [it["prompt"] for it in items]
+        prompts = instruction_prompts(items, protocol)
         completions = policy.generate(prompts, n=1, temperature=protocol.temperature, top_p=protocol.top_p,
                                       max_tokens=protocol.max_tokens, stop=protocol.stop)
         if len(completions) != len(items) or any(not c for c in completions):

@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from autorl_tui import settings
 from autorl_tui.grading.scorers.judge import instruction_prompts
 from autorl_tui.grading.types import EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
 
@@ -78,7 +79,7 @@ def write_annotator_config(opts: dict, out: Path) -> tuple[Path, str, str]:
     """The card's annotator as an alpaca-eval configuration file under `out`: alpaca-eval's own
     configuration, its model replaced by `judge_model` and its client pointed at `judge_url`.
     Returns (the file, the annotator's name, the judge model)."""
-    url = opts.get("judge_url") or os.environ.get("AUTORL_JUDGE_URL")
+    url = opts.get("judge_url") or settings.current().judge_url
     if not url:
         raise ValueError("the alpaca_eval scorer needs an OpenAI-compatible judge endpoint: set scorer option "
                          "judge_url (command line: --judge-url http://HOST:PORT/v1) or $AUTORL_JUDGE_URL")

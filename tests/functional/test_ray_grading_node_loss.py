@@ -15,7 +15,7 @@ import pytest
 from tests.support.ray_cluster import one_run_plan, ray_cluster, ray_home, retrying_engine  # noqa: F401
 from tests.support.slow_task import slow_task
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]   # minutes: make test-long (CI time)
 
 
 def _events(store, run_id):

@@ -16,7 +16,7 @@ from tests.support.harness import TASKS
 from tests.support.ray_cluster import ray_home, retrying_engine  # noqa: F401 (fixture)
 from tests.support.ray_head import RayHead, free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]   # minutes: make test-long (CI time)
 
 
 async def _until(check, timeout_s: float, what: str) -> None:

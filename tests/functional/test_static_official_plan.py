@@ -22,7 +22,7 @@ from tests.support.alpaca_judge import AlpacaJudge
 from tests.support.harness import REPO, cli, install_model, make_reachable_home, write_plan
 from tests.support.hub_server import HubServer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]   # minutes: make test-long (CI time)
 pytest.importorskip("alpaca_eval")
 SHORT = ("sft_steps=8,sft_batch=4,grpo_steps=1,grpo_prompts=2,grpo_gens=2,grpo_rounds=1,threads=1,"
          "submit_reserve_s=15")

@@ -20,7 +20,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autorl_tui import settings
 
 
 def ensure_alfworld_data(path: str | os.PathLike | None = None) -> str:
@@ -98,7 +97,9 @@ def _engine_classes():
         import textworld.envs.pddl.textgen
         from textworld.envs import PddlEnv
         from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-    if settings.current().alfworld_parse_cache:
+    # Read here, not through autorl_tui.settings: this module is copied into agents' workspaces
+    # (alfworld_api), where nothing of autorl_tui may be imported. Same values as settings' switch.
+    if os.environ.get("AUTORL_ALFWORLD_NO_PARSE_CACHE", "").strip().lower() not in ("1", "true", "yes", "on"):
         _memoize_parser(textworld.envs.pddl.textgen)
         _memoize_parser(textworld.logic)
         import fast_downward

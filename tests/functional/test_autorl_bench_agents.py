@@ -75,8 +75,8 @@ def _check_probe_run(home: Path, proc) -> None:
     assert first["baseline_score"] == run["baseline_dev_score"]
     # The same folder again: the earlier response, unchanged (ours adds `duplicate`).
     assert again["duplicate"] is True
-    assert {k: again[k] for k in first if k not in ("duplicate", "status", "run_elapsed_seconds")} == \
-           {k: first[k] for k in first if k not in ("duplicate", "status", "run_elapsed_seconds")}
+    assert {k: again[k] for k in first if k not in ("duplicate", "status", "run_elapsed_seconds", "grading_queue")} == \
+           {k: first[k] for k in first if k not in ("duplicate", "status", "run_elapsed_seconds", "grading_queue")}
 
     # A model that cannot be graded: 200, score 0.0, `error` (and our code).
     broken = probe["broken"]

@@ -73,7 +73,7 @@ async def test_plan_from_keyboard_live_run_detach_reattach_restart_cancel(daemon
         await until(pilot, lambda: isinstance(app.screen, NewPlanScreen) and app.screen.catalog, 10, "the catalog")
         screen = app.screen
         assert "chatty" in {a["name"] for a in screen.catalog["agents"]}
-        await pilot.press("space")                       # first task: arith-small (the --tasks-dir comes first)
+        await pilot.press("down", "space")               # second task: arith-small (the --tasks-dir comes first, arith-qa before it)
         await pilot.press("tab", "space")                # first agent: chatty
         await pilot.press("tab", "tab", "tab")           # models (tiny preselected) -> seeds -> budget
         await pilot.press(*"150s")                       # focus selects the field's text: typing replaces it

@@ -5,7 +5,11 @@ FILE has one JSON object per line, `{"id": ITEM_ID, "actions": [ACTION, ...]}`. 
 played by the task's own scorer (`env_success` or `deepsearchqa`) with a policy whose replies are
 the actions in order, one per step; an episode ends at its win or answer, or at the protocol's
 step limit (actions left over are not played; when they run out first, the remaining steps get
-empty replies). Per item: won, reward, correct (the answer's verdict for DeepSearchQA, else won),
+empty replies). Where the environment says how a model writes an action under the protocol
+(`replay_reply`), an action is written so: under DeepSearchQA's `autorl-bench` loop a bare
+`search[q]` or `answer[x]` is replied as `Action: search[q]`, and any other line is a whole model
+turn, as written (a turn without an action takes the next line, as written, as its forced
+answer). Per item: won, reward, correct (the answer's verdict for DeepSearchQA, else won),
 steps; the aggregate: success rate, mean reward, the share with reward >= 0.5 (AutoRL-Bench's
 WebShop score), and DeepSearchQA's accuracy and answer categories.
 """
@@ -30,14 +34,15 @@ def read_episodes(path: Path) -> list[tuple[str, list[str]]]:
 class ReplayActions:
     """A grading.types.Policy replying with the next action of one episode at each step."""
 
-    def __init__(self, actions: list[str]):
+    def __init__(self, actions: list[str], render=None):
         self.actions = list(actions)
+        self.render = render or (lambda action, stop: action)
 
-    def generate(self, prompts, *, n=1, **_):
+    def generate(self, prompts, *, n=1, stop=None, **_):
         from autorl_tui.grading.types import Completion
         out = []
         for _prompt in prompts:
-            text = self.actions.pop(0) if self.actions else ""
+            text = self.render(self.actions.pop(0), stop) if self.actions else ""
             out.append([Completion(text, len(text.split()), "stop")])
         return out
 
@@ -65,6 +70,15 @@ def aggregate(items: list[dict]) -> dict:
     return out
 
 
+def replay_render(scorer, ctx):
+    """The environment's `replay_reply(action, options, stop)` (what a model writes to take an action
+    under the protocol, e.g. DeepSearchQA's `Action: search[q]` in AutoRL-Bench's loop), if it has one."""
+    from autorl_tui.grading.scorers.env_success import load_environment
+    options = scorer.options_for(ctx.options)
+    hook = getattr(load_environment(str(options.get("env", "alfworld")), ctx.task_dir), "replay_reply", None)
+    return None if hook is None else (lambda action, stop: hook(action, options, stop))
+
+
 def replay(card, split: str, split_path: Path, rows: list[tuple[str, list[str]]], scratch: Path, log) -> list[dict]:
     """Each row's episode played by the card's scorer under the card's (chosen) protocol."""
     from autorl_tui.catalog.tasks import read_items
@@ -85,8 +99,9 @@ def replay(card, split: str, split_path: Path, rows: list[tuple[str, list[str]]]
     scorer = get_scorer(card.scorer, card.dir)
     ctx = ScorerContext(task_dir=card.dir, split=split, split_path=split_path, scratch_dir=scratch,
                         options=dict(card.scorer_options or {}), log=log)
+    render = replay_render(scorer, ctx)
     results = []
     for item_id, actions in rows:
-        result = scorer.evaluate(ReplayActions(actions), [by_id[item_id]], protocol, ctx)
+        result = scorer.evaluate(ReplayActions(actions, render), [by_id[item_id]], protocol, ctx)
         results.append(item_result(result.samples[0]))
     return results

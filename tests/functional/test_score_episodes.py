@@ -53,8 +53,10 @@ def test_episodes_are_replayed_and_scored(dev_items, tmp_path):
 
 def test_the_autorl_bench_protocol_on_official_format_questions(dev_items, tmp_path, monkeypatch):
     """`--protocol autorl-bench` on a CSV in the official columns: the test split is AutoRL-Bench's
-    cut, an answer with an extra item is right under its string match (its judge absent), open[] is
-    not one of its tools (a wasted step), and its 6 steps end an episode that never answers."""
+    cut; in its ReAct loop a bare `answer[x]` is replied as `Action: answer[x]`, open[] is not one of
+    its tools (no action: the next line is the forced answer), an answer with an extra item is right
+    under its string match (its judge absent), and after its 6 steps without an answer
+    "I don't know" is graded."""
     from tests.unit.test_deepsearchqa_autorl import write_csv
     from autorl_tui.tasks.deepsearchqa import provider
     home, _, _ = dev_items
@@ -63,9 +65,9 @@ def test_the_autorl_bench_protocol_on_official_format_questions(dev_items, tmp_p
     card = load_task_card(REPO / "autorl_tui" / "tasks" / "deepsearchqa", protocol="autorl-bench")
     test, _ = provider.build_split(card, "test")
     listed = next(q for q in test if q["answer_type"] == "list")
-    rows = [{"id": listed["id"], "actions": ["open[W1]", f"answer[{listed['answer_raw']}, Somebody Else]"]},
+    rows = [{"id": listed["id"], "actions": ["open[W1]", f"{listed['answer_raw']}, Somebody Else"]},
             {"id": listed["id"], "actions": ["answer[only part of it]"]},
-            {"id": listed["id"], "actions": ["think: nothing"] * 10}]
+            {"id": listed["id"], "actions": ["Action: answer[your final answer]"] * 10}]
     proc = cli("score", "deepsearchqa", "--protocol", "autorl-bench", "--split", "test", "--episodes",
                str(write_lines(tmp_path / "e.jsonl", rows)), "--json", home=home, timeout=300,
                env={"DEEPSEARCHQA_PATH": str(csv_path)})
@@ -73,8 +75,8 @@ def test_the_autorl_bench_protocol_on_official_format_questions(dev_items, tmp_p
     out = json.loads(proc.stdout)
     assert out["protocol"] == "autorl-bench"
     got = [(i["correct"], i["steps"], i["answer_scoring"]) for i in out["items"]]
-    assert got == [(True, 2, "autorl-bench string_match (judge absent)"),
-                   (False, 1, "autorl-bench string_match (judge absent)"), (False, 6, None)]
+    method = "autorl-bench string_match (judge absent)"
+    assert got == [(True, 1, method), (False, 1, method), (False, 6, method)]
     assert out["score"] == pytest.approx(100 / 3)
 
 

@@ -37,6 +37,10 @@ class EnvSuccessScorer:
     name = "env_success"
     version = "1"
 
+    def options_for(self, opts: dict | None) -> dict:
+        """The scorer options as this scorer plays them (a subclass may fix its environment)."""
+        return dict(opts or {})
+
     def validate_options(self, opts: dict, task_dir=None) -> list[tuple[str, str]]:
         """Problems with scorer_options as (what is wrong, how to fix it); used by `tasks validate`."""
         name = str(opts.get("env", "alfworld"))
@@ -68,11 +72,14 @@ class EnvSuccessScorer:
             raise ValueError(f"env_success: no games in {ctx.split_path} (expected items.jsonl with gamefile entries)")
         max_steps = int(protocol.max_steps or DEFAULT_MAX_STEPS)
 
-        def generate(prompts: list[list[dict]]):
+        def generate(prompts: list[list[dict]], *, stop: list[str] | None = None, max_tokens: int | None = None):
+            """The policy's replies; `stop` and `max_tokens` replace the protocol's for this call
+            (DeepSearchQA's AutoRL-Bench loop completes a forced answer so)."""
             if protocol.prompt_format == "plain":
                 prompts = [env.to_text(p) for p in prompts]
             outs = policy.generate(prompts, n=1, temperature=protocol.temperature, top_p=protocol.top_p,
-                                   max_tokens=protocol.max_tokens, stop=protocol.stop)
+                                   max_tokens=protocol.max_tokens if max_tokens is None else max_tokens,
+                                   stop=protocol.stop if stop is None else stop)
             return [o[0] for o in outs]
 
         t0 = time.time()

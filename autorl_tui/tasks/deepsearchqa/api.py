@@ -28,10 +28,13 @@ from .env import PAGE_CHARS, SearchEpisode
 from .episodes import EpisodeRecord, EpisodeState, Generate, Parsed
 from .episodes import run_episodes as run_generic
 from .prompts import INVALID_FEEDBACK, THOUGHT_FEEDBACK, build_messages, format_action, parse_reply
+from .react import MAX_STEPS as REACT_MAX_STEPS, ReactSearchEpisode, two_call_generate
+from .react import parse as react_parse
 from .search import DuckDuckGoSearch, HttpSearch, LocalIndex, SerpApiSearch
 
 EpisodeResult = EpisodeRecord   # the name agents' code imports
-__all__ = ["EpisodeResult", "Generate", "list_questions", "load_corpus", "open_backend", "run_episodes"]
+__all__ = ["EpisodeResult", "Generate", "list_questions", "load_corpus", "open_backend", "run_episodes",
+           "run_react_episodes"]
 
 
 def _root(data_path) -> Path:
@@ -112,8 +115,36 @@ def run_episodes(generate: Generate, questions: list[dict], *, backend, max_step
                           parse_reply=parse, max_steps=max_steps, batch_size=batch_size,
                           thought_feedback=THOUGHT_FEEDBACK, invalid_feedback=INVALID_FEEDBACK, log=log,
                           on_progress=on_progress)
+    return _with_answers(records, episodes)
+
+
+def _with_answers(records: list[EpisodeResult], episodes: dict) -> list[EpisodeResult]:
     for rec in records:        # the answer and its scores, on the step that gave it
         ep = episodes.get(rec.game_id)
         if ep is not None and ep.last_answer is not None and rec.trajectory:
             rec.trajectory[-1].update(answer=ep.last_answer, answer_score=ep.last_score)
     return records
+
+
+def run_react_episodes(generate, questions: list[dict], *, backend, max_steps: int = REACT_MAX_STEPS,
+                       batch_size: int = 16, grade=None, reward: str = "correct",
+                       log: Callable[[str], None] | None = None,
+                       on_progress: Callable[[int, int], None] | None = None) -> list[EpisodeResult]:
+    """Play every question under AutoRL-Bench's protocol (react.py): `generate` gets one message
+    per episode whose `content` is the whole text to complete (marked `completion: True`), and is
+    called a second time per step, as `generate(prompts, stop=["]"], max_tokens=128)`, for the
+    replies that held no action (it must take those two keywords)."""
+    episodes: dict[str, ReactSearchEpisode] = {}
+
+    def open_episode(item: dict) -> ReactSearchEpisode:
+        ep = episodes[str(item["id"])] = ReactSearchEpisode(item, backend, grade=grade, reward=reward,
+                                                            max_steps=max_steps)
+        return ep
+
+    def build_prompt(state: EpisodeState) -> list[dict]:
+        return [{"role": "user", "completion": True, "content": state.episode.text}]
+
+    records = run_generic(two_call_generate(generate), questions, open_episode=open_episode,
+                          build_prompt=build_prompt, parse_reply=react_parse, max_steps=max_steps,
+                          batch_size=batch_size, log=log, on_progress=on_progress)
+    return _with_answers(records, episodes)

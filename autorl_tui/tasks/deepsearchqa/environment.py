@@ -5,12 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from autorl_tui.tasks.deepsearchqa.api import SEARCH_BACKENDS, list_questions, open_backend, run_episodes
+import re
+
+from autorl_tui.tasks.deepsearchqa.api import SEARCH_BACKENDS, list_questions, open_backend, run_episodes, run_react_episodes
 from autorl_tui.tasks.deepsearchqa.env import TOOLS, SearchEpisode
 from autorl_tui.tasks.deepsearchqa.judging import SCORINGS, AnswerGrader
 from autorl_tui.tasks.deepsearchqa.prompts import messages_to_text
+from autorl_tui.tasks.deepsearchqa.react import FORCED_STOP
 
 SEARCH_URL_ENV = "DEEPSEARCHQA_SEARCH_URL"
+REACTS = ("none", "autorl-bench")
+_BARE_ACTION = re.compile(r"(search|answer)\[.*\]", re.S)
 
 
 def search_url(options: dict) -> str | None:
@@ -21,7 +26,7 @@ class DeepSearchQAEnvironment:
     name = "deepsearchqa"
     options = frozenset({"history_len", "top_k", "page_chars", "search_url", "reward", "answer_scoring",
                          "judge_model", "judge_url", "api_key_env", "judge_timeout_s", "cache_path", "tools",
-                         "search_backend", "serpapi_key_env"})
+                         "search_backend", "serpapi_key_env", "react"})
 
     def __init__(self):
         self._backends: dict = {}
@@ -37,6 +42,8 @@ class DeepSearchQAEnvironment:
         if opts.get("answer_scoring", "string_match") not in SCORINGS:
             problems.append((f"deepsearchqa: answer_scoring {opts.get('answer_scoring')!r}",
                              "use string_match, judge (with judge_model and judge_url) or autorl-bench"))
+        if opts.get("react", "none") not in REACTS:
+            problems.append((f"deepsearchqa: react {opts.get('react')!r}", f"use one of {', '.join(REACTS)}"))
         if opts.get("tools", "default") not in TOOLS:
             problems.append((f"deepsearchqa: tools {opts.get('tools')!r}", f"use one of {', '.join(TOOLS)}"))
         if opts.get("search_backend", "searxng") not in SEARCH_BACKENDS:
@@ -66,6 +73,10 @@ class DeepSearchQAEnvironment:
         if not episodes:
             return []
         backend = self.backend(Path(episodes[0]["split_path"]), options)
+        if options.get("react") == "autorl-bench":
+            return run_react_episodes(generate, episodes, backend=backend, max_steps=max_steps,
+                                      batch_size=batch_size, grade=AnswerGrader(options),
+                                      reward=options.get("reward", "correct"), log=log, on_progress=on_progress)
         return run_episodes(generate, episodes, backend=backend, max_steps=max_steps, batch_size=batch_size,
                             history_len=int(options.get("history_len", 4)), k=int(options.get("top_k", 5)),
                             page_chars=int(options.get("page_chars", 400)), grade=AnswerGrader(options),
@@ -73,4 +84,16 @@ class DeepSearchQAEnvironment:
                             log=log, on_progress=on_progress)
 
     def to_text(self, messages: list[dict]) -> str:
+        if messages and messages[-1].get("completion"):     # AutoRL-Bench's protocol: the text itself
+            return messages[-1]["content"]
         return messages_to_text(messages)
+
+    def replay_reply(self, action: str, options: dict, stop: list[str] | None = None) -> str:
+        """What a model writes to take `action` (`search[q]`, `answer[x]`) under the options'
+        protocol, for `autorl-tui score --episodes`: under AutoRL-Bench's loop a bare tool call
+        becomes `Action: search[q]`; anything else (a whole model turn), and the reply to the
+        loop's forced `answer[` (stop "]"), is kept as written."""
+        if (options.get("react") == "autorl-bench" and stop != FORCED_STOP
+                and _BARE_ACTION.fullmatch(action.strip())):
+            return f"Action: {action.strip()}"
+        return action

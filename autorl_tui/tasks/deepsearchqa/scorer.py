@@ -18,11 +18,15 @@ class DeepSearchQAScorer(EnvSuccessScorer):
     name = "deepsearchqa"
     version = "1"
 
+    def options_for(self, opts: dict | None) -> dict:
+        """The scorer options with the environment this scorer plays."""
+        return {"env": "deepsearchqa", **(opts or {})}
+
     def validate_options(self, opts: dict, task_dir=None):
-        return super().validate_options({"env": "deepsearchqa", **opts}, task_dir)
+        return super().validate_options(self.options_for(opts), task_dir)
 
     def evaluate(self, policy, items, protocol, ctx):
-        ctx = dataclasses.replace(ctx, options={"env": "deepsearchqa", **(ctx.options or {})})
+        ctx = dataclasses.replace(ctx, options=self.options_for(ctx.options))
         result = super().evaluate(policy, items, protocol, ctx)
         kinds = {it.get("id"): it.get("answer_type", "single") for it in items}
         scores, by_kind = [], {"single": [], "list": []}

@@ -37,10 +37,15 @@ def world(tmp_path_factory):
     return root, items, prompts
 
 
-def reference(root: Path, gamefile: str, actions: list[str], prompts: dict) -> dict:
-    """alfworld's own environment driven as AutoRL-Bench's evaluator drives it."""
+PREFIXES = (("pick_and_place", "put"), ("pick_clean_then_place", "clean"), ("pick_heat_then_place", "heat"),
+            ("pick_cool_then_place", "cool"), ("look_at_obj", "examine"), ("pick_two_obj", "puttwo"))
+
+
+def reference(root: Path, gamefile: str, actions: list[str], prompts: dict, games: Path | None = None) -> dict:
+    """alfworld's own environment driven as AutoRL-Bench's evaluator drives it (the games of
+    `games`, default root/valid_unseen)."""
     from alfworld.agents.environment.alfred_tw_env import AlfredTWEnv
-    config = {"dataset": {"eval_ood_data_path": str(root / "valid_unseen"), "num_eval_games": -1},
+    config = {"dataset": {"eval_ood_data_path": str(games or root / "valid_unseen"), "num_eval_games": -1},
               "env": {"type": "AlfredTWEnv", "domain_randomization": False, "task_types": [1, 2, 3, 4, 5, 6],
                       "expert_type": "handcoded", "goal_desc_human_anns_prob": 0.0},
               "general": {"training_method": "dagger"}, "dagger": {"training": {"max_nb_steps_per_episode": 50}}}
@@ -55,7 +60,7 @@ def reference(root: Path, gamefile: str, actions: list[str], prompts: dict) -> d
             raise AssertionError(f"{gamefile} not among alfworld's games")
         ob = "\n".join(ob[0].split("\n\n")[1:])
         name = "/".join(info["extra.gamefile"][0].split("/")[-3:-1])
-        key = next(k for p, k in (("pick_and_place", "put"), ("look_at_obj", "examine")) if name.startswith(p))
+        key = next(k for p, k in PREFIXES if name.startswith(p))
         text = ("Interact with a household to solve a task. Here are two examples.\n" + prompts[f"react_{key}_1"]
                 + prompts[f"react_{key}_0"] + "\nHere is the task.\n" + ob + "\n>")
         history = ""

@@ -311,9 +311,10 @@ def write_game(spec: GameSpec, folder: Path, walkthrough: list[str] | None = Non
 class ExpertTrajectory:
     """The planner's walkthrough replayed in the engine: what the expert saw and did each step."""
     intro: str
-    steps: list[dict]          # {"admissible", "action", "feedback"}
+    steps: list[dict]          # {"admissible", "action", "feedback", "raw_feedback" (the engine's text as given)}
     won: bool
     search_steps: list[dict] | None = None   # the searching expert, when it could be made
+    raw_intro: str = ""        # the engine's intro as given (AutoRL-Bench's protocol shows it raw)
 
     @property
     def actions(self) -> list[str]:
@@ -331,17 +332,18 @@ def validate_game(gamefile: str | Path, max_walkthrough: int = 40, spec: GameSpe
     try:
         obs = game.reset()
         walkthrough = list(game.walkthrough or [])[:max_walkthrough]
-        intro, steps, won = obs.text, [], obs.won
+        intro, raw_intro, steps, won = obs.text, game.raw_feedback, [], obs.won
         for action in walkthrough:
             if action not in obs.admissible:
                 break
             admissible = obs.admissible
             obs = game.step(action)
-            steps.append({"admissible": admissible, "action": action, "feedback": obs.text})
+            steps.append({"admissible": admissible, "action": action, "feedback": obs.text,
+                          "raw_feedback": game.raw_feedback})
             if obs.won:
                 won = True
                 break
-        expert = ExpertTrajectory(intro=intro, steps=steps, won=won)
+        expert = ExpertTrajectory(intro=intro, steps=steps, won=won, raw_intro=raw_intro)
         if won and spec is not None:
             try:
                 expert.search_steps = _searching_expert(game, spec, walkthrough,

@@ -7,8 +7,10 @@ A materialized split is a folder:
 
 and, for `train` only (the split copied into the agent's workspace):
 
-    sft_chat.jsonl, sft_prompt_completion.jsonl, expert_trajectories.jsonl   expert data
+    sft_chat.jsonl, sft_prompt_completion.jsonl, expert_trajectories.jsonl   expert data (chat)
     few_shot/<task_type>.txt                                               our ReAct examples
+    (under AutoRL-Bench's protocol instead: sft_prompt_completion.jsonl and sft_react.jsonl in
+    the grader's ReAct text, expert_trajectories.jsonl; no chat files, no few_shot/)
     alfworld_api/                                                          the episode runner
     README.md
 
@@ -18,6 +20,7 @@ see official.py) and the card's `params.source` is `auto` or `official`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -85,10 +88,13 @@ def available(card) -> str | None:
 
 
 def source_fingerprint(card) -> str:
-    """The official games' folder when they would be used, else "" (see catalog.tasks)."""
+    """The official games' folder when they would be used, else "", and under AutoRL-Bench's
+    protocol the prompt file's sha256 (its worked examples are in the train split's SFT text)."""
     source = (card.data.get("params") or {}).get("source", "auto")
     root = _official_root(card) if source != "generated" else None
-    return f"official:{root.resolve()}" if root is not None else ""
+    games = f"official:{root.resolve()}" if root is not None else ""
+    prompts = react_prompts_file(card)
+    return games + (f";react_prompts:{hashlib.sha256(prompts.read_bytes()).hexdigest()}" if prompts else "")
 
 
 def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
@@ -163,23 +169,49 @@ def _official_items(root: Path, split: str, spec: dict, types, work: Path, log) 
                 log(f"skip {gid}: the planner's walkthrough does not win")
                 shutil.rmtree(dest)
                 continue
-            (dest / "expert.json").write_text(json.dumps({"intro": expert.intro, "steps": expert.steps, "won": True}))
+            (dest / "expert.json").write_text(json.dumps({"intro": expert.intro, "raw_intro": expert.raw_intro,
+                                                          "steps": expert.steps, "won": True}))
             item["expert_actions"] = expert.actions
         items.append(item)
     return items
 
 
+def react_prompts_file(card) -> Path | None:
+    """AutoRL-Bench's prompt file for a card under its protocol (the `react_prompts` option,
+    $ALFWORLD_REACT_PROMPTS, the home's copy, $ALFWORLD_DATA), or None when there is none."""
+    opts = card.scorer_options or {}
+    if opts.get("react") != "autorl-bench":
+        return None
+    home = Path(card.data_home) / card.id if getattr(card, "data_home", None) else None
+    try:
+        path = prompts_path(opts.get("react_prompts"), home if home is not None and (home / PROMPTS_FILE).is_file()
+                            else None)
+    except ReactPromptsError:
+        return None
+    return path if path.is_file() else None
+
+
 def add_workspace_extras(card, split_dir: Path, items: list[dict]) -> None:
-    """What the agent gets beside the train games: expert SFT data, few-shot examples, the API."""
-    from autorl_tui.tasks.alfworld.experts import write_sft_files
+    """What the agent gets beside the train games: expert SFT data (under AutoRL-Bench's protocol
+    in its ReAct text, else in the harness's chat with few-shot examples), the API."""
+    from autorl_tui.tasks.alfworld.experts import write_react_sft_files, write_sft_files
     from autorl_tui.tasks.alfworld.prompts import FEW_SHOT
+    from autorl_tui.tasks.alfworld.react import load_prompts
     opts = dict(card.scorer_options or {})
-    counts = write_sft_files(split_dir, items, split_dir, few_shot=bool(opts.get("few_shot", False)),
-                             history_len=int(opts.get("history_len", 5)))
-    shots = split_dir / "few_shot"
-    shots.mkdir(exist_ok=True)
-    for task_type, text in FEW_SHOT.items():
-        (shots / f"{task_type}.txt").write_text(text + "\n")
+    if opts.get("react") == "autorl-bench":
+        path = react_prompts_file(card)
+        if path is None:
+            raise AlfworldDataError(available(card) or f"task {card.id}: AutoRL-Bench's prompt file is missing")
+        counts = write_react_sft_files(split_dir, items, split_dir, load_prompts(str(path)))
+        files = "sft_prompt_completion.jsonl (the grader's ReAct text per step), sft_react.jsonl (per game)"
+    else:
+        counts = write_sft_files(split_dir, items, split_dir, few_shot=bool(opts.get("few_shot", False)),
+                                 history_len=int(opts.get("history_len", 5)))
+        files = "sft_chat.jsonl, sft_prompt_completion.jsonl; ReAct examples in few_shot/"
+        shots = split_dir / "few_shot"
+        shots.mkdir(exist_ok=True)
+        for task_type, text in FEW_SHOT.items():
+            (shots / f"{task_type}.txt").write_text(text + "\n")
     api = split_dir / "alfworld_api"
     api.mkdir(exist_ok=True)
     for name, source in API_FILES.items():
@@ -191,8 +223,8 @@ def add_workspace_extras(card, split_dir: Path, items: list[dict]) -> None:
         "from .prompts import FEW_SHOT, build_messages, match_action, messages_to_text, parse_reply  # noqa: F401\n")
     (split_dir / "README.md").write_text(
         f"# ALFWorld train split\n\n{len(items)} games in games/ (index: items.jsonl); "
-        f"{counts['sft_examples']} expert steps as SFT data (sft_chat.jsonl, sft_prompt_completion.jsonl); "
-        "raw expert trajectories in expert_trajectories.jsonl; ReAct examples in few_shot/; "
+        f"{counts['sft_examples']} expert steps as SFT data ({files}); "
+        "raw expert trajectories in expert_trajectories.jsonl; "
         "the episode runner in alfworld_api/ (see the task description).\n")
 
 

@@ -84,6 +84,30 @@ def prompt_prefix(prompts: dict, key: str) -> str:
     return HEADER + prompts[f"react_{key}_1"] + prompts[f"react_{key}_0"] + TASK_HEADER
 
 
+# A first thought naming the plan, in the worked examples' manner (our own wording), by prompt key.
+PLANS = {
+    "put": "find and take a {o}, then put it in/on {r}",
+    "clean": "find and take a {o}, then clean it with sinkbasin, then put it in/on {r}",
+    "heat": "find and take a {o}, then heat it with microwave, then put it in/on {r}",
+    "cool": "find and take a {o}, then cool it with fridge, then put it in/on {r}",
+    "examine": "find and take a {o}, then find and use a {t}",
+    "puttwo": "find and take the first {o}, then put it in/on {r}, then find and take the second {o}, "
+              "then put it in/on {r}",
+}
+
+
+def plan_thought(key: str, pddl_params: dict) -> str | None:
+    """`think: To solve the task, I need to ...` from a game's traj_data `pddl_params`, or None
+    when they do not name what the plan needs."""
+    names = {k: str(pddl_params.get(f"{k}_target") or "").lower() for k in ("object", "parent", "toggle")}
+    plan = PLANS.get(key)
+    if plan is None or not names["object"] or ("{r}" in plan and not names["parent"]) or \
+            ("{t}" in plan and not names["toggle"]):
+        return None
+    return "think: To solve the task, I need to " + plan.format(o=names["object"], r=names["parent"],
+                                                               t=names["toggle"]) + "."
+
+
 def process_ob(ob: str) -> str:
     if ob.startswith("You arrive at loc "):
         ob = ob[ob.find(". ") + 2:]

@@ -19,7 +19,8 @@ import pytest
 from tests.functional.test_alfworld_autorl import KEYS, reference
 
 REPO = Path(__file__).resolve().parents[2]
-TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_heat_then_place_in_recep")
+TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
+         "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
 TASK_HEADER = "\nHere is the task.\n"
 
 

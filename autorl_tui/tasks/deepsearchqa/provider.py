@@ -130,8 +130,15 @@ def add_workspace_extras(card, split_dir: Path, questions: list[dict], docs: lis
         "from .experts import ExpertPolicy, expert_script  # noqa: F401\n"
         "from .prompts import SYSTEM_PROMPT, build_messages, messages_to_text, parse_reply  # noqa: F401\n"
         "from .scoring import score_answer  # noqa: F401\n")
+    if not docs:        # official questions: no corpus, so no expert to play them
+        (split_dir / "README.md").write_text(
+            f"# DeepSearchQA train split\n\n{len(questions)} official questions (items.jsonl: question, answers, "
+            "answer_type, answer_raw, answer_type_label, question_type); no corpus and no expert trajectories "
+            "(the questions need web search). The grader plays AutoRL-Bench's ReAct loop: "
+            "deepsearchqa_api/react.py and run_react_episodes in deepsearchqa_api/api.py (see the task description).\n")
+        return
     counts = write_sft_files(split_dir, questions, docs, dict(card.scorer_options or {}),
-                             max_steps=int(card.protocol.max_steps or 12)) if docs else {"episodes": 0, "won": 0, "steps": 0}
+                             max_steps=int(card.protocol.max_steps or 12))
     (split_dir / "README.md").write_text(
         f"# DeepSearchQA train split\n\n{len(questions)} questions (items.jsonl: question, answers, answer_type, "
         f"question_type, subjects, chain of document ids); {len(docs)} articles (corpus.jsonl). "

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Self
+from typing import Any, ClassVar, Self
+
+from autorl_tui.store.run_spec import RunSpec
 
 Rows = Callable[[str, Iterable], list[dict]]
 """A row source: (sql, params) -> rows as dicts. `Store.query`, or a read-only connection's."""
@@ -28,24 +30,29 @@ def _decoded(value: Any) -> Any:
 @dataclass(frozen=True, kw_only=True)
 class Record:
     TABLE = ""
-    JSON = ()
+    JSON: ClassVar[tuple[str, ...]] = ()
+    TYPED: ClassVar[dict[str, Any]] = {}    # JSON column -> its type (a class with from_dict/to_dict)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Self:
-        """The record of one row (a sqlite3.Row or dict); columns this record does not know are left out."""
+        """The record of one row (a sqlite3.Row or dict); columns this record does not know are left out.
+        A JSON column with a type in TYPED arrives as that type (`from_dict` of the decoded value)."""
         keys = set(row.keys())
-        return cls(**{f.name: (_decoded(row[f.name]) if f.name in cls.JSON else row[f.name])
-                      for f in fields(cls) if f.name in keys})
+        values = {f.name: (_decoded(row[f.name]) if f.name in cls.JSON else row[f.name])
+                  for f in fields(cls) if f.name in keys}
+        return cls(**{k: cls.TYPED[k].from_dict(v) if k in cls.TYPED else v for k, v in values.items()})
 
     def to_dict(self) -> dict[str, Any]:
-        """Column name to value, in column order (JSON columns decoded)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Column name to value, in column order (JSON columns decoded, typed ones as their dicts)."""
+        return {f.name: (getattr(self, f.name).to_dict() if f.name in self.TYPED else getattr(self, f.name))
+                for f in fields(self)}
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunRecord(Record):
     TABLE = "runs"
     JSON = ("spec",)
+    TYPED = {"spec": RunSpec}
 
     id: str
     plan_id: str | None
@@ -76,7 +83,7 @@ class RunRecord(Record):
     improvement: float | None
     dev_improvement: float | None
     workspace: str | None
-    spec: Any
+    spec: RunSpec
     current_attempt: int
     tokens_in: int | None
     tokens_out: int | None

@@ -55,7 +55,8 @@ def test_runs_are_filtered_newest_first_and_decoded(store, tmp_path):
         assert [r.id for r in reader.runs(states=["done", "failed"], plan="p")] == ["r0001-a"]
         assert [r.id for r in reader.finished_runs()] == ["r0001-a", "r0002-a"]   # oldest first
         run = reader.run("r0002-a")
-        assert isinstance(run, RunRecord) and run.state == "failed" and run.spec == {"isolation": "bwrap"}
+        assert isinstance(run, RunRecord) and run.state == "failed" and run.spec.isolation == "bwrap"
+        assert run.spec.to_dict() == {"isolation": "bwrap"}     # decoded as a RunSpec, stored shape kept
         assert run.to_dict()["plan_name"] == "other" and run.wall_s is None
         assert reader.run("r9999") is None
         with pytest.raises(FrozenInstanceError):

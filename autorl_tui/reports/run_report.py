@@ -18,6 +18,8 @@ from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
 from autorl_tui.store.run_spec import RunSpec
 from autorl_tui.reports.diffs import diff_manifests, files_run
 from autorl_tui.reports.render import render
+from autorl_tui.reports.sections_run import RunReport
+from autorl_tui.reports.typed_json import checked
 
 SCHEMA_ID = "autorl-tui/run-report"
 SCHEMA_VERSION = 1
@@ -113,7 +115,7 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
     report["cost_per_point"] = trust.cost_per_point(report["cost"], run["improvement"])
     for d in report["drops"]:
         d.pop("run_id", None)
-    return clean(report)
+    return checked(RunReport, clean(report))
 
 
 def _revisions(a: Analytics, run_id: str, subs: list[dict]) -> dict:

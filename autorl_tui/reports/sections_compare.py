@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from autorl_tui.reports.sections_run import Band, CostPerPoint, Report, TrustSummary, head
+from autorl_tui.reports.sections_run import ISOLATIONS, Band, CostPerPoint, Report, TrustSummary, head
 from autorl_tui.reports.typed_json import key, optional, section
 @section
 class Selection:
@@ -36,7 +36,7 @@ class ComparedRun:
         "set for a run imported from another harness: it has no held-out test of ours")
     isolation: str = key(
         "how the agent was isolated: bwrap (local sandbox), docker, none (UNISOLATED: plan said "
-        "isolation: none), unrecorded (before this was recorded)", enum=['bwrap', 'docker', 'none', 'unrecorded'])
+        "isolation: none), unrecorded (before this was recorded)", enum=ISOLATIONS)
     held_out_band: Band | None
     trust: TrustSummary
     cost_per_point: CostPerPoint = key(

@@ -8,6 +8,9 @@ from typing import Any, Literal
 
 from autorl_tui.reports.typed_json import Document, key, optional, section
 
+# What a report says of a run's isolation: Executor.isolation_label's values, or store/isolation.py's
+# `unrecorded` for a run recorded before its isolation was.
+ISOLATIONS = ["bwrap", "docker", "none", "unrecorded"]
 BAND_ABOUT = ("paired bootstrap band of the held-out accuracy change trained \u2212 base, in points: the run's "
               "held-out questions resampled with replacement (fixed seed); null without paired held-out samples "
               "(or, in a cell, with other than one valid run)")
@@ -45,7 +48,7 @@ class RunSection:
     current_attempt: int | None
     isolation: str = key(
         "how the agent was isolated: bwrap (local sandbox), docker, none (UNISOLATED: plan said "
-        "isolation: none), unrecorded (before this was recorded)", enum=['bwrap', 'docker', 'none', 'unrecorded'])
+        "isolation: none), unrecorded (before this was recorded)", enum=ISOLATIONS)
     exposures: list[str] = key(
         "what the agent could reach beyond its sandbox, as the plan and agent spec said: `network: "
         "host`, `ray cluster without token authentication` (docs/security.md)")

@@ -167,7 +167,7 @@ class AgentWatch:
                              data=data)
         if data.get("kind") == "usage":      # usage actions are increments (engine/instrument/actions.py)
             run = self.journal.run
-            fields = {col: (run.get(col) or 0) + data[col] for col in ("tokens_in", "tokens_out", "cost_usd")
+            fields = {col: (getattr(run, col) or 0) + data[col] for col in ("tokens_in", "tokens_out", "cost_usd")
                       if data.get(col) is not None}
             if fields:
                 self.journal.update_run(**fields)
@@ -176,12 +176,12 @@ class AgentWatch:
     def _check_usage_budgets(self) -> None:
         """A plan's token and cost budgets end the agent like the wall-clock one does."""
         options, run = self.spec.options, self.journal.run
-        tokens = (run.get("tokens_in") or 0) + (run.get("tokens_out") or 0)
+        tokens = (run.tokens_in or 0) + (run.tokens_out or 0)
         reason = None
         if options.get("token_budget") and tokens > float(options["token_budget"]):
             reason = f"token budget exhausted ({tokens:,} > {int(options['token_budget']):,} tokens)"
-        elif options.get("cost_budget") and (run.get("cost_usd") or 0) > float(options["cost_budget"]):
-            reason = f"cost budget exhausted (${run['cost_usd']:.4f} > ${float(options['cost_budget']):.4f})"
+        elif options.get("cost_budget") and (run.cost_usd or 0) > float(options["cost_budget"]):
+            reason = f"cost budget exhausted (${run.cost_usd:.4f} > ${float(options['cost_budget']):.4f})"
         if reason and self.kill_reason is None:
             self.kill_reason = reason
             self.journal.log("harness", f"{reason}: killing the agent's process tree", level="warning")

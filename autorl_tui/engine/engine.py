@@ -33,6 +33,7 @@ from autorl_tui.exitcodes import UsageError
 from autorl_tui.home import EngineLock, Home
 from autorl_tui.store import Store
 from autorl_tui.store.engine_records import QueueEntry
+from autorl_tui.store.records import RunRecord
 from autorl_tui.store.run_spec import RunSpec
 
 def check_model_fits(card, model: str, override: str | None) -> None:
@@ -264,12 +265,11 @@ class Engine:
             # By the card's id and the spec's name: a plan may use an alias or an agent folder's path.
             task_id, agent_name = spec.task["id"], spec.agent["name"]
             run_id = f"r{n + i:04d}-{_slug(task_id)}-{_slug(agent_name)}-s{req.seed}"
-            self.store.add_run({
-                "id": run_id, "plan_id": plan_id, "plan_name": plan.name, "task": task_id, "level": spec.level,
-                "agent": agent_name, "model": req.model, "driver": req.driver, "seed": req.seed,
-                "budget_s": req.budget_s, "executor": req.executor, "gpus_requested": req.gpus,
-                "priority": req.priority, "queue_pos": max_pos + 1 + i, "state": "queued", "created_at": now,
-                "spec": spec.to_dict()})
+            self.store.add_run(RunRecord(
+                id=run_id, plan_id=plan_id, plan_name=plan.name, task=task_id, level=spec.level,
+                agent=agent_name, model=req.model, driver=req.driver, seed=req.seed,
+                budget_s=req.budget_s, executor=req.executor, gpus_requested=req.gpus,
+                priority=req.priority, queue_pos=max_pos + 1 + i, state="queued", created_at=now, spec=spec))
             ids.append(run_id)
             self.store.append_event(run_id, "state", "queued", data={"state": "queued", "plan": plan.name})
             self.bus.publish(ev.RunStateChanged(run_id, state="queued"))
@@ -396,7 +396,7 @@ class Engine:
                 row = self.store.run(run_id)
                 if row is None or row["state"] != "queued":
                     continue
-                sup = RunSupervisor(self, row, gpus)
+                sup = RunSupervisor(self, RunRecord.from_row(row), gpus)
                 self.supervisors[run_id] = sup
                 sup.start()
             self._publish_cluster()
@@ -573,7 +573,7 @@ class Engine:
                 continue
             live_containers.add(attempt.get("container_id") or "")
             gpus = attempt.get("gpus") or []
-            sup = RunSupervisor(self, row, list(gpus))
+            sup = RunSupervisor(self, RunRecord.from_row(row), list(gpus))
             self.supervisors[run_id] = sup
             sup.adopt(attempt)
         self.store.flush()

@@ -48,7 +48,7 @@ class RunGrading:
         self.gpus = gpus
         self.card: "TaskCard | None" = None
         self.split_paths: dict[str, str] = {}
-        self.baseline_dev: float | None = journal.run.get("baseline_dev_score")
+        self.baseline_dev: float | None = journal.run.baseline_dev_score
         self.baseline_grading_s: float | None = None   # the base model's dev grading time: sets the floor
         self._progress_t = 0.0      # monotonic time of the last grading progress line
         # executor ray: where the run's agent was placed and whether it is alive (set by the supervisor)
@@ -148,7 +148,7 @@ class RunGrading:
             if on_cluster:
                 outcome = await executor.grade_remotely(self.request(model_path, split), work_dir,
                                                         agent_where=self.agent_where(), run_id=self.journal.run_id,
-                                                        gpus=int(self.journal.run.get("gpus_requested") or 0),
+                                                        gpus=int(self.journal.run.gpus_requested or 0),
                                                         threads=self.host.grader_threads, timeout_s=timeout,
                                                         on_progress=on_progress)
             else:

@@ -39,21 +39,22 @@ from autorl_tui.engine.submission_desk import SubmissionDesk
 from autorl_tui.engine.workspace import AGENT_WRITABLE, Workspace, agent_environment, build_workspace, write_run_meta
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.progress import describe as describe_progress
+from autorl_tui.store.records import RunRecord
 from autorl_tui.store.run_spec import RunSpec
 
 if TYPE_CHECKING:
     from autorl_tui.engine.run_host import RunHost
-    from autorl_tui.store.engine_records import AttemptRow, RunRow
+    from autorl_tui.store.engine_records import AttemptRow
 
 
 class RunSupervisor:
-    def __init__(self, engine: "RunHost", run: "RunRow", gpus: list[str]):
+    def __init__(self, engine: "RunHost", run: RunRecord, gpus: list[str]):
         self.engine = engine
         self.store = engine.store
-        self.run_id: str = run["id"]
-        self.spec = RunSpec.from_dict(run["spec"])
+        self.run_id: str = run.id
+        self.spec: RunSpec = run.spec
         self.gpus = gpus
-        self.gpus_requested = int(run.get("gpus_requested") or 0)
+        self.gpus_requested = int(run.gpus_requested or 0)
         self.journal = RunJournal(engine.store, engine.bus, run)
         self.grading = RunGrading(self.journal, engine, self.spec, gpus)
         self.grading.agent_where = self._agent_where
@@ -445,7 +446,7 @@ class RunSupervisor:
         attempt = self._adopt_attempt
         self._load_catalog()
         self.journal.attempt = attempt["number"]
-        self.workspace = Workspace(Path(self.journal.run["workspace"]), self.spec.model_name)
+        self.workspace = Workspace(Path(self.journal.run.workspace), self.spec.model_name)
         out = await self._materialize()
         if not out.get("ok"):
             raise RunFailure("infra", f"after an engine restart: {out.get('error')}")

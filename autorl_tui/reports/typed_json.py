@@ -137,17 +137,35 @@ def from_dict(cls: type[T], data: Any) -> T:
     name, is a ValueError."""
     if not isinstance(data, dict):
         raise ValueError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
-    hints, names = _hints(cls), {f.name for f in fields(cls)}   # type: ignore[arg-type]
-    unknown = [k for k in data if k not in names]
+    plan = _reading_plan(cls)
+    unknown = [k for k in data if k not in plan]
     if unknown and not getattr(cls, "OPEN", False):
         raise ValueError(f"{cls.__name__}: unknown key(s) {', '.join(sorted(unknown))}")
     try:
-        value = cls(**{k: _typed(hints[k], v) for k, v in data.items() if k in names})
+        value = cls(**{k: (v if plan[k] is None else _typed(plan[k], v)) for k, v in data.items() if k in plan})
     except TypeError as exc:
         raise ValueError(f"{cls.__name__}: {exc}") from None
     if unknown:
         object.__setattr__(value, _MORE, {k: data[k] for k in unknown})
     return value
+
+
+_PLANS: dict[type, dict[str, Any]] = {}
+
+
+def _reading_plan(cls: type) -> dict[str, Any]:
+    """Each field's type where its value holds sections (read by `_typed`), else None (taken as it
+    is); worked out once per section."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hints = _hints(cls)
+        plan = _PLANS[cls] = {f.name: (hints[f.name] if _holds_sections(hints[f.name]) else None)
+                              for f in fields(cls)}
+    return plan
+
+
+def _holds_sections(tp: Any) -> bool:
+    return (isinstance(tp, type) and is_dataclass(tp)) or any(_holds_sections(a) for a in get_args(tp))
 
 
 def _typed(tp: Any, value: Any) -> Any:

@@ -17,13 +17,13 @@ from autorl_tui.catalog.overlays import parse_overlays
 from autorl_tui.exitcodes import UsageError
 
 ISOLATIONS = ("sandbox", "none")
-DEFAULT_EXECUTOR = "local"
 # The keys every plan may have; each executor adds its own (`Executor.plan_keys`, e.g. ray's `cluster`).
 COMMON_PLAN_KEYS = {"name", "tasks", "cells", "agents", "models", "seeds", "drivers", "budget", "executor",
                     "gpus_per_run", "priority", "driver_url", "limits", "image", "token_budget",
                     "cost_budget", "description", "threads", "log_cap", "isolation", "model_mismatch",
                     "agent_overlays", "protocol", "host_ports", "grading"}
 TASK_ENTRY_KEYS = {"id", "protocol"}
+DEFAULT_EXECUTOR = "local"
 MAX_BUDGET_S = 7 * 24 * 3600      # a longer budget is a typo (100000h), not a plan
 
 

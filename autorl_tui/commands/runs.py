@@ -68,7 +68,7 @@ def list_runs(args) -> int:
             last_event = {r.id: reader.last_event_at(r.id) for r in records if r.state in ACTIVE}
     engine_alive = EngineLock(home).held()
     rows = [{**r.to_dict(), "isolation": recorded_isolation(r.spec, r.executor),
-             "protocol": (r.spec or {}).get("protocol_name") or "default", "exposures": recorded_exposures(r.spec),
+             "protocol": r.spec.protocol_name or "default", "exposures": recorded_exposures(r.spec),
              **({"last_event_at": last_event[r.id], "engine_holds_home": engine_alive} if r.id in last_event else {})}
             for r in records]
     stale = [r for r in rows if "last_event_at" in r and not engine_alive]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from autorl_tui.engine.run_host import RunHost
     from autorl_tui.engine.run_journal import RunJournal
     from autorl_tui.engine.workspace import Workspace
+    from autorl_tui.store.run_spec import RunSpec
 
 
 class AgentWatch:
@@ -33,7 +34,7 @@ class AgentWatch:
     RESOURCE_INTERVAL_S = 3.0
 
     def __init__(self, journal: "RunJournal", host: "RunHost", handle: "AgentHandle", *, workspace: "Workspace",
-                 agent: "AgentSpec", spec: dict, gpus: list[str], cancel_reason: Callable[[], str | None]):
+                 agent: "AgentSpec", spec: "RunSpec", gpus: list[str], cancel_reason: Callable[[], str | None]):
         self.journal = journal
         self.store = journal.store
         self.host = host
@@ -52,7 +53,7 @@ class AgentWatch:
         out_tail = FileTail(handle.stdout_path, offsets.get("stdout", 0))
         err_tail = FileTail(handle.stderr_path, offsets.get("stderr", 0))
         stored = self.store.log_volume(journal.run_id)
-        cap = self.spec.get("options", {}).get("log_cap") or {}
+        cap = self.spec.option("log_cap", {})
         metrics = self._metrics_collector(offsets.get("metrics"))
         revisions = revision_tracker(journal, self.workspace.code)
         sampler = ProcessTreeSampler()
@@ -166,7 +167,7 @@ class AgentWatch:
                              data=data)
         if data.get("kind") == "usage":      # usage actions are increments (engine/instrument/actions.py)
             run = self.journal.run
-            fields = {col: (run.get(col) or 0) + data[col] for col in ("tokens_in", "tokens_out", "cost_usd")
+            fields = {col: (getattr(run, col) or 0) + data[col] for col in ("tokens_in", "tokens_out", "cost_usd")
                       if data.get(col) is not None}
             if fields:
                 self.journal.update_run(**fields)
@@ -174,13 +175,13 @@ class AgentWatch:
 
     def _check_usage_budgets(self) -> None:
         """A plan's token and cost budgets end the agent like the wall-clock one does."""
-        options, run = self.spec.get("options", {}), self.journal.run
-        tokens = (run.get("tokens_in") or 0) + (run.get("tokens_out") or 0)
+        options, run = self.spec.options, self.journal.run
+        tokens = (run.tokens_in or 0) + (run.tokens_out or 0)
         reason = None
         if options.get("token_budget") and tokens > float(options["token_budget"]):
             reason = f"token budget exhausted ({tokens:,} > {int(options['token_budget']):,} tokens)"
-        elif options.get("cost_budget") and (run.get("cost_usd") or 0) > float(options["cost_budget"]):
-            reason = f"cost budget exhausted (${run['cost_usd']:.4f} > ${float(options['cost_budget']):.4f})"
+        elif options.get("cost_budget") and (run.cost_usd or 0) > float(options["cost_budget"]):
+            reason = f"cost budget exhausted (${run.cost_usd:.4f} > ${float(options['cost_budget']):.4f})"
         if reason and self.kill_reason is None:
             self.kill_reason = reason
             self.journal.log("harness", f"{reason}: killing the agent's process tree", level="warning")

@@ -33,6 +33,8 @@ from autorl_tui.exitcodes import UsageError
 from autorl_tui.home import EngineLock, Home
 from autorl_tui.store import Store
 from autorl_tui.store.engine_records import QueueEntry
+from autorl_tui.store.records import RunRecord
+from autorl_tui.store.run_spec import RunSpec
 
 def check_model_fits(card, model: str, override: str | None) -> None:
     """A card's `models:` names the built-in models made for it (tiny-webshop for webshop): another
@@ -193,7 +195,7 @@ class Engine:
         return [s.__dict__ if hasattr(s, "__dict__") else dict(s) for s in sample_utilization(gpus)] or None
 
     # ------------------------------------------------------------------ queue
-    def _validate(self, req: RunRequest) -> dict:
+    def _validate(self, req: RunRequest) -> RunSpec:
         card = find_task(req.task, self.task_search_path(), protocol=req.protocol,
                          data_home=self.home.data)
         if card.data.get("provider") == "local" and local_data_root(card) is None:
@@ -240,11 +242,11 @@ class Engine:
             raise UsageError(f"run asks for {req.gpus} GPU(s) but this engine has {len(self.gpu_inventory)} "
                              f"({', '.join(self.gpu_inventory) or 'none: CPU slots only'})")
         model_name = Path(req.model).name if ("/" in req.model) else req.model
-        return {"task": card.to_dict(), "agent": agent.to_dict(), "model": req.model, "model_name": model_name,
-                "seed": req.seed, "executor": req.executor, "driver": req.driver, "options": req.options,
-                "protocol": card.protocol.to_dict(), "protocol_name": card.protocol_name, "level": card.level,
-                "data_origin": card.to_dict()["data_origin"],
-                "isolation": isolation_of(req)}
+        task = card.to_dict()
+        return RunSpec(task=task, agent=agent.to_dict(), model=req.model, model_name=model_name, seed=req.seed,
+                       executor=req.executor, driver=req.driver, options=req.options,
+                       protocol=card.protocol.to_dict(), protocol_name=card.protocol_name, level=card.level,
+                       data_origin=task["data_origin"], isolation=isolation_of(req))
 
     def _next_run_number(self) -> int:
         return self.store.count_runs() + 1
@@ -261,14 +263,13 @@ class Engine:
         n = self._next_run_number()
         for i, (req, spec) in enumerate(zip(plan.runs, specs)):
             # By the card's id and the spec's name: a plan may use an alias or an agent folder's path.
-            task_id, agent_name = spec["task"]["id"], spec["agent"]["name"]
+            task_id, agent_name = spec.task["id"], spec.agent["name"]
             run_id = f"r{n + i:04d}-{_slug(task_id)}-{_slug(agent_name)}-s{req.seed}"
-            self.store.add_run({
-                "id": run_id, "plan_id": plan_id, "plan_name": plan.name, "task": task_id, "level": spec["level"],
-                "agent": spec["agent"]["name"], "model": req.model, "driver": req.driver, "seed": req.seed,
-                "budget_s": req.budget_s, "executor": req.executor, "gpus_requested": req.gpus,
-                "priority": req.priority, "queue_pos": max_pos + 1 + i, "state": "queued", "created_at": now,
-                "spec": spec})
+            self.store.add_run(RunRecord(
+                id=run_id, plan_id=plan_id, plan_name=plan.name, task=task_id, level=spec.level,
+                agent=agent_name, model=req.model, driver=req.driver, seed=req.seed,
+                budget_s=req.budget_s, executor=req.executor, gpus_requested=req.gpus,
+                priority=req.priority, queue_pos=max_pos + 1 + i, state="queued", created_at=now, spec=spec))
             ids.append(run_id)
             self.store.append_event(run_id, "state", "queued", data={"state": "queued", "plan": plan.name})
             self.bus.publish(ev.RunStateChanged(run_id, state="queued"))
@@ -279,16 +280,16 @@ class Engine:
                                                         zip(plan.runs, specs)])
         return ids
 
-    def _prestart_grader(self, runs: list[tuple[str, int, dict]]) -> None:
+    def _prestart_grader(self, runs: list[tuple[str, int, RunSpec]]) -> None:
         """The engine's warm grading server (the one its CPU runs share: every built-in task's, and
         one per task folder of the user's), started in the background as soon as a run of it is
         queued: a run then never waits for a server's start (docs/grading.md, "The warm grader").
         runs: (executor, GPUs asked for, spec) of the runs queued."""
         from autorl_tui.engine.grading_client import prestart_warm
 
-        tasks = {json.dumps(spec["task"], sort_keys=True): spec["task"] for executor, gpus, spec in runs
-                 if not executor_class(executor).grades_remotely and not gpus and isinstance((spec or {}).get("task"), dict)
-                 and spec["task"].get("scorer") != "judge"}       # the judge's gradings take the cold path
+        tasks = {json.dumps(spec.task, sort_keys=True): spec.task for executor, gpus, spec in runs
+                 if not executor_class(executor).grades_remotely and not gpus and spec.task
+                 and spec.task.get("scorer") != "judge"}       # the judge's gradings take the cold path
         for task in tasks.values():
             request = {"task": task, "scorer": task.get("scorer"),
                        "scorer_options": {**(task.get("scorer_options") or {})}}
@@ -341,11 +342,11 @@ class Engine:
             return []
         now = time.time()
         ready = [r for r in queued if (r.not_before or 0.0) <= now]
-        reqs = [(r.run_id, r.gpus_requested, self.store.get("runs", r.run_id)["spec"].get("options", {}))
+        reqs = [(r.run_id, r.gpus_requested, RunSpec.from_dict(self.store.get("runs", r.run_id)["spec"]).options)
                 for r in ready]
         # A run whose agent has ended (finalizing) still counts: its held-out test grading takes as
         # many GPUs from the cluster (ray_grading.py), and must not wait behind runs started meanwhile.
-        active = [(s.run_id, s.gpus_requested, s.spec.get("options", {}))
+        active = [(s.run_id, s.gpus_requested, s.spec.options)
                   for s in self.supervisors.values() if s.executor_name == name]
         try:
             starts = [(run_id, []) for run_id in self.executor(name).admit_runs(reqs, active)]
@@ -395,7 +396,7 @@ class Engine:
                 row = self.store.run(run_id)
                 if row is None or row["state"] != "queued":
                     continue
-                sup = RunSupervisor(self, row, gpus)
+                sup = RunSupervisor(self, RunRecord.from_row(row), gpus)
                 self.supervisors[run_id] = sup
                 sup.start()
             self._publish_cluster()
@@ -507,11 +508,11 @@ class Engine:
         row = self.get_run(run_id)
         if row["state"] not in UNSUCCESSFUL_STATES:
             raise UsageError(f"run {run_id} is {row['state']}: only failed, cancelled or lost runs can be retried")
-        spec = row["spec"]
+        spec = RunSpec.from_dict(row["spec"])
         req = RunRequest(task=row["task"], agent=row["agent"], model=row["model"], seed=row["seed"],
                          budget_s=row["budget_s"], executor=row["executor"], gpus=row["gpus_requested"],
-                         driver=row["driver"], priority=row["priority"], options=spec.get("options", {}),
-                         protocol=spec.get("protocol_name"))
+                         driver=row["driver"], priority=row["priority"], options=dict(spec.options),
+                         protocol=spec.protocol_name)
         plan = Plan(name=f"retry of {run_id}", source=f"retry: {run_id}", runs=[req], raw={})
         [new_id] = await self.enqueue_plan(plan)
         self.store.append_event(run_id, "harness", f"retried as {new_id}", data={"retry": new_id})
@@ -572,13 +573,14 @@ class Engine:
                 continue
             live_containers.add(attempt.get("container_id") or "")
             gpus = attempt.get("gpus") or []
-            sup = RunSupervisor(self, row, list(gpus))
+            sup = RunSupervisor(self, RunRecord.from_row(row), list(gpus))
             self.supervisors[run_id] = sup
             sup.adopt(attempt)
         self.store.flush()
         self._reap_orphan_containers(live_containers)
-        waiting = [(r["executor"], r.get("gpus_requested"), r["spec"]) for r in self.store.runs(["queued"])]
-        waiting += [(s.spec.get("executor", "local"), s.gpus_requested, s.spec) for s in self.supervisors.values()]
+        waiting = [(r["executor"], r.get("gpus_requested"), RunSpec.from_dict(r["spec"]))
+                   for r in self.store.runs(["queued"])]
+        waiting += [(s.spec.executor_name, s.gpus_requested, s.spec) for s in self.supervisors.values()]
         if waiting:       # queued, and re-adopted runs (their next submission)
             await asyncio.to_thread(self._prestart_grader, waiting)
 

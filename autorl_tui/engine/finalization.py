@@ -44,7 +44,7 @@ async def finalize(journal: "RunJournal", grading: "RunGrading", home: "Home",
         # the test grading's details sit beside the dev ones (a task's own figures included)
         journal.set_submission(best["id"], test_score=test_score,
                                metrics={**(best.get("metrics") or {}), "test": outcome.metrics})
-    baseline = journal.run.get("baseline_score")
+    baseline = journal.run.baseline_score
     improvement = None if baseline is None else test_score - baseline
     end_reason = {"deadline": "deadline reached", "exited": f"agent finished (exit code {code})"}.get(reason, reason)
     return FinalResult(end_reason, {"test_score": test_score, "improvement": improvement,

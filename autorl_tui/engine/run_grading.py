@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from autorl_tui.catalog.plans import DEFAULT_EXECUTOR
 from autorl_tui.durations import format_duration
 from autorl_tui.engine.grading_client import GradingOutcome, prestart_warm, run_grader
 from autorl_tui.engine.grading_placement import place
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
     from autorl_tui.grading.placement import Placement
     from autorl_tui.engine.run_host import RunHost
     from autorl_tui.engine.run_journal import RunJournal
+    from autorl_tui.store.run_spec import RunSpec
 
 # Grader bounds (docs/grading.md, "Grader bounds").
 GRADING_TIMEOUT_S = 3600.0    # any one grading process, at most
@@ -41,14 +41,14 @@ def model_fingerprint(path: Path) -> str:
 
 
 class RunGrading:
-    def __init__(self, journal: "RunJournal", host: "RunHost", spec: dict, gpus: list[str]):
+    def __init__(self, journal: "RunJournal", host: "RunHost", spec: "RunSpec", gpus: list[str]):
         self.journal = journal
         self.host = host
         self.spec = spec
         self.gpus = gpus
         self.card: "TaskCard | None" = None
         self.split_paths: dict[str, str] = {}
-        self.baseline_dev: float | None = journal.run.get("baseline_dev_score")
+        self.baseline_dev: float | None = journal.run.baseline_dev_score
         self.baseline_grading_s: float | None = None   # the base model's dev grading time: sets the floor
         self._progress_t = 0.0      # monotonic time of the last grading progress line
         # executor ray: where the run's agent was placed and whether it is alive (set by the supervisor)
@@ -59,7 +59,7 @@ class RunGrading:
         self.card, self.split_paths = card, split_paths
 
     def _scorer_options(self, card: "TaskCard") -> dict:
-        options = {**card.scorer_options, **self.spec.get("scorer_options", {})}
+        options = dict(card.scorer_options)
         if card.scorer == "judge":
             # In a folder of its own: the sandboxed grader writes there and nowhere else in the cache.
             options.setdefault("cache_path", str(self.host.home.cache / "judge" / "judge.sqlite"))
@@ -83,7 +83,7 @@ class RunGrading:
     def placement(self, model_path: Path, split: str, gpus: list[str] | None = None) -> Placement:
         """Where and how this grading runs (grading/placement.py): the plan's `grading:` choice, on
         the run's GPUs (or those the agent named in its submit), sized from their free memory now."""
-        return place(self.spec.get("options") or {}, self.gpus if gpus is None else gpus, model_path,
+        return place(self.spec.options, self.gpus if gpus is None else gpus, model_path,
                      self.card.protocol, _count_items(self.split_paths.get(split)))
 
     def request(self, model_path: Path, split: str, placement: Placement | None = None) -> dict:
@@ -95,7 +95,7 @@ class RunGrading:
         return {"task": self.card.to_dict(), "split": split, "split_path": self.split_paths[split],
                 "model_path": str(model_path), "protocol": self.card.protocol.to_dict(), "scorer": self.card.scorer,
                 "scorer_options": options,
-                "backend": placement.backend if placement else self.spec.get("backend", "transformers"),
+                "backend": placement.backend if placement else "transformers",
                 "device": placement.device if placement else ("cuda" if self.gpus else "cpu"),
                 "placement": placement.to_dict() if placement else None, "threads": self.host.grader_threads,
                 "seed": self.card.protocol.seed, "limit": None, "pass_env": pass_env,
@@ -106,7 +106,7 @@ class RunGrading:
         plus a grace, but never gets less than the floor (a submission received just before the
         deadline is still graded): the floor is GRADING_FLOOR_S, or 3x the baseline's dev grading
         time when that is longer (a slow task's honest model must fit)."""
-        limit = float(self.spec.get("grading_timeout_s", GRADING_TIMEOUT_S))
+        limit = GRADING_TIMEOUT_S
         deadline = self.journal.deadline
         if not for_submission or deadline is None:
             return limit
@@ -130,7 +130,7 @@ class RunGrading:
         log = self.journal.log
         # A cluster run's gradings go to its cluster, its baselines too (still cached per task and
         # model for every run); they take none of this host's grading slots.
-        executor = self.host.executor(self.spec.get("executor") or DEFAULT_EXECUTOR)
+        executor = self.host.executor(self.spec.executor_name)
         on_cluster = executor.grades_remotely
         what = progress_what or f"grading {model_path.name} on {split}"
 
@@ -148,7 +148,7 @@ class RunGrading:
             if on_cluster:
                 outcome = await executor.grade_remotely(self.request(model_path, split), work_dir,
                                                         agent_where=self.agent_where(), run_id=self.journal.run_id,
-                                                        gpus=int(self.journal.run.get("gpus_requested") or 0),
+                                                        gpus=int(self.journal.run.gpus_requested or 0),
                                                         threads=self.host.grader_threads, timeout_s=timeout,
                                                         on_progress=on_progress)
             else:

@@ -6,35 +6,37 @@ record through one journal."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from autorl_tui.engine import events as ev
 from autorl_tui.run_states import FINAL_STATES
+from autorl_tui.store.records import RunRecord
 
 if TYPE_CHECKING:
     from autorl_tui.engine.events import EventBus
     from autorl_tui.store.db import Store
-    from autorl_tui.store.engine_records import RunRow, SubmissionRow
+    from autorl_tui.store.engine_records import SubmissionRow
 
 
 class RunJournal:
-    def __init__(self, store: "Store", bus: "EventBus", run: "RunRow"):
+    def __init__(self, store: "Store", bus: "EventBus", run: RunRecord):
         self.store = store
         self.bus = bus
-        self.run = run
-        self.run_id: str = run["id"]
-        self.state: str = run["state"]
-        self.attempt: int = run.get("current_attempt") or 0
-        self.deadline: float | None = run.get("deadline")
-        self.started_at: float | None = run.get("started_at")
+        self.run = run          # the run's row as recorded: replaced (frozen) by every change below
+        self.run_id: str = run.id
+        self.state: str = run.state
+        self.attempt: int = run.current_attempt or 0
+        self.deadline: float | None = run.deadline
+        self.started_at: float | None = run.started_at
 
     @property
     def budget_s(self) -> float:
-        return float(self.run["budget_s"])
+        return float(self.run.budget_s)
 
     @property
     def seed(self) -> int:
-        return int(self.run["seed"])
+        return int(self.run.seed)
 
     def log(self, kind: str, message: str, level: str = "info", data: Any = None) -> None:
         self.store.append_event(self.run_id, kind, message, level=level, data=data, attempt=self.attempt or None)
@@ -42,7 +44,7 @@ class RunJournal:
 
     def update_run(self, **fields) -> None:
         self.store.set_run_fields(self.run_id, fields)
-        self.run.update(fields)
+        self.run = replace(self.run, **fields)
         self.bus.publish(ev.RunUpdated(self.run_id, fields=fields))
 
     def transition(self, state: str, reason: str | None = None, failure_source: str | None = None,
@@ -56,7 +58,7 @@ class RunJournal:
             fields.setdefault("ended_at", time.time())
             fields.setdefault("end_reason", reason)
         self.store.set_run_fields(self.run_id, fields)
-        self.run.update(fields)
+        self.run = replace(self.run, **fields)
         message = f"state {previous} → {state}" + (f": {reason}" if reason else "")
         self.store.append_event(self.run_id, "state", message, level="error" if state in ("failed", "lost") else "info",
                                 data={"state": state, "previous": previous, "reason": reason,

@@ -301,9 +301,9 @@ class SubmissionDesk:
         now = time.time()
         last = self.store.last_graded_at(self.run_id)
         return {"deadline": journal.deadline, "remaining_seconds": max(0.0, (journal.deadline or now) - now),
-                "budget_seconds": journal.run["budget_s"], "state": journal.state,
+                "budget_seconds": journal.run.budget_s, "state": journal.state,
                 **abapi.time_fields(start=journal.started_at, budget_s=journal.budget_s,
-                                    deadline=journal.deadline, last_submit=last, end=journal.run.get("ended_at"))}
+                                    deadline=journal.deadline, last_submit=last, end=journal.run.ended_at)}
 
     def submissions_info(self) -> list[dict]:
         return [{"submission_id": r.pop("seq"), **r} for r in self.store.submission_summaries(self.run_id)]

@@ -24,7 +24,7 @@ from autorl_tui.catalog.overlays import overlay_env, place_copies, place_home_fi
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
 from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
-from autorl_tui.catalog.plans import DEFAULT_EXECUTOR, host_ports_of
+from autorl_tui.catalog.plans import host_ports_of
 from autorl_tui.engine import honey_tokens, trust_sweep
 from autorl_tui.engine.agent_watch import AgentWatch
 from autorl_tui.engine.executors.base import (AgentHandle, AgentStartError, ClusterLaunch, ContainerLaunch, Executor,
@@ -39,20 +39,22 @@ from autorl_tui.engine.submission_desk import SubmissionDesk
 from autorl_tui.engine.workspace import AGENT_WRITABLE, Workspace, agent_environment, build_workspace, write_run_meta
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.progress import describe as describe_progress
+from autorl_tui.store.records import RunRecord
+from autorl_tui.store.run_spec import RunSpec
 
 if TYPE_CHECKING:
     from autorl_tui.engine.run_host import RunHost
-    from autorl_tui.store.engine_records import AttemptRow, RunRow
+    from autorl_tui.store.engine_records import AttemptRow
 
 
 class RunSupervisor:
-    def __init__(self, engine: "RunHost", run: "RunRow", gpus: list[str]):
+    def __init__(self, engine: "RunHost", run: RunRecord, gpus: list[str]):
         self.engine = engine
         self.store = engine.store
-        self.run_id: str = run["id"]
-        self.spec: dict = run["spec"]
+        self.run_id: str = run.id
+        self.spec: RunSpec = run.spec
         self.gpus = gpus
-        self.gpus_requested = int(run.get("gpus_requested") or 0)
+        self.gpus_requested = int(run.gpus_requested or 0)
         self.journal = RunJournal(engine.store, engine.bus, run)
         self.grading = RunGrading(self.journal, engine, self.spec, gpus)
         self.grading.agent_where = self._agent_where
@@ -89,7 +91,7 @@ class RunSupervisor:
 
     @property
     def executor_name(self) -> str:
-        return self.spec.get("executor") or DEFAULT_EXECUTOR
+        return self.spec.executor_name
 
     @property
     def executor(self) -> "Executor":
@@ -98,7 +100,7 @@ class RunSupervisor:
     @property
     def isolated(self) -> bool:
         """Local agents run sandboxed unless the plan said `isolation: none` (then every report says so)."""
-        return self.spec.get("isolation", "bwrap") != "none"
+        return self.spec.isolated
 
     def log(self, kind: str, message: str, level: str = "info", data=None) -> None:
         self.journal.log(kind, message, level=level, data=data)
@@ -189,12 +191,12 @@ class RunSupervisor:
         self._check_cancel()
         ws_root = self.engine.home.workspaces / self.run_id
         self.workspace = await asyncio.to_thread(
-            build_workspace, ws_root, card=self.card, model_name=self.spec["model_name"], model_path=self.model_path,
+            build_workspace, ws_root, card=self.card, model_name=self.spec.model_name, model_path=self.model_path,
             train_path=Path(self.grading.split_paths["train"]),
             link=self.isolated or not self.executor.on_this_host)
         self.journal.update_run(workspace=str(ws_root))
         honey_tokens.plant(self.engine.home.run_dir(self.run_id), ws_root, self.run_id)
-        in_container = self.executor.runs_in_container(self.spec.get("options", {}))
+        in_container = self.executor.runs_in_container(self.spec.options)
         how = ("in a container, as an unprivileged user" if in_container
                else "in a bubblewrap sandbox as a leased unprivileged uid" if self.isolated
                else "UNISOLATED, as the harness user (plan: isolation: none)")
@@ -203,15 +205,15 @@ class RunSupervisor:
                        "isolation": "container" if in_container else "bwrap" if self.isolated else "none"})
 
     def _load_catalog(self) -> None:
-        self.card = load_task_card(Path(self.spec["task"]["dir"]), self.spec["task"].get("protocol_name"),
+        self.card = load_task_card(Path(self.spec.task["dir"]), self.spec.task.get("protocol_name"),
                                    data_home=self.engine.home.data)
-        self.agent = find_agent(self.spec["agent"]["name"], [Path(self.spec["agent"]["source"]).parent]
+        self.agent = find_agent(self.spec.agent["name"], [Path(self.spec.agent["source"]).parent]
                                 + self.engine.agent_search_path())
 
     async def _materialize(self) -> dict:
         """The base model and the task's splits, materialized by the prepare worker."""
         request = {"task_dir": str(self.card.dir), "protocol": self.card.protocol_name,
-                   "data_home": str(self.engine.home.data), "model": self.spec["model"], "models_root": str(self.engine.home.models),
+                   "data_home": str(self.engine.home.data), "model": self.spec.model, "models_root": str(self.engine.home.models),
                    "cache_root": str(self.engine.home.cache / "tasks"), "splits": ["train", "dev", "test"]}
         return await self._subprocess_json([sys.executable, "-m", "autorl_tui.engine.prepare_worker", json.dumps(request)])
 
@@ -260,7 +262,7 @@ class RunSupervisor:
 
     async def _baselines(self) -> None:
         self.journal.transition("baseline")
-        await self.grading.baselines(self.model_path, self.spec["model_name"], self._check_cancel)
+        await self.grading.baselines(self.model_path, self.spec.model_name, self._check_cancel)
 
     # ------------------------------------------------------------------ the agent
     def _command(self) -> str | list[str]:
@@ -269,7 +271,7 @@ class RunSupervisor:
         from autorl_tui.catalog.agent_command import render_command
 
         values = {"agent_dir": str(self.agent.agent_dir), "python": self._agent_python(), "workspace": str(self.workspace.root),
-                  "driver": self.spec.get("driver") or "", "driver_url": self.spec.get("options", {}).get("driver_url", ""),
+                  "driver": self.spec.driver or "", "driver_url": self.spec.option("driver_url", ""),
                   "prompt_file": str(self.workspace.root / "prompt.md")}
         try:
             return render_command(self.agent.command, values)
@@ -277,7 +279,7 @@ class RunSupervisor:
             raise RunFailure("agent", f"agent spec {self.agent.source}: {exc}") from None
 
     def _image(self) -> str | None:
-        return self.spec.get("options", {}).get("image") or self.agent.image
+        return self.spec.option("image") or self.agent.image
 
     def _agent_python(self) -> str:
         """`{python}`: the agent runtime's interpreter (engine/agent_runtime.py), or a named image's python3."""
@@ -306,7 +308,7 @@ class RunSupervisor:
         return self.engine.home.run_dir(self.run_id) / f"attempt-{self.attempt}"
 
     def _launch_spec(self, grading_url: str) -> LaunchSpec:
-        overlay = self.spec.get("options", {}).get("overlay") or {}
+        overlay = self.spec.option("overlay", {})
         given = overlay_env(overlay, os.environ)
         copies = place_copies(overlay, self.workspace.root / ".home")
         passthrough = {**passthrough_env(self.agent), **given, **copies}
@@ -323,10 +325,10 @@ class RunSupervisor:
                 data={"overlay": {"env": overlay.get("env") or [], "env_file": overlay.get("env_file"),
                                   "env_file_names": from_file, "home_files": placed,
                                   "binds": overlay.get("binds") or [], "copies": copies}})
-        if self.spec.get("driver"):
-            passthrough.setdefault("DRIVER_MODEL", self.spec["driver"])
-        if self.spec.get("options", {}).get("driver_url"):
-            passthrough.setdefault("DRIVER_URL", self.spec["options"]["driver_url"])
+        if self.spec.driver:
+            passthrough.setdefault("DRIVER_MODEL", self.spec.driver)
+        if self.spec.option("driver_url"):
+            passthrough.setdefault("DRIVER_URL", self.spec.option("driver_url"))
         env = agent_environment(self.workspace, task_id=self.card.id, grading_url=grading_url, deadline=self.deadline,
                                 seed=self.journal.seed,
                                 gpus=self.gpus, passthrough=passthrough,
@@ -338,7 +340,7 @@ class RunSupervisor:
             extra = [d for d in executable_dirs(self.agent) if d not in env["PATH"].split(":")]
             if extra:
                 env["PATH"] = ":".join(extra + [env["PATH"]])
-        limits = self.spec.get("options", {}).get("limits") or {}
+        limits = self.spec.option("limits", {})
         # Containers see the workspace, read-only model and data, and the agent's own program folder.
         mounts = [Mount(self.workspace.model_dir, f"models/{self.workspace.model_name}"),
                   Mount(self.workspace.data, "data"), Mount(self.agent.agent_dir, str(self.agent.agent_dir))]
@@ -349,12 +351,12 @@ class RunSupervisor:
                           labels={"autorl.run_id": self.run_id, "autorl.home": str(self.engine.home.root),
                                   "autorl.attempt": str(self.attempt)},
                           writable=AGENT_WRITABLE,
-                          log_file_bytes=(self.spec.get("options", {}).get("log_cap") or {}).get("file_bytes"),
+                          log_file_bytes=self.spec.option("log_cap", {}).get("file_bytes"),
                           sandbox=SandboxLaunch(private_paths=self.engine.private_paths(), isolate=self.isolated,
-                                                host_ports=host_ports_of(self.spec.get("options", {}))),
+                                                host_ports=host_ports_of(self.spec.options)),
                           container=ContainerLaunch(image=self._image(),
                                                     grading_socket=self._log_dir() / "api" / "grading.sock"),
-                          cluster=ClusterLaunch(placement=dict(self.spec.get("options", {}).get("cluster") or {},
+                          cluster=ClusterLaunch(placement=dict(self.spec.option("cluster", {}),
                                                                gpus=self.gpus_requested)))
 
     async def _start_server(self, token: str | None = None, port: int | None = None) -> None:
@@ -444,7 +446,7 @@ class RunSupervisor:
         attempt = self._adopt_attempt
         self._load_catalog()
         self.journal.attempt = attempt["number"]
-        self.workspace = Workspace(Path(self.journal.run["workspace"]), self.spec["model_name"])
+        self.workspace = Workspace(Path(self.journal.run.workspace), self.spec.model_name)
         out = await self._materialize()
         if not out.get("ok"):
             raise RunFailure("infra", f"after an engine restart: {out.get('error')}")

@@ -19,6 +19,7 @@ from autorl_tui.interop import autorl_bench_metrics
 from autorl_tui.interop.autorl_bench_files import RESULTS_COLUMNS
 from autorl_tui.store.queries import StoreReader
 from autorl_tui.store.records import RunRecord
+from autorl_tui.store.run_spec import RunSpec
 
 
 def _write(path: Path, text: str) -> None:
@@ -30,7 +31,7 @@ def _write(path: Path, text: str) -> None:
 
 def _success(reader: StoreReader, run: RunRecord) -> bool:
     """AutoRL-Bench's `success`: the agent exited 0 (imported runs keep theirs)."""
-    imported = (run.spec or {}).get("imported") or {}
+    imported = run.spec.imported or {}
     if "success" in imported and imported["success"] is not None:
         return bool(imported["success"])
     return reader.last_exit_code(run.id) == 0
@@ -42,7 +43,7 @@ def _rerooted(path: str | None, run: dict, folder: Path) -> str | None:
     So its path-based `copy_model_count` on the export counts what ours counted."""
     if not path:
         return path
-    original = ((run.get("spec") or {}).get("imported") or {}).get("original_workspace")
+    original = (RunSpec.from_dict(run.get("spec")).imported or {}).get("original_workspace")
     if original and (path == original or path.startswith(original.rstrip("/") + "/")):
         return str(folder / os.path.relpath(path, original))
     return path if os.path.isabs(path) else str(folder / path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autorl_tui.interop.autorl_bench_ledger import parse_iso
+from autorl_tui.store.run_spec import RunSpec
 
 FIELDS = ("valid_submission_rate", "first_valid_idx", "first_valid_delay", "score_trajectory",
           "time_to_first_improvement", "time_to_best", "time_used_ratio", "monotonic_ratio",
@@ -88,7 +89,7 @@ def _whole(t: float | None) -> int | None:
 def run_meta(run: dict, submissions: list[dict]) -> dict:
     """A run's clock as AutoRL-Bench's run_meta.json holds it: whole seconds, `end_time` null when
     the run has none (an imported run whose folder had none: a Ctrl-C'd AutoRL-Bench run)."""
-    imported = (run.get("spec") or {}).get("imported") or {}
+    imported = RunSpec.from_dict(run.get("spec")).imported or {}
     graded = [s for s in submissions if s["status"] in ("scored", "error")]
     last = max((s.get("graded_at") or 0 for s in graded), default=0) or None
     start = run.get("started_at") or run.get("created_at")
@@ -108,11 +109,11 @@ def for_run(run: dict, submissions: list[dict], base_model_hash: str | None = No
     for e, s in zip(entries, graded):
         e["content_hash"] = s.get("content_hash")
     meta = run_meta(run, submissions)
-    spec = run.get("spec") or {}
-    imported = spec.get("imported") or {}
+    spec = RunSpec.from_dict(run.get("spec"))
+    imported = spec.imported or {}
     base_path = imported.get("base_model_path")
     if base_path is None and run.get("workspace"):
-        base_path = str(Path(run["workspace"]) / "models" / (spec.get("model_name") or run.get("model") or ""))
+        base_path = str(Path(run["workspace"]) / "models" / (spec.model_name or run.get("model") or ""))
         if base_model_hash is None:     # our API refuses the base model's own path: a copy shows by content
             base_model_hash = folder_hash(Path(base_path))
     return compute(entries, start_time=meta["start_time"], end_time=meta["end_time"],

@@ -17,6 +17,8 @@ from autorl_tui.reports.bootstrap import band_verdict, paired_band
 from autorl_tui.reports.analytics import Analytics, _decode_json
 from autorl_tui.reports.render import render
 from autorl_tui.reports.run_report import clean
+from autorl_tui.reports.sections_compare import CompareReport
+from autorl_tui.reports.typed_json import checked
 from autorl_tui.run_states import FINAL_STATES as FINAL
 
 SCHEMA_ID = "autorl-tui/compare-report"
@@ -155,7 +157,7 @@ def build_compare_report(a: Analytics, ids: list[str] | None = None, plan: str |
         "pending_runs": _count(r["state"] for r in runs if r["state"] not in FINAL),
     }
     report["efficiency"] = efficiency.efficiency(report["runs"])
-    return clean(report)
+    return checked(CompareReport, clean(report))
 
 
 def _gates(matrix: list[dict], agents: list[str], tasks: list[str], primary_task: str | None) -> list[dict]:

@@ -15,8 +15,11 @@ from autorl_tui.reports.series_order import informative_rank, is_constant
 from autorl_tui.reports.analytics import PHASES, Analytics, _decode_json
 from autorl_tui.reports.bootstrap import paired_band
 from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
+from autorl_tui.store.run_spec import RunSpec
 from autorl_tui.reports.diffs import diff_manifests, files_run
 from autorl_tui.reports.render import render
+from autorl_tui.reports.sections_run import RunReport
+from autorl_tui.reports.typed_json import checked
 
 SCHEMA_ID = "autorl-tui/run-report"
 SCHEMA_VERSION = 1
@@ -44,22 +47,22 @@ def clean(value: Any) -> Any:
     return value
 
 
-def protocol_of(spec: dict) -> dict:
-    task = spec.get("task") or {}
-    proto = spec.get("protocol") or task.get("protocol") or {}
-    splits = list(((task.get("data") or {}).get("splits") or {}).keys()) or spec.get("splits") or []
+def protocol_of(spec: RunSpec) -> dict:
+    task = spec.task
+    proto = spec.protocol or task.get("protocol") or {}
+    splits = list(((task.get("data") or {}).get("splits") or {}).keys()) or spec.extra.get("splits") or []
     return {"temperature": proto.get("temperature"), "top_p": proto.get("top_p"), "n": proto.get("n"),
             "max_tokens": proto.get("max_tokens"), "max_steps": proto.get("max_steps"),
             "k": proto.get("k"), "splits": splits, "scorer": task.get("scorer"),
             "primary_metric": task.get("primary_metric"),
-            "name": spec.get("protocol_name") or task.get("protocol_name") or "default",
+            "name": spec.protocol_name or task.get("protocol_name") or "default",
             "about": task.get("protocol_about") or None,
-            "data_origin": spec.get("data_origin") or task.get("data_origin")}
+            "data_origin": spec.data_origin or task.get("data_origin")}
 
 
 def build_run_report(a: Analytics, run_id: str) -> dict:
     run = a.run(run_id)
-    spec = run["spec"] if isinstance(run["spec"], dict) else {}
+    spec = RunSpec.from_dict(run["spec"])
     subs = a.submissions(run_id)
     best = next((s for s in subs if s["submission_id"] == run["best_submission_id"]), None)
     phases = a.phases(run_id)
@@ -74,7 +77,7 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
                 "exposures": recorded_exposures(spec)},
         "protocol": protocol_of(spec),
         "attempts": a.attempts(run_id),
-        "model_path": (spec.get("model") or {}).get("path") if isinstance(spec.get("model"), dict) else spec.get("model_path"),
+        "model_path": spec.model_path,
         "outcome": {
             "baseline_dev_score": run["baseline_dev_score"], "baseline_score": run["baseline_score"],
             "best_dev_score": run["best_dev_score"],
@@ -87,7 +90,7 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
             "cause": _failure_cause(a, run),
         },
         # AutoRL-Bench's ten run diagnostics, computed as its code does (interop/autorl_bench_metrics.py)
-        "autorl_bench": autorl_bench_metrics.for_run({**run, "spec": spec}, subs),
+        "autorl_bench": autorl_bench_metrics.for_run({**run, "spec": spec.to_dict()}, subs),
         "timeline": {
             "n_submissions": run["n_submissions"], "n_scored": run["n_scored"], "n_dropped": run["n_dropped"],
             "time_to_first_valid_s": run["time_to_first_valid_s"], "time_to_best_s": run["time_to_best_s"],
@@ -112,7 +115,7 @@ def build_run_report(a: Analytics, run_id: str) -> dict:
     report["cost_per_point"] = trust.cost_per_point(report["cost"], run["improvement"])
     for d in report["drops"]:
         d.pop("run_id", None)
-    return clean(report)
+    return checked(RunReport, clean(report))
 
 
 def _revisions(a: Analytics, run_id: str, subs: list[dict]) -> dict:

@@ -1,52 +1,13 @@
 """The shapes of the rows the engine reads back from the store (store/run_state.py).
 
 Full rows stay dicts (they travel as they are in events and over the engine's socket), typed here
-so that a column's name is written in one place; narrow results are dataclasses."""
+so that a column's name is written in one place; narrow results are dataclasses. A `runs` row has
+one typed form, store/records.py's RunRecord (the engine's live run is one: RunJournal.run)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, TypedDict
-
-
-class RunRow(TypedDict, total=False):
-    """A `runs` row, `spec` decoded."""
-    id: str
-    plan_id: str | None
-    plan_name: str | None
-    task: str
-    level: int | None
-    agent: str
-    model: str
-    driver: str | None
-    seed: int
-    budget_s: float
-    executor: str
-    gpus_requested: int
-    priority: int
-    queue_pos: float
-    state: str
-    failure_source: str | None
-    end_reason: str | None
-    created_at: float
-    started_at: float | None
-    deadline: float | None
-    ended_at: float | None
-    baseline_score: float | None
-    baseline_dev_score: float | None
-    best_dev_score: float | None
-    best_submission_id: int | None
-    test_score: float | None
-    improvement: float | None
-    dev_improvement: float | None
-    workspace: str | None
-    spec: dict[str, Any]
-    current_attempt: int
-    tokens_in: int | None
-    tokens_out: int | None
-    cost_usd: float | None
-    not_before: float | None
-    imported_from: str | None
 
 
 class AttemptRow(TypedDict, total=False):

@@ -9,6 +9,7 @@ from pathlib import Path
 from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
 from autorl_tui.store.db import decode_row
 from autorl_tui.store.records import Rows
+from autorl_tui.store.run_spec import RunSpec
 
 EXPORT_FORMAT = "autorl-tui.run-export/1"
 
@@ -40,15 +41,16 @@ def export_run(rows: Rows, run_id: str, *, include_events: bool = True, include_
         if include_samples:
             b["samples"] = _rows(rows, "samples", "SELECT * FROM samples WHERE baseline_id=? ORDER BY id", (bid,))
         baselines.append(b)
+    spec = RunSpec.from_dict(run.get("spec"))
     out = {
         "format": EXPORT_FORMAT,
         "run_id": run_id,
         "task": run["task"], "agent": run["agent"], "model": run["model"], "seed": run["seed"],
         "state": run["state"],
-        "isolation": recorded_isolation(run.get("spec"), run["executor"]),   # "none": the agent ran unisolated
-        "protocol": (run.get("spec") or {}).get("protocol_name") or "default",   # the task card's named protocol
-        "data_origin": (run.get("spec") or {}).get("data_origin"),
-        "exposures": recorded_exposures(run.get("spec")),     # e.g. "network: host"
+        "isolation": recorded_isolation(spec, run["executor"]),   # "none": the agent ran unisolated
+        "protocol": spec.protocol_name or "default",   # the task card's named protocol
+        "data_origin": spec.data_origin,
+        "exposures": recorded_exposures(spec),     # e.g. "network: host"
         "baseline_score": run["baseline_score"],
         "baseline_dev_score": run["baseline_dev_score"],
         "best_dev_score": run["best_dev_score"],

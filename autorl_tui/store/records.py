@@ -8,9 +8,11 @@ open a store an older autorl-tui wrote."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Self
+from typing import Any, ClassVar, Self
+
+from autorl_tui.store.run_spec import RunSpec
 
 Rows = Callable[[str, Iterable], list[dict]]
 """A row source: (sql, params) -> rows as dicts. `Store.query`, or a read-only connection's."""
@@ -28,59 +30,68 @@ def _decoded(value: Any) -> Any:
 @dataclass(frozen=True, kw_only=True)
 class Record:
     TABLE = ""
-    JSON = ()
+    JSON: ClassVar[tuple[str, ...]] = ()
+    TYPED: ClassVar[dict[str, Any]] = {}    # JSON column -> its type (a class with from_dict/to_dict)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Self:
-        """The record of one row (a sqlite3.Row or dict); columns this record does not know are left out."""
+        """The record of one row (a sqlite3.Row or dict); columns this record does not know are left out.
+        A JSON column with a type in TYPED arrives as that type (`from_dict` of the decoded value)."""
         keys = set(row.keys())
-        return cls(**{f.name: (_decoded(row[f.name]) if f.name in cls.JSON else row[f.name])
-                      for f in fields(cls) if f.name in keys})
+        values = {f.name: (_decoded(row[f.name]) if f.name in cls.JSON else row[f.name])
+                  for f in fields(cls) if f.name in keys}
+        return cls(**{k: cls.TYPED[k].from_dict(v) if k in cls.TYPED else v for k, v in values.items()})
 
     def to_dict(self) -> dict[str, Any]:
-        """Column name to value, in column order (JSON columns decoded)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Column name to value, in column order (JSON columns decoded, typed ones as their dicts)."""
+        return {f.name: (getattr(self, f.name).to_dict() if f.name in self.TYPED else getattr(self, f.name))
+                for f in fields(self)}
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunRecord(Record):
+    """A `runs` row: the one typed row of the table. The engine holds its live run as one
+    (RunJournal.run); the columns the schema defaults are defaulted here the same way, so a new
+    run is a RunRecord too (Engine.enqueue_plan). Rows that travel (events, the engine's socket)
+    are its `to_dict()`."""
     TABLE = "runs"
     JSON = ("spec",)
+    TYPED = {"spec": RunSpec}
 
     id: str
-    plan_id: str | None
-    plan_name: str | None
+    plan_id: str | None = None
+    plan_name: str | None = None
     task: str
-    level: int | None
+    level: int | None = None
     agent: str
     model: str
-    driver: str | None
-    seed: int
+    driver: str | None = None
+    seed: int = 0
     budget_s: float
-    executor: str
-    gpus_requested: int
-    priority: int
-    queue_pos: float
+    executor: str = "local"
+    gpus_requested: int = 0
+    priority: int = 0
+    queue_pos: float = 0.0
     state: str
-    failure_source: str | None
-    end_reason: str | None
+    failure_source: str | None = None
+    end_reason: str | None = None
     created_at: float
-    started_at: float | None
-    deadline: float | None
-    ended_at: float | None
-    baseline_score: float | None
-    baseline_dev_score: float | None
-    best_dev_score: float | None
-    best_submission_id: int | None
-    test_score: float | None
-    improvement: float | None
-    dev_improvement: float | None
-    workspace: str | None
-    spec: Any
-    current_attempt: int
-    tokens_in: int | None
-    tokens_out: int | None
-    cost_usd: float | None
+    started_at: float | None = None
+    deadline: float | None = None
+    ended_at: float | None = None
+    baseline_score: float | None = None
+    baseline_dev_score: float | None = None
+    best_dev_score: float | None = None
+    best_submission_id: int | None = None
+    test_score: float | None = None
+    improvement: float | None = None
+    dev_improvement: float | None = None
+    workspace: str | None = None
+    spec: RunSpec = field(default_factory=RunSpec)
+    current_attempt: int = 0
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
     not_before: float | None = None          # migration 2
     imported_from: str | None = None         # migration 4
 

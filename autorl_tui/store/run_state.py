@@ -9,7 +9,12 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from autorl_tui.store.engine_records import (AttemptRow, BaselineRow, GpuHolder, LogVolume, QueueEntry,
-                                             RevisionMeta, RunRow, SubmissionRow)
+                                             RevisionMeta, SubmissionRow)
+from autorl_tui.store.records import RunRecord
+
+RunRow = dict[str, Any]
+"""A `runs` row as it travels (events, the engine's socket): RunRecord.to_dict()'s shape, `spec`
+decoded; `RunRecord.from_row` types it (store/records.py holds the table's one typed row)."""
 
 # Submissions that count against the run's cap (`rejected` ones and duplicates do not).
 CAP_STATUSES = ("scored", "grading", "received", "error")
@@ -22,8 +27,9 @@ class RunStateQueries:
     def add_plan(self, plan_id: str, name: str, source: str | None, created_at: float) -> None:
         self.insert("plans", {"id": plan_id, "name": name, "source": source, "created_at": created_at})
 
-    def add_run(self, row: RunRow) -> str:
-        return self.insert("runs", dict(row))
+    def add_run(self, run: RunRecord | RunRow) -> str:
+        """A new run (a row of some columns: the schema's defaults fill the others)."""
+        return str(self.insert("runs", run.to_dict() if isinstance(run, RunRecord) else dict(run)))
 
     def count_runs(self) -> int:
         return self.one("SELECT COUNT(*) AS n FROM runs")["n"]

@@ -10,6 +10,8 @@ import jsonschema
 import pytest
 
 from autorl_tui.cli import main
+from autorl_tui.reports.sections_run import RunReport
+from autorl_tui.reports.typed_json import from_dict, to_dict
 from autorl_tui.store.db import Store
 from tests.support import chromium
 from tests.support.report_trace import check_run_report
@@ -42,6 +44,10 @@ def test_json_validates_against_its_schema(reported):
     broken = dict(report, outcome=dict(report["outcome"], baseline_score="20"))
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema)
+    # the report is built as its typed sections (the schema's source): it reads back as them, whole
+    assert to_dict(from_dict(RunReport, report)) == report
+    with pytest.raises(ValueError, match="unknown key"):
+        from_dict(RunReport, dict(report, outcome=dict(report["outcome"], baseline_scor=1.0)))
 
 
 def test_every_number_is_traceable_to_store_rows(reported):

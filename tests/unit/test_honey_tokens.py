@@ -17,6 +17,7 @@ from autorl_tui.engine import honey_tokens
 from autorl_tui.engine.events import EventBus, RunEventAppended
 from autorl_tui.engine.run_journal import RunJournal
 from autorl_tui.store.db import Store
+from autorl_tui.store.records import RunRecord
 
 CURIOUS = """
 import json, os, sys, time
@@ -40,7 +41,8 @@ print(json.dumps({"read_at": None}))
 
 def _journal(tmp_path) -> RunJournal:
     store = Store(tmp_path / "store.db")
-    return RunJournal(store, EventBus(), {"id": "run-h", "state": "running", "budget_s": 60, "seed": 0})
+    return RunJournal(store, EventBus(), RunRecord(id="run-h", task="arith", agent="a", model="tiny",
+                                                   state="running", budget_s=60, created_at=0.0))
 
 
 def _workspace(tmp_path):

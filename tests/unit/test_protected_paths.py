@@ -11,11 +11,13 @@ from autorl_tui.engine import trust_sweep
 from autorl_tui.engine.events import EventBus
 from autorl_tui.engine.run_journal import RunJournal
 from autorl_tui.store.db import Store
+from autorl_tui.store.records import RunRecord
 
 
 def test_outside_output_submissions_and_actions_on_protected_paths_become_findings(tmp_path):
     store = Store(tmp_path / "store.db")
-    journal = RunJournal(store, EventBus(), {"id": "run-p", "state": "finalizing", "budget_s": 60, "seed": 0})
+    journal = RunJournal(store, EventBus(), RunRecord(id="run-p", task="arith", agent="a", model="tiny",
+                                                      state="finalizing", budget_s=60, created_at=0.0))
     home = tmp_path / "home"
     held_out = tmp_path / "cache" / "arith" / "test.jsonl"
     journal.log("submission", "submission 1 rejected: '../models/x' is outside output/", level="warning",

@@ -13,6 +13,7 @@ from autorl_tui.store.db import StoreError
 from autorl_tui.store.imported_runs import write_imported_run
 from autorl_tui.store.queries import StoreReader
 from autorl_tui.store.records import RECORDS, RunRecord
+from autorl_tui.store.run_spec import RunSpec
 
 
 def _run(store: Store, run_id: str, *, state="done", created_at=1.0, plan="p", **extra) -> None:
@@ -34,13 +35,28 @@ def test_every_record_has_exactly_its_tables_columns_in_order(store):
         assert [f.name for f in fields(record)] == columns, record.__name__
 
 
-def test_the_engines_row_types_name_exactly_their_tables_columns(store):
-    # The engine's rows stay dicts (events and the socket carry them as they are); their TypedDicts
-    # and the readers' records must name the same columns, so a migration cannot leave one behind.
-    from autorl_tui.store.engine_records import AttemptRow, BaselineRow, RunRow, SubmissionRow
+def test_a_new_run_record_is_stored_and_read_back_as_itself(store):
+    """RunRecord's defaults are the schema's: a run written as a record of a few columns reads back
+    (by the reader and as the engine's dict row) equal to it."""
+    new = RunRecord(id="r0009-a", task="arith", agent="ref", model="tiny", budget_s=60.0, state="queued",
+                    created_at=5.0, spec=RunSpec(task={"id": "arith"}, isolation="bwrap"))
+    store.add_run(new)
+    with StoreReader.open(store.path) as reader:
+        assert reader.run("r0009-a") == new
+    assert RunRecord.from_row(store.run("r0009-a")) == new
+    assert store.run("r0009-a")["spec"] == new.spec.to_dict()
+    defaults = {r["name"]: r["dflt_value"] for r in store.query("PRAGMA table_info(runs)") if r["dflt_value"]}
+    assert {k: getattr(new, k) for k in defaults} == {k: type(getattr(new, k))(v.strip("'"))
+                                                      for k, v in defaults.items()}
 
-    for table, row in (("runs", RunRow), ("attempts", AttemptRow), ("submissions", SubmissionRow),
-                       ("baselines", BaselineRow)):
+
+def test_the_engines_row_types_name_exactly_their_tables_columns(store):
+    # The engine's rows of these tables stay dicts (events and the socket carry them as they are);
+    # their TypedDicts and the readers' records must name the same columns, so a migration cannot
+    # leave one behind. The runs table has one typed row, RunRecord (checked above).
+    from autorl_tui.store.engine_records import AttemptRow, BaselineRow, SubmissionRow
+
+    for table, row in (("attempts", AttemptRow), ("submissions", SubmissionRow), ("baselines", BaselineRow)):
         columns = [r["name"] for r in store.query(f"PRAGMA table_info({table})")]
         assert list(row.__annotations__) == columns, row.__name__
 
@@ -55,7 +71,8 @@ def test_runs_are_filtered_newest_first_and_decoded(store, tmp_path):
         assert [r.id for r in reader.runs(states=["done", "failed"], plan="p")] == ["r0001-a"]
         assert [r.id for r in reader.finished_runs()] == ["r0001-a", "r0002-a"]   # oldest first
         run = reader.run("r0002-a")
-        assert isinstance(run, RunRecord) and run.state == "failed" and run.spec == {"isolation": "bwrap"}
+        assert isinstance(run, RunRecord) and run.state == "failed" and run.spec.isolation == "bwrap"
+        assert run.spec.to_dict() == {"isolation": "bwrap"}     # decoded as a RunSpec, stored shape kept
         assert run.to_dict()["plan_name"] == "other" and run.wall_s is None
         assert reader.run("r9999") is None
         with pytest.raises(FrozenInstanceError):

@@ -512,7 +512,7 @@ class Engine:
         req = RunRequest(task=row["task"], agent=row["agent"], model=row["model"], seed=row["seed"],
                          budget_s=row["budget_s"], executor=row["executor"], gpus=row["gpus_requested"],
                          driver=row["driver"], priority=row["priority"], options=dict(spec.options),
-                         protocol=spec.protocol_name)
+                         protocol=spec.protocol_name, isolation="sandbox" if spec.isolated else "none")
         plan = Plan(name=f"retry of {run_id}", source=f"retry: {run_id}", runs=[req], raw={})
         [new_id] = await self.enqueue_plan(plan)
         self.store.append_event(run_id, "harness", f"retried as {new_id}", data={"retry": new_id})

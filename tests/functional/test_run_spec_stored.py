@@ -57,3 +57,5 @@ def test_the_validated_spec_is_the_stored_one(home):
     # a retry is validated again from the stored spec's options and protocol: the same run
     assert retried.spec.options == stored.spec.options
     assert retried.spec.protocol_name == stored.spec.protocol_name
+    # ... and its isolation: a retried `isolation: none` run is not put in a sandbox it never had
+    assert retried.spec.isolation == "none" and not retried.spec.isolated

@@ -97,3 +97,29 @@ def test_the_action_grammar_is_webshop_s(shop):
     assert env.available_actions()["has_search_bar"] is False
     assert env.step("search[shampoo]").valid                 # WebShop searches from any page
     assert "Page 1 (Total results:" in env.observation()
+
+
+def test_the_grader_s_runner_replays_webshop_s_episodes_to_the_same_rewards(shop, blank_parser, monkeypatch):
+    """The scripted episodes played through the batched runner the grader uses (api.run_episodes), the
+    actions given as a model's replies: every purchase gets WebShop's reward, in as many steps."""
+    from autorl_tui.tasks.webshop import api
+    monkeypatch.setattr(api, "shop_at", lambda *a, **k: shop)
+    episodes = [e for e in REF["episodes"] if e["steps"][-1]["done"]]
+    items = [{"id": f"session-{e['session']}", "session": e["session"], "shop": "x"} for e in episodes]
+    scripts = {f"session-{e['session']}": list(e["actions"]) for e in episodes}
+    instructions = {f"session-{e['session']}": e["instruction"].removeprefix("Instruction: ") for e in episodes}
+    played: dict[str, int] = {}
+
+    def generate(prompts):
+        replies = []
+        for messages in prompts:
+            key = next(k for k in scripts if instructions[k] in messages[-1]["content"])
+            replies.append(scripts[key][played.get(key, 0)] + "\nThought: done")   # only the first line counts
+            played[key] = played.get(key, 0) + 1
+        return replies
+
+    records = api.run_episodes(generate, items, max_steps=50, batch_size=4)
+    for record, episode in zip(records, episodes):
+        assert record.error is None
+        assert record.reward == pytest.approx(episode["steps"][-1]["reward"], abs=1e-12)
+        assert record.steps == len(episode["actions"])

@@ -7,6 +7,7 @@ from pathlib import Path
 from autorl_tui.tasks.webshop.api import list_episodes, open_episode, run_episodes, summarize_rewards, with_paths
 from autorl_tui.tasks.webshop.prompts import messages_to_text
 from autorl_tui.tasks.webshop.shop import ShopEpisode
+from autorl_tui.tasks.webshop.webagent import SessionEpisode
 
 
 class WebshopEnvironment:
@@ -31,7 +32,7 @@ class WebshopEnvironment:
             return list_episodes(split_path)
         return [with_paths(it, Path(split_path)) for it in items]
 
-    def open(self, episode: dict) -> ShopEpisode:
+    def open(self, episode: dict) -> ShopEpisode | SessionEpisode:
         return open_episode(episode)
 
     def run_episodes(self, generate, episodes, *, max_steps, batch_size, options, log, on_progress=None):

@@ -47,6 +47,7 @@ from pathlib import Path
 
 from .lucene import LuceneIndex
 from .reward import reward as purchase_reward
+from .shop import Observation
 
 SEARCH_RETURN_N = 50
 PER_PAGE = 10
@@ -357,3 +358,67 @@ class TextEpisode:
         self.reward, self.done, self.page = value, True, "done"
         return StepResult(self.observation(), value, True, True,
                           {"asin": self.asin, "options": dict(self.options), **parts})
+
+
+SEARCH_ACTION = "search[<your query>]"     # how AutoRL-Bench lists the search bar among the actions
+_SHOPS: dict[tuple, WebShopText] = {}
+
+
+def shop_at(folder: str | Path, num_products: int | None = 1000, price_seed: int = 0) -> WebShopText:
+    """One WebShopText per (data folder, size, price seed) per process: indexing is the expensive part."""
+    key = (str(Path(folder).resolve()), num_products, price_seed)
+    if key not in _SHOPS:
+        _SHOPS[key] = WebShopText.from_folder(folder, num_products, price_seed)
+    return _SHOPS[key]
+
+
+def admissible(available: dict) -> list[str]:
+    """The available actions as AutoRL-Bench lists them: the search bar, then `click[x]` per clickable."""
+    return ([SEARCH_ACTION] if available["has_search_bar"] else []) + [f"click[{c}]" for c in available["clickables"]]
+
+
+def is_valid(action: str, listed: list[str]) -> bool:
+    """Whether WebShop acts on `action` on a page offering `listed` (admissible()): a non-empty
+    search anywhere, a listed click other than `click[search]`."""
+    name, arg = parse_action(action)
+    if name == "search":
+        return bool(arg)
+    return name == "click" and arg is not None and f"click[{arg.lower()}]" in listed and arg.lower() != "search"
+
+
+def session_reply(reply: str) -> str:
+    """A model's reply as AutoRL-Bench's evaluator hands it to WebShop: its first line (generation stops
+    at a newline), stripped, a leading `Action:` cut, `choose[` read as `click[`."""
+    action = (reply or "").split("\n", 1)[0].strip()
+    if action.startswith("Action:"):
+        action = action[7:].strip()
+    if action.startswith("choose["):
+        action = "click[" + action[7:]
+    return action
+
+
+class SessionObservation(Observation):
+    """A session step's outcome in the episode runner's terms (grading/episodes.py)."""
+
+
+class SessionEpisode:
+    """A WebShop session (AutoRL-Bench's `env.reset(session=i)`) as the episode runner plays it;
+    won = a purchase with reward 1.0 (the grader applies its own `success_at`)."""
+
+    def __init__(self, shop: WebShopText, session: int):
+        self.env = shop.session(session)
+        self.task = self.env.instruction
+        self.task_type = self.env.goal["category"]
+
+    def reset(self) -> SessionObservation:
+        text = self.env.reset()
+        return SessionObservation(text, admissible(self.env.available_actions()))
+
+    def step(self, action: str) -> SessionObservation:
+        r = self.env.step(action)
+        return SessionObservation(r.observation, [] if r.done else admissible(self.env.available_actions()),
+                                  won=r.done and r.reward >= 1.0 - 1e-9, reward=r.reward, done=r.done, valid=r.valid,
+                                  info=r.info)
+
+    def close(self) -> None:
+        pass

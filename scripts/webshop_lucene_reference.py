@@ -10,7 +10,8 @@ openjdk-17-jdk-headless does):
     /tmp/wsref/bin/pip install pyjnius pandas 'beautifulsoup4==4.11.1' 'flask==2.2.5' 'Werkzeug==2.2.3' \\
         'gym==0.24.0' 'cleantext==1.1.4' 'rank_bm25==0.2.2' rich 'thefuzz==0.19.0' spacy tqdm numpy
     /tmp/wsref/bin/python scripts/webshop_lucene_reference.py /path/to/WebShop \\
-        tests/data/webshop/official_small tests/data/webshop/text_env_reference.json
+        tests/data/webshop/official_small tests/data/webshop/text_env_reference.json \\
+        /path/to/RD-Agent/rdagent/scenarios/rl/autorl_bench/benchmarks/webshop/eval.py
 
 What it does, in a scratch copy of the checkout (the checkout is not changed):
 1. places the three catalog files in `data/`, runs WebShop's `search_engine/convert_product_file_format.py`
@@ -22,7 +23,10 @@ What it does, in a scratch copy of the checkout (the checkout is not changed):
    (WebShop draws prices of ranges and price bounds from the global random state while building it;
    the seed makes those draws the ones our environment makes with `random.Random(PRICE_SEED)`),
    records the first 100 goals (AutoRL-Bench's sessions 0-99) and plays scripted episodes, recording
-   each step's observation, available actions, reward and done.
+   each step's observation, available actions, reward and done;
+4. builds, with AutoRL-Bench's own `_format_available_actions` and `build_react_prompt` (read from its
+   eval.py and executed; the rest of that module needs RD-Agent installed), the prompt its evaluator
+   sends before each step of those episodes (history window 5), recorded with the episode.
 
 pyserini 0.17's package imports its dense searchers (torch, transformers, faiss) and WebShop's text
 environment imports torch for image features; neither is used by the Lucene path or text mode, so
@@ -182,6 +186,38 @@ def episode_scripts(env) -> list[tuple[int, list]]:
     return scripts
 
 
+def autorl_bench_prompt_builder(eval_py: Path):
+    """AutoRL-Bench's two prompt functions, executed from its eval.py."""
+    import ast
+    from typing import Callable, Dict, List, Tuple
+    tree = ast.parse(eval_py.read_text())
+    wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef)
+              and n.name in ("_format_available_actions", "build_react_prompt")]
+    namespace = {"List": List, "Tuple": Tuple, "Dict": Dict, "Callable": Callable}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), str(eval_py), "exec"), namespace)
+    return namespace["_format_available_actions"], namespace["build_react_prompt"]
+
+
+def autorl_bench_system_message(eval_py: Path) -> str:
+    """The chat system message of AutoRL-Bench's api backend (`system_msg` in its create_llm_fn)."""
+    import ast
+    for node in ast.walk(ast.parse(eval_py.read_text())):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "system_msg" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise ValueError(f"no system_msg in {eval_py}")
+
+
+def add_prompts(episode: dict, eval_py: Path) -> None:
+    """The prompt AutoRL-Bench's webshop_run builds before each step of the episode."""
+    fmt, build = autorl_bench_prompt_builder(eval_py)
+    history, prompts = [], []
+    for before, after in zip(episode["steps"], episode["steps"][1:]):
+        prompts.append(build(episode["instruction"], history, before["observation"],
+                             available_actions=fmt(before["available"]), history_window=5))
+        history.append((after["action"], after["observation"]))
+    episode["autorl_bench_prompts"] = prompts
+
+
 def play(env, session: int, actions: list) -> dict:
     obs, _ = env.reset(session=session)
     instruction = env.get_instruction_text()
@@ -202,7 +238,7 @@ def play(env, session: int, actions: list) -> dict:
     return {"session": session, "instruction": instruction, "actions": played, "steps": steps}
 
 
-def main(webshop: str, catalog: str, out: str) -> None:
+def main(webshop: str, catalog: str, out: str, eval_py: str | None = None) -> None:
     parser = load_spacy()
     sys.meta_path.insert(0, _StubFinder())
     with tempfile.TemporaryDirectory() as tmp:
@@ -217,13 +253,16 @@ def main(webshop: str, catalog: str, out: str) -> None:
                  for g in env.server.goals[:SESSIONS]]
         prices = {a: p for a, p in env.server.product_prices.items()}
         episodes = [play(env, s, acts) for s, acts in episode_scripts(env)]
+        for episode in episodes[:4] if eval_py else []:
+            add_prompts(episode, Path(eval_py))
     doc = {"produced_with": {"pyserini": "0.17.0 (Anserini 0.14.3, Lucene 8.11.0)", "spacy": parser,
                              "price_seed": PRICE_SEED, "webshop": "princeton-nlp/WebShop 64fa2a5"},
            "n_goals": len(env.server.goals), "goals": goals, "prices": prices, "rankings": rankings,
-           "analyzer": probes, "episodes": episodes}
+           "analyzer": probes, "episodes": episodes,
+           "autorl_bench_system": autorl_bench_system_message(Path(eval_py)) if eval_py else None}
     Path(out).write_text(json.dumps(doc, ensure_ascii=False, indent=0) + "\n")
     print(f"{len(rankings)} rankings, {len(episodes)} episodes, {len(goals)} goals written to {out}")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

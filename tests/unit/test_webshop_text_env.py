@@ -123,3 +123,36 @@ def test_the_grader_s_runner_replays_webshop_s_episodes_to_the_same_rewards(shop
         assert record.error is None
         assert record.reward == pytest.approx(episode["steps"][-1]["reward"], abs=1e-12)
         assert record.steps == len(episode["actions"])
+
+
+def test_the_autorl_bench_prompt_is_its_evaluator_s_to_the_character(shop, monkeypatch):
+    """The reference file holds, for 4 episodes, the prompt AutoRL-Bench's own `build_react_prompt` and
+    `_format_available_actions` (executed from its eval.py, microsoft/RD-Agent 471eb30) built before each
+    step, and its chat system message; the grader's runner sends the same."""
+    from autorl_tui.tasks.webshop import api
+    monkeypatch.setattr(api, "shop_at", lambda *a, **k: shop)
+    episodes = [e for e in REF["episodes"] if "autorl_bench_prompts" in e]
+    assert len(episodes) == 4 and max(len(e["actions"]) for e in episodes) > 5      # the window of 5 is reached
+    for episode in episodes:
+        sent: list = []
+        api.run_episodes(_replay(episode["actions"], sent), [{"id": "e", "session": episode["session"], "shop": "x"}], max_steps=50,
+                         history_len=5, prompt="autorl-bench")
+        assert [m[0]["content"] for m in sent] == [REF["autorl_bench_system"]] * len(sent)
+        assert [m[1]["content"] for m in sent] == episode["autorl_bench_prompts"]
+
+
+def _replay(actions: list[str], sent: list):
+    """A one-episode `generate` replying the scripted actions in turn, keeping the prompts it was sent."""
+    def generate(prompts):
+        sent.extend(prompts)
+        return [actions[len(sent) - 1]]
+    return generate
+
+
+def test_the_expert_reads_the_autorl_bench_prompt_and_buys(shop, monkeypatch):
+    from autorl_tui.tasks.webshop import api
+    from autorl_tui.tasks.webshop.experts import expert_generate
+    monkeypatch.setattr(api, "shop_at", lambda *a, **k: shop)
+    items = [{"id": f"session-{i}", "session": i, "shop": "x"} for i in range(20)]
+    records = api.run_episodes(expert_generate, items, max_steps=50, history_len=5, prompt="autorl-bench")
+    assert sum(r.reward >= 0.5 for r in records) >= 18 and all(r.steps <= 10 for r in records)

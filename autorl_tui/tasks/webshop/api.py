@@ -28,6 +28,7 @@ from typing import Callable
 from .episodes import EpisodeRecord, EpisodeState, Generate, Parsed
 from .episodes import run_episodes as run_generic
 from .prompts import INVALID_FEEDBACK, build_messages, parse_reply
+from .react_prompt import build_messages as react_messages
 from .shop import ShopEpisode, shop_for
 from .webagent import SessionEpisode, SessionObservation, is_valid, session_reply, shop_at
 
@@ -80,14 +81,22 @@ def _valid_on_page(action: str, obs) -> bool:
     return action in obs.admissible or (action.startswith("search[") and obs.admissible == ["search[...]"])
 
 
+PROMPTS = ("chat", "autorl-bench")
+
+
 def run_episodes(generate: Generate, episodes: list[dict], *, max_steps: int = 15, batch_size: int = 16,
                  history_len: int = 8, log: Callable[[str], None] | None = None,
-                 on_progress: Callable[[int, int], None] | None = None) -> list[EpisodeRecord]:
+                 on_progress: Callable[[int, int], None] | None = None, prompt: str = "chat") -> list[EpisodeRecord]:
     """Play every episode once; all live episodes advance together, one `generate` call per step.
     An action the page does not offer is stepped (the page stays, the step is spent) and counted
-    invalid; a reply with no `search[...]`/`click[...]` is also unmatched (no move)."""
+    invalid; a reply with no `search[...]`/`click[...]` is also unmatched (no move). `prompt`:
+    `chat` (prompts.py: the last `history_len` actions) or `autorl-bench` (react_prompt.py, for
+    sessions: AutoRL-Bench's prompt with the last `history_len` observation/action pairs)."""
 
     def build_prompt(state: EpisodeState) -> list[dict]:
+        if prompt == "autorl-bench" and isinstance(state.episode, SessionEpisode):   # human goals: chat
+            heading = state.episode.env.instruction_text()
+            return react_messages(heading, state.history, state.obs.text, state.obs.admissible, history_len)
         return build_messages(state.obs.text, [a for a, _ in state.history], state.obs.admissible, history_len)
 
     def parse(reply: str, obs) -> Parsed:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 
+from .react_prompt import SYSTEM_PROMPT as REACT_SYSTEM_PROMPT
+from .react_prompt import read_prompt as read_react_prompt
+
 _PRICE = re.compile(r",?\s*and price lower than ([0-9]+(?:\.[0-9]+)?) dollars")
 _FILLER = {"i", "need", "am", "looking", "for", "find", "me", "want", "to", "buy", "i'm", "searching", "a",
            "an", "with", "and", "in", "the"}
@@ -134,6 +137,7 @@ def expert_generate(prompts: list[list[dict]]) -> list[str]:
     """The expert as a `generate` function for api.run_episodes: it reads only the prompt."""
     replies = []
     for messages in prompts:
-        page, history, admissible = read_prompt(messages[-1]["content"])
+        reader = read_react_prompt if messages[0]["content"] == REACT_SYSTEM_PROMPT else read_prompt
+        page, history, admissible = reader(messages[-1]["content"])
         replies.append(expert_action(page, admissible, history))
     return replies

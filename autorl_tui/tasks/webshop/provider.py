@@ -35,7 +35,8 @@ from autorl_tui.tasks.webshop.webagent import shop_at
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
 API_FILES = {**{name: PACKAGE_DIR / name for name in ("api.py", "experts.py", "prompts.py", "reward.py", "search.py",
-                                                    "shop.py", "webagent.py", "lucene.py", "porter.py")},
+                                                    "shop.py", "webagent.py", "lucene.py", "porter.py",
+                                                    "react_prompt.py")},
              "episodes.py": Path(generic_runner.__file__)}
 DEFAULT_FRACTIONS = {"train": 0.7, "dev": 0.1, "test": 0.2}
 SESSION_DATA = "webshop_data"    # a sessions split's copy of the official files
@@ -182,7 +183,7 @@ def add_workspace_extras(card, split_dir: Path, goals: list[dict], log) -> None:
     from autorl_tui.tasks.webshop.expert_data import write_sft_files
     opts = dict(card.scorer_options or {})
     counts = write_sft_files(split_dir, max_steps=int(card.protocol.max_steps or 15),
-                             history_len=int(opts.get("history_len", 8)))
+                             history_len=int(opts.get("history_len", 8)), prompt=str(opts.get("prompt", "chat")))
     log(f"webshop train: expert won {counts['won']}/{counts['episodes']} episodes, {counts['sft_examples']} steps")
     api = split_dir / "webshop_api"
     api.mkdir(exist_ok=True)

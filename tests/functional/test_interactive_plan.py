@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 
 import pytest
+import yaml
 
 from autorl_tui.tasks.webshop import catalog as C
 from tests.support.harness import cli, make_reachable_home, write_plan
@@ -34,6 +35,10 @@ def test_a_plan_over_the_webshop_benchmark_runs_on_official_data(home, tmp_path)
     files = webshop_official_bytes(C.generate_products(seed=7, per_type=2))
     with HubServer() as hub:
         tasks = benchmark_card_on_hub(hub, "webshop", files, tmp_path / "tasks")
+        card_file = tasks / "webshop" / "task.yaml"          # fewer sessions: AutoRL-Bench's prompts are long
+        card = yaml.safe_load(card_file.read_text())
+        card["data"]["splits"].update(test={"n": 16}, dev={"n": 8, "seed": 2})
+        card_file.write_text(yaml.safe_dump(card, sort_keys=False))
         got = cli("data", "get", "webshop", "--tasks-dir", str(tasks), home=home,
                   env={**hub.env(), "WEBSHOP_DATA": ""})
         assert got.returncode == 0, got.stderr

@@ -91,3 +91,13 @@ def test_the_benchmark_card_plays_autorl_bench_s_sessions_0_to_99(tmp_path, monk
     assert len(trajectories) == len(items["train"]) and sum(t["reward"] >= 0.5 for t in trajectories) > 0
     first = json.loads((paths["train"] / "sft_chat.jsonl").read_text().splitlines()[0])
     assert "WebShop [SEP] Instruction: [SEP] " in first["messages"][1]["content"]
+
+
+def test_a_card_naming_unknown_episodes_is_refused_in_one_line(monkeypatch):
+    from autorl_tui.catalog.tasks import provider_data_missing
+    monkeypatch.setenv("WEBSHOP_DATA", str(REPO / "tests" / "data" / "webshop" / "official_small"))
+    card = load_task_card(CARD)
+    assert provider_data_missing(card) is None
+    card.data["params"]["episodes"] = "synthetic"
+    why = provider_data_missing(card)
+    assert "data.params.episodes must be human" in why and "sessions" in why and "\n" not in why

@@ -48,9 +48,13 @@ class WebshopDataError(RuntimeError):
 
 
 def _source(card) -> str:
-    source = (card.data.get("params") or {}).get("source", "auto")
+    params = card.data.get("params") or {}
+    source = params.get("source", "auto")
     if source not in ("auto", "generated", "official"):
         raise WebshopDataError(f"task {card.id}: data.params.source must be auto, generated or official, got {source!r}")
+    if params.get("episodes", "human") not in ("human", "sessions"):
+        raise WebshopDataError(f"task {card.id}: data.params.episodes must be human (the human goals of our own "
+                               f"partition) or sessions (AutoRL-Bench's), got {params.get('episodes')!r}")
     return source
 
 
@@ -64,7 +68,11 @@ def _official_root(card) -> Path | None:
 
 
 def available(card) -> str | None:
-    if _source(card) == "official" and _official_root(card) is None:
+    try:
+        source = _source(card)
+    except WebshopDataError as exc:         # a card's bad params: said in one line at validation
+        return str(exc)
+    if source == "official" and _official_root(card) is None:
         return (f"task {card.id} needs the official WebShop data and none was found: run `autorl-tui data get "
                 f"{card.id}`, or set WEBSHOP_DATA to a folder holding items_shuffle*.json and items_human_ins.json; "
                 "for the offline stand-in use the task webshop-mini")
@@ -90,10 +98,7 @@ def build_split(card, split: str, secret: bytes) -> tuple[list[dict], list[dict]
                                f"the splits are {sorted(card.data['splits'])}: name the same splits")
     spec = dict(card.data["splits"][split])
     n, seed = int(spec.get("n", 50)), int(spec.get("seed", 0))
-    episodes = params.get("episodes", "human")
-    if episodes not in ("human", "sessions"):
-        raise WebshopDataError(f"task {card.id}: data.params.episodes must be human or sessions, got {episodes!r}")
-    if root is not None and episodes == "sessions":
+    if root is not None and params.get("episodes", "human") == "sessions":
         return [], session_items(card, split, partition_seed, root)
     if root is not None:
         products, goals = load_official(root)

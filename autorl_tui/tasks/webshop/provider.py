@@ -11,8 +11,10 @@ and, for `train` only (the split copied into the agent's workspace): the expert'
 `sft_prompt_completion.jsonl`), the episode runner `webshop_api/`, and a README.md.
 
 The catalog is generated (catalog.py) unless the official data is present ($WEBSHOP_DATA, see
-official.py) and `params.source` is `auto` or `official`. Either way the splits' goals come from
-disjoint target products: the products are shuffled with a seed drawn from `params.partition_seed`
+official.py) and `params.source` is `auto` or `official`. With `params.episodes: sessions` (the
+`webshop` card) the items are WebShop's sessions instead (`session_items`, webagent.py: test = sessions
+0..n-1, as AutoRL-Bench) and each split holds the official files in `webshop_data/`, not catalog.jsonl.
+Either way the splits' goals come from disjoint target products: the products are shuffled with a seed drawn from `params.partition_seed`
 keyed with the home's partition secret (catalog/partition_secret.py: the agent cannot recompute the
 held-out targets from the catalog) and divided by `params.fractions`.
 """
@@ -203,6 +205,6 @@ def add_workspace_extras(card, split_dir: Path, goals: list[dict], log) -> None:
         "from .shop import Shop, ShopEpisode  # noqa: F401\n")
     (split_dir / "README.md").write_text(
         f"# WebShop train split\n\n{len(goals)} instructions (items.jsonl) over the shop's catalog "
-        f"(catalog.jsonl); the expert's trajectories in expert_trajectories.jsonl ({counts['won']}/"
+        f"({'webshop_data/: WebShop sessions' if (split_dir / SESSION_DATA).is_dir() else 'catalog.jsonl'}); the expert's trajectories in expert_trajectories.jsonl ({counts['won']}/"
         f"{counts['episodes']} won) and their {counts['sft_examples']} steps as SFT data (sft_chat.jsonl, "
         "sft_prompt_completion.jsonl); the episode runner in webshop_api/ (see the task description).\n")

@@ -203,8 +203,9 @@ def add_workspace_extras(card, split_dir: Path, goals: list[dict], log) -> None:
         "from .prompts import build_messages, messages_to_text, parse_reply  # noqa: F401\n"
         "from .reward import reward  # noqa: F401\n"
         "from .shop import Shop, ShopEpisode  # noqa: F401\n")
+    shop = "webshop_data/: WebShop sessions" if (split_dir / SESSION_DATA).is_dir() else "catalog.jsonl"
     (split_dir / "README.md").write_text(
         f"# WebShop train split\n\n{len(goals)} instructions (items.jsonl) over the shop's catalog "
-        f"({'webshop_data/: WebShop sessions' if (split_dir / SESSION_DATA).is_dir() else 'catalog.jsonl'}); the expert's trajectories in expert_trajectories.jsonl ({counts['won']}/"
+        f"({shop}); the expert's trajectories in expert_trajectories.jsonl ({counts['won']}/"
         f"{counts['episodes']} won) and their {counts['sft_examples']} steps as SFT data (sft_chat.jsonl, "
         "sft_prompt_completion.jsonl); the episode runner in webshop_api/ (see the task description).\n")

@@ -12,6 +12,7 @@ probe strings. Lucene reports scores rounded to 4 decimals; the order is by the 
 
 import json
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,13 @@ def test_tokens_split_and_join_as_the_standard_tokenizer():
     assert L.tokenize("U.S.A. 1,000.5 size:large e-mail don't ab. 1.a a.1 3.5\" x_y ★★ 中文") == \
         ["U.S.A", "1,000.5", "size:large", "e", "mail", "don't", "ab", "1", "a", "a", "1", "3.5", "x_y", "★", "★",
          "中", "文"]
+
+
+def test_the_fast_paths_tokenize_as_the_character_rules():
+    rng = random.Random(3)
+    texts = [json.dumps(r) for r in json.loads((DATA / "official_small" / "items_shuffle_1000.json").read_text())]
+    texts += ["".join(rng.choice("aB1_.,;:' -") for _ in range(rng.randint(0, 14))) for _ in range(20000)]
+    texts += ["".join(rng.choice("aé1_.,:' \u0301\u2019★中\u202f") for _ in range(rng.randint(0, 14)))
+              for _ in range(20000)]
+    for text in texts:
+        assert L.tokenize(text) == L.tokenize_unicode(text), text

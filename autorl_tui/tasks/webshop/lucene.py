@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import struct
 import unicodedata
 from collections import Counter
@@ -138,8 +139,25 @@ def _joins(units: list[tuple[int, str]], i: int) -> bool:
     return before == NUMBER and a in (MID_NUM, MID_NUM_LET) and b == NUMBER
 
 
+# The same rules for ASCII text, as one expression: runs of letters, digits and `_`, joined across
+# `:`, `.` or `'` between two letters and across `,`, `;`, `.` or `'` between two digits.
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+(?:(?:(?<=[A-Za-z])[:.'](?=[A-Za-z])|(?<=[0-9])[,;.'](?=[0-9]))[A-Za-z0-9_]+)*")
+
+
+_ASCII_SPACE = re.compile(r"[ \t\n\r\f\v]+")      # no rule joins across them
+
+
 def tokenize(text: str) -> list[str]:
     """StandardTokenizer's tokens, in order, as written."""
+    if not text.isascii():       # the non-ASCII stretches between spaces through the character rules
+        return [t for chunk in _ASCII_SPACE.split(text) for t in tokenize(chunk)] if _ASCII_SPACE.search(text) \
+            else tokenize_unicode(text)
+    return [w[k:k + MAX_TOKEN] for w in _ASCII_WORD.findall(text) if w.strip("_")
+            for k in range(0, len(w), MAX_TOKEN)]
+
+
+def tokenize_unicode(text: str) -> list[str]:
+    """tokenize() for any text, character class by character class (the ASCII path's reference)."""
     units = _units(text)
     tokens: list[str] = []
     i, n = 0, len(units)
@@ -172,16 +190,18 @@ def _lower(token: str) -> str:
     return "".join((c.lower() or c)[0] for c in token)
 
 
+@functools.lru_cache(maxsize=200_000)
+def _term(token: str) -> str | None:
+    """A token's indexed term (possessive dropped, lower case, stemmed), None for a stop word."""
+    if token.endswith(_POSSESSIVE):
+        token = token[:-2]
+    token = _lower(token)
+    return stem(token) if token and token not in STOP_WORDS else None
+
+
 def analyze(text: str) -> list[str]:
     """The terms Anserini's DefaultEnglishAnalyzer indexes for `text`, in order."""
-    out = []
-    for token in tokenize(text):
-        if token.endswith(_POSSESSIVE):
-            token = token[:-2]
-        token = _lower(token)
-        if token and token not in STOP_WORDS:
-            out.append(stem(token))
-    return out
+    return [t for t in map(_term, tokenize(text)) if t is not None]
 
 
 def _f32(x: float) -> float:

@@ -139,3 +139,24 @@ def test_webshop_purchases_are_replayed_and_get_goal_py_s_reward(tmp_path):
     assert first["won"] and first["reward"] == 1.0
     assert second["reward"] == pytest.approx(reward(product, goal, product["price"], other))
     assert second["won"] == (second["reward"] >= 1.0)
+
+
+def test_autorl_bench_s_webshop_sessions_are_replayed_to_webshop_s_rewards(tmp_path):
+    """`score webshop --split test`: the items are AutoRL-Bench's sessions (`session-<i>`); the scripted
+    episodes that WebShop's own WebAgentTextEnv played (tests/data/webshop/text_env_reference.json) get
+    its rewards, and the aggregate is the share with reward >= 0.5. The type reward is given the blank
+    pipeline WebShop ran with there (WEBSHOP_SPACY_MODEL=blank:en)."""
+    reference = json.loads((REPO / "tests" / "data" / "webshop" / "text_env_reference.json").read_text())
+    episodes = [e for e in reference["episodes"] if e["steps"][-1]["done"]]
+    rows = [{"id": f"session-{e['session']}", "actions": e["actions"]} for e in episodes]
+    proc = cli("score", "webshop", "--split", "test", "--episodes", str(write_lines(tmp_path / "e.jsonl", rows)),
+               "--json", home=tmp_path / "home", timeout=600,
+               env={"WEBSHOP_DATA": str(REPO / "tests" / "data" / "webshop" / "official_small"),
+                    "WEBSHOP_SPACY_MODEL": "blank:en"})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    rewards = [e["steps"][-1]["reward"] for e in episodes]
+    assert [i["reward"] for i in out["items"]] == pytest.approx(rewards, abs=1e-9)
+    assert [i["steps"] for i in out["items"]] == [len(e["actions"]) for e in episodes]
+    assert out["protocol"] == "autorl-bench"
+    assert out["metrics"]["reward_ge_0.5"] == pytest.approx(100 * sum(r >= 0.5 for r in rewards) / len(rewards))

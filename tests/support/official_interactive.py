@@ -21,8 +21,9 @@ DSQA_COLUMNS = ["problem", "problem_category", "answer", "answer_type"]
 
 def webshop_official_bytes(products: list[dict]) -> dict[str, bytes]:
     """Generated products (autorl_tui.tasks.webshop.catalog) written as WebShop's small data set:
-    items_shuffle_1000.json, items_ins_v2_1000.json and items_human_ins.json (one human goal each, naming
-    an attribute and, as real instructions do, the option values it asks for)."""
+    items_shuffle_1000.json, items_ins_v2_1000.json (attributes, and the instruction WebShop's synthetic
+    goals start from) and items_human_ins.json (one human goal each, naming an attribute and, as real
+    instructions do, the option values it asks for)."""
     raw = [{"asin": p["asin"], "name": p["title"], "category": p["category"], "query": p["query"],
             "product_category": p["product_category"], "pricing": f"${p['price']:.2f}",
             "small_description": p["features"], "full_description": p["description"],
@@ -33,7 +34,10 @@ def webshop_official_bytes(products: list[dict]) -> dict[str, bytes]:
                           "instruction_attributes": p["attributes"][:1],
                           "instruction_options": [vals[0] for vals in p["options"].values()]}] for p in products}
     return {"items_shuffle_1000.json": json.dumps(raw).encode(),
-            "items_ins_v2_1000.json": json.dumps({p["asin"]: {"attributes": p["attributes"]} for p in products}).encode(),
+            "items_ins_v2_1000.json": json.dumps({p["asin"]: {"attributes": p["attributes"],
+                                                              "instruction": f"i want {p['attributes'][0]} {p['name']}",
+                                                              "instruction_attributes": p["attributes"][:1]}
+                                                  for p in products}).encode(),
             "items_human_ins.json": json.dumps(human).encode()}
 
 

@@ -28,7 +28,9 @@ from typing import Callable
 from .episodes import EpisodeRecord, EpisodeState, Generate, Parsed
 from .episodes import run_episodes as run_generic
 from .prompts import INVALID_FEEDBACK, build_messages, parse_reply
+from .react_prompt import build_messages as react_messages
 from .shop import ShopEpisode, shop_for
+from .webagent import SessionEpisode, SessionObservation, is_valid, session_reply, shop_at
 
 EpisodeResult = EpisodeRecord   # the name agents' code imports
 __all__ = ["EpisodeResult", "Generate", "list_episodes", "open_episode", "run_episodes", "summarize_rewards"]
@@ -50,8 +52,15 @@ def list_episodes(data_path: str | os.PathLike | None = None, category: str | No
 
 
 def with_paths(item: dict, root: Path) -> dict:
-    """The item with its catalog's absolute path, and the runner's `gamefile` and `task_type`."""
+    """The item with its catalog's (a session's: its shop data folder's) absolute path, and the
+    runner's `gamefile` and `task_type`."""
     item = dict(item)
+    if "session" in item:          # a WebShop session (webagent.py): the official files in `shop`
+        shop = Path(item.get("shop", "webshop_data"))
+        item["shop"] = str(shop if shop.is_absolute() else (Path(root) / shop).resolve())
+        item.setdefault("gamefile", f"{item['shop']}#session-{item['session']}")
+        item.setdefault("task_type", item.get("category", ""))
+        return item
     catalog = Path(item.get("catalog", "catalog.jsonl"))
     item["catalog"] = str(catalog if catalog.is_absolute() else (Path(root) / catalog).resolve())
     item.setdefault("gamefile", f"{item['catalog']}#{item['id']}")
@@ -59,29 +68,45 @@ def with_paths(item: dict, root: Path) -> dict:
     return item
 
 
-def open_episode(item: dict) -> ShopEpisode:
+def open_episode(item: dict) -> ShopEpisode | SessionEpisode:
+    if "session" in item:
+        shop = shop_at(item["shop"], item.get("num_products", 1000), int(item.get("price_seed", 0)))
+        return SessionEpisode(shop, int(item["session"]))
     return ShopEpisode(shop_for(item["catalog"]), item)
 
 
-def _valid_on_page(action: str, admissible: list[str]) -> bool:
-    return action in admissible or (action.startswith("search[") and admissible == ["search[...]"])
+def _valid_on_page(action: str, obs) -> bool:
+    if isinstance(obs, SessionObservation):          # WebShop's rules: a search from any page
+        return is_valid(action, obs.admissible)
+    return action in obs.admissible or (action.startswith("search[") and obs.admissible == ["search[...]"])
+
+
+PROMPTS = ("chat", "autorl-bench")
 
 
 def run_episodes(generate: Generate, episodes: list[dict], *, max_steps: int = 15, batch_size: int = 16,
                  history_len: int = 8, log: Callable[[str], None] | None = None,
-                 on_progress: Callable[[int, int], None] | None = None) -> list[EpisodeRecord]:
+                 on_progress: Callable[[int, int], None] | None = None, prompt: str = "chat") -> list[EpisodeRecord]:
     """Play every episode once; all live episodes advance together, one `generate` call per step.
     An action the page does not offer is stepped (the page stays, the step is spent) and counted
-    invalid; a reply with no `search[...]`/`click[...]` is also unmatched (no move)."""
+    invalid; a reply with no `search[...]`/`click[...]` is also unmatched (no move). `prompt`:
+    `chat` (prompts.py: the last `history_len` actions) or `autorl-bench` (react_prompt.py, for
+    sessions: AutoRL-Bench's prompt with the last `history_len` observation/action pairs)."""
 
     def build_prompt(state: EpisodeState) -> list[dict]:
+        if prompt == "autorl-bench" and isinstance(state.episode, SessionEpisode):   # human goals: chat
+            heading = state.episode.env.instruction_text()
+            return react_messages(heading, state.history, state.obs.text, state.obs.admissible, history_len)
         return build_messages(state.obs.text, [a for a, _ in state.history], state.obs.admissible, history_len)
 
     def parse(reply: str, obs) -> Parsed:
+        if isinstance(obs, SessionObservation):      # WebShop reads the action itself, verbatim
+            verbatim = session_reply(reply)
+            return Parsed(action=verbatim, exact=is_valid(verbatim, obs.admissible), text=verbatim[:80])
         action = parse_reply(reply)
         if action is None:
             return Parsed(action=None, exact=False, text=(reply or "").strip()[:80] or None)
-        return Parsed(action=action, exact=_valid_on_page(action, obs.admissible), text=action)
+        return Parsed(action=action, exact=_valid_on_page(action, obs), text=action)
 
     return run_generic(generate, episodes, open_episode=open_episode, build_prompt=build_prompt,
                        parse_reply=parse, max_steps=max_steps, batch_size=batch_size,

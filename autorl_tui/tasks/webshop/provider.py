@@ -11,8 +11,10 @@ and, for `train` only (the split copied into the agent's workspace): the expert'
 `sft_prompt_completion.jsonl`), the episode runner `webshop_api/`, and a README.md.
 
 The catalog is generated (catalog.py) unless the official data is present ($WEBSHOP_DATA, see
-official.py) and `params.source` is `auto` or `official`. Either way the splits' goals come from
-disjoint target products: the products are shuffled with a seed drawn from `params.partition_seed`
+official.py) and `params.source` is `auto` or `official`. With `params.episodes: sessions` (the
+`webshop` card) the items are WebShop's sessions instead (`session_items`, webagent.py: test = sessions
+0..n-1, as AutoRL-Bench) and each split holds the official files in `webshop_data/`, not catalog.jsonl.
+Either way the splits' goals come from disjoint target products: the products are shuffled with a seed drawn from `params.partition_seed`
 keyed with the home's partition secret (catalog/partition_secret.py: the agent cannot recompute the
 held-out targets from the catalog) and divided by `params.fractions`.
 """
@@ -30,13 +32,16 @@ from autorl_tui.catalog import partition_secret
 from autorl_tui.grading import episodes as generic_runner
 from autorl_tui.tasks.webshop import catalog as C
 from autorl_tui.tasks.webshop.official import load_official, official_root
+from autorl_tui.tasks.webshop.webagent import shop_at
 
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
 API_FILES = {**{name: PACKAGE_DIR / name for name in ("api.py", "experts.py", "prompts.py", "reward.py", "search.py",
-                                                    "shop.py")},
+                                                    "shop.py", "webagent.py", "lucene.py", "porter.py",
+                                                    "react_prompt.py")},
              "episodes.py": Path(generic_runner.__file__)}
 DEFAULT_FRACTIONS = {"train": 0.7, "dev": 0.1, "test": 0.2}
+SESSION_DATA = "webshop_data"    # a sessions split's copy of the official files
 SECRET_PARTITION = True     # the protocol hash records the home's partition-secret commitment
 
 
@@ -45,10 +50,18 @@ class WebshopDataError(RuntimeError):
 
 
 def _source(card) -> str:
-    source = (card.data.get("params") or {}).get("source", "auto")
+    params = card.data.get("params") or {}
+    source = params.get("source", "auto")
     if source not in ("auto", "generated", "official"):
         raise WebshopDataError(f"task {card.id}: data.params.source must be auto, generated or official, got {source!r}")
+    if params.get("episodes", "human") not in ("human", "sessions"):
+        raise WebshopDataError(f"task {card.id}: data.params.episodes must be human (the human goals of our own "
+                               f"partition) or sessions (AutoRL-Bench's), got {params.get('episodes')!r}")
     return source
+
+
+def _sessions(card) -> bool:
+    return (card.data.get("params") or {}).get("episodes") == "sessions" and _source(card) != "generated"
 
 
 def _official_root(card) -> Path | None:
@@ -57,7 +70,11 @@ def _official_root(card) -> Path | None:
 
 
 def available(card) -> str | None:
-    if _source(card) == "official" and _official_root(card) is None:
+    try:
+        source = _source(card)
+    except WebshopDataError as exc:         # a card's bad params: said in one line at validation
+        return str(exc)
+    if source == "official" and _official_root(card) is None:
         return (f"task {card.id} needs the official WebShop data and none was found: run `autorl-tui data get "
                 f"{card.id}`, or set WEBSHOP_DATA to a folder holding items_shuffle*.json and items_human_ins.json; "
                 "for the offline stand-in use the task webshop-mini")
@@ -83,6 +100,8 @@ def build_split(card, split: str, secret: bytes) -> tuple[list[dict], list[dict]
                                f"the splits are {sorted(card.data['splits'])}: name the same splits")
     spec = dict(card.data["splits"][split])
     n, seed = int(spec.get("n", 50)), int(spec.get("seed", 0))
+    if root is not None and params.get("episodes", "human") == "sessions":
+        return [], session_items(card, split, partition_seed, root)
     if root is not None:
         products, goals = load_official(root)
         parts = C.partition([p for p in products if any(g["asin"] == p["asin"] for g in goals)],
@@ -100,6 +119,37 @@ def build_split(card, split: str, secret: bytes) -> tuple[list[dict], list[dict]
     return products, C.make_goals(parts[split], n, seed, split)
 
 
+def session_items(card, split: str, partition_seed: int, root: Path) -> list[dict]:
+    """AutoRL-Bench's episodes: `test` is sessions 0..n-1 of WebShop's WebAgentTextEnv (webagent.py);
+    the other splits draw sessions whose products no test session buys, the products divided between
+    them by the keyed partition seed and `fractions`."""
+    params = dict(card.data.get("params") or {})
+    num_products, price_seed = params.get("num_products", 1000), int(params.get("price_seed", 0))
+    shop = shop_at(root, num_products, price_seed)
+    n_test = min(int(card.data["splits"].get("test", {}).get("n", 100)), len(shop.goals))
+    spec = dict(card.data["splits"][split])
+    if split == "test":
+        sessions = list(range(n_test))
+    else:
+        held = {shop.goals[i]["asin"] for i in range(n_test)}
+        products = [{"asin": a} for a in sorted({g["asin"] for g in shop.goals[n_test:]} - held)]
+        fractions = {s: f for s, f in (params.get("fractions") or DEFAULT_FRACTIONS).items() if s != "test"}
+        total = sum(fractions.values()) or 1.0
+        mine = {p["asin"] for p in C.partition(products, partition_seed,
+                                               {s: f / total for s, f in fractions.items()})[split]}
+        sessions = [i for i in range(n_test, len(shop.goals)) if shop.goals[i]["asin"] in mine]
+        random.Random(int(spec.get("seed", 0))).shuffle(sessions)
+        sessions = sessions[:int(spec.get("n", 50))]
+    out = []
+    for i in sessions:
+        g = shop.goals[i]
+        out.append({"id": f"session-{i}", "session": i, "shop": SESSION_DATA, "num_products": num_products,
+                    "price_seed": price_seed, "instruction": g["instruction_text"], "asin": g["asin"],
+                    "category": g["category"], "attributes": g["attributes"], "goal_options": g["goal_options"],
+                    "price_upper": g["price_upper"]})
+    return out
+
+
 def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
     out_dir = Path(out_dir)
     final = out_dir / split
@@ -110,9 +160,18 @@ def materialize(card, split: str, out_dir: Path, log=_log.info) -> Path:
     work = out_dir / f".{split}.partial"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    _write_jsonl(work / "catalog.jsonl", products)
-    for g in goals:
-        g["catalog"] = "catalog.jsonl"
+    if any("session" in g for g in goals) or _sessions(card):     # the official files the sessions' shop reads
+        (work / SESSION_DATA).mkdir()
+        root = _official_root(card)
+        if root is None:
+            raise WebshopDataError(available(card))
+        for stem in ("items_shuffle", "items_ins_v2"):
+            found = sorted(root.glob(f"{stem}*.json"))
+            shutil.copy2(found[0], work / SESSION_DATA / found[0].name)
+    else:
+        _write_jsonl(work / "catalog.jsonl", products)
+        for g in goals:
+            g["catalog"] = "catalog.jsonl"
     _write_jsonl(work / "items.jsonl", goals)
     if split == "train":
         add_workspace_extras(card, work, goals, log)
@@ -131,7 +190,7 @@ def add_workspace_extras(card, split_dir: Path, goals: list[dict], log) -> None:
     from autorl_tui.tasks.webshop.expert_data import write_sft_files
     opts = dict(card.scorer_options or {})
     counts = write_sft_files(split_dir, max_steps=int(card.protocol.max_steps or 15),
-                             history_len=int(opts.get("history_len", 8)))
+                             history_len=int(opts.get("history_len", 8)), prompt=str(opts.get("prompt", "chat")))
     log(f"webshop train: expert won {counts['won']}/{counts['episodes']} episodes, {counts['sft_examples']} steps")
     api = split_dir / "webshop_api"
     api.mkdir(exist_ok=True)
@@ -144,8 +203,9 @@ def add_workspace_extras(card, split_dir: Path, goals: list[dict], log) -> None:
         "from .prompts import build_messages, messages_to_text, parse_reply  # noqa: F401\n"
         "from .reward import reward  # noqa: F401\n"
         "from .shop import Shop, ShopEpisode  # noqa: F401\n")
+    shop = "webshop_data/: WebShop sessions" if (split_dir / SESSION_DATA).is_dir() else "catalog.jsonl"
     (split_dir / "README.md").write_text(
         f"# WebShop train split\n\n{len(goals)} instructions (items.jsonl) over the shop's catalog "
-        f"(catalog.jsonl); the expert's trajectories in expert_trajectories.jsonl ({counts['won']}/"
+        f"({shop}); the expert's trajectories in expert_trajectories.jsonl ({counts['won']}/"
         f"{counts['episodes']} won) and their {counts['sft_examples']} steps as SFT data (sft_chat.jsonl, "
         "sft_prompt_completion.jsonl); the episode runner in webshop_api/ (see the task description).\n")

@@ -165,7 +165,7 @@ def reward(product: dict, goal: dict, price: float, chosen: dict, verbose: bool 
     n_opt = option_matches(goal, chosen)
     r_price = 1 if price <= float(goal.get("price_upper", 1_000_000)) else 0
     total = len(goal.get("attributes") or []) + len(goal.get("goal_options") or {}) + 1
-    value = r_type * (n_attr + n_opt + r_price) / total
+    value = (n_attr + n_opt + r_price) / total * r_type     # in goal.py's order, to the last bit
     if verbose:
         return value, {"r_type": r_type, "attributes": n_attr, "options": n_opt, "price": r_price,
                        "out_of": total}

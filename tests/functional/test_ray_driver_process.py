@@ -57,6 +57,9 @@ def test_a_lost_driver_fails_its_calls_and_a_new_one_starts_after_a_backoff(tmp_
         assert not driver.running
         with pytest.raises(ProcessLookupError):
             os.kill(second, 0)
+        with pytest.raises(ClusterUnreachable, match="closed"):      # and none starts after that
+            driver.call_sync("connect", _closed_port(), timeout=60)
+        assert driver.starts == 2
     finally:
         silent.close()
         driver.reset("test over")

@@ -70,11 +70,14 @@ class DriverProcess:
         self._started_at = 0.0
         self._not_before = 0.0
         self._backoff = BACKOFF_FIRST_S
-        self.starts = 0                # children started so far (the tests and `doctor` read it)
+        self.starts = 0                # children started so far (the tests read it)
         self.last_exit: str | None = None
+        self.closed = False            # the engine stopped: no child is started any more
 
     # ---------------------------------------------------------------- the child
     def _spawn(self) -> None:
+        if self.closed:
+            raise ClusterUnreachable("the engine's Ray driver process was closed (the engine is stopping)")
         now = time.monotonic()
         if now < self._not_before:
             raise ClusterUnreachable(f"the engine's Ray driver process ended ({self.last_exit}); the next one "
@@ -199,6 +202,7 @@ class DriverProcess:
         """The engine stops: the child ends its grading actors, then itself."""
         with self._lock:
             proc, sock = self._proc, self._sock
+            self.closed = True
         if proc is None or sock is None:
             return
         try:

@@ -492,9 +492,7 @@ class RayExecutor(Executor):
             raise UsageError(f"no node of the Ray cluster can hold a run asking {req.needs()} (nodes: {have or 'none'}); "
                              f"lower gpus_per_run / limits, or add a node that has them")
         self.check_home(nodes)
-        # NOT wired yet: with `self.check_nvml(nodes)` here, the Ray re-adoption test
-        # (test_engine_killed_mid_run_re_adopts_the_ray_actor) recorded a third, `duplicate`
-        # submission (twice in a row; it passes without the call). Cause not found yet.
+        self.check_nvml(nodes)
         if wants_containers(options.get("cluster")) or options.get("image"):
             self.check_docker(nodes, options.get("image"))
 

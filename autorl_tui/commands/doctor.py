@@ -67,6 +67,9 @@ def collect(args) -> dict:
 
     report["agent_runtime"] = agent_runtime_report()
     report["cluster"] = _cluster()
+    from autorl_tui.engine.executors.ray import DRIVER_LOG
+
+    report["cluster"]["driver_log"] = str(resolve_home(args.home) / DRIVER_LOG)     # Ray's own output
     report["tools"] = {t: shutil.which(t) for t in ("chromium", "tmux", "npm", "node", "g++", "cmake")}
     agents = {}
     try:
@@ -143,6 +146,7 @@ def run(args) -> int:
               f"{sum(n['gpus'] for n in alive):g} GPU(s) (`autorl-tui cluster status`)")
     else:
         print(f"Ray cluster: {cluster['detail']}")
+    print(f"  Ray's own log (the engine's driver process): {cluster['driver_log']}")
     sandbox = report["local_sandbox"]
     print(f"local sandbox: {'available' if sandbox['available'] else 'NOT available'} ({sandbox['detail']})")
     runtime = report["agent_runtime"]

@@ -119,7 +119,7 @@ def _ended(r) -> str:
 TABLE = (
     ("run", lambda r: r["id"] + (" UNISOLATED" if r.get("isolation") == "none" else "")
      + (" EXPOSED" if r.get("exposures") else "")),
-    ("state", lambda r: r["state"]),
+    ("state", lambda r: r["state"] + (f" (waiting for {r['waiting']})" if r.get("waiting") else "")),
     ("task", lambda r: r["task"]),
     ("agent", lambda r: r["agent"]),
     ("model", lambda r: r["model"]),

@@ -61,6 +61,9 @@ class AgentWatch:
         ingest = LogIngest(out_tail, err_tail, parser, stored_events=stored.events, stored_bytes=stored.bytes,
                            max_events=int(cap.get("events", DEFAULT_MAX_EVENTS)),
                            max_bytes=int(cap.get("bytes", DEFAULT_MAX_BYTES)))
+        handle.on_wait = self._cluster_wait
+        if journal.run.get("waiting") and handle.waiting is None:      # recorded by an engine that stopped
+            journal.update_run(waiting=None)
         wait_task = asyncio.create_task(handle.wait())
         next_rev = next_res = 0.0
         try:
@@ -122,9 +125,33 @@ class AgentWatch:
         journal.log("harness", f"agent ended: {reason} (exit code {code})", data={"exit_code": code, "reason": reason})
         return code, reason
 
+    async def _cluster_wait(self, why: str | None, waited_s: float) -> None:
+        """The executor lost its cluster (why) or has it back (None, after waited_s): the run says
+        it waits (`runs.waiting`, an event) and its budget clock stops meanwhile, as in the queue:
+        the deadline moves by the time waited (on the node too)."""
+        journal = self.journal
+        if why is not None:
+            journal.update_run(waiting="cluster")
+            journal.log("harness", f"waiting for cluster: {why}; the budget clock is stopped", level="warning",
+                        data={"waiting": "cluster", "budget_clock": "stopped"})
+            return
+        journal.update_run(waiting=None)
+        data: dict = {"waiting": None, "budget_clock": "restarted", "waited_s": round(waited_s, 1)}
+        if journal.deadline:
+            journal.deadline += waited_s
+            journal.update_run(deadline=journal.deadline)
+            data["deadline"] = journal.deadline
+            if self.handle.is_alive():
+                await self.handle.extend_deadline(journal.deadline)
+        journal.log("harness", f"the cluster is back after {waited_s:.0f} s; the budget clock restarted "
+                               f"(deadline moved by {waited_s:.0f} s)", data=data)
+
     async def _enforce(self, now: float) -> None:
-        """A cancel, a spent usage budget or the deadline ends the agent's process tree."""
+        """A cancel, a spent usage budget or the deadline ends the agent's process tree (not while
+        the executor waits for its cluster: the budget clock is stopped)."""
         handle, cancel = self.handle, self.cancel_reason()
+        if handle.waiting is not None:
+            return
         if cancel and handle.is_alive():
             await handle.kill(cancel)
         elif self.kill_reason and self.kill_reason != "deadline" and handle.is_alive():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from autorl_tui.engine import gpus as gpu_inventory
 from autorl_tui.catalog.grading_choice import GradingChoice
-from autorl_tui.grading.placement import GpuMemory, ModelFacts, Placement, decide, model_facts
+from autorl_tui.grading.placement import GpuMemory, ModelFacts, Placement, decide, model_facts, pick_devices
 
 CONFIG_MAX_BYTES = 1 << 20
 
@@ -40,13 +40,38 @@ def vllm_installed() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+def _candidates(options: dict, run_gpus: list[str],
+                nvml: gpu_inventory.Nvml | None) -> tuple[GradingChoice, list[str], list[GpuMemory]]:
+    """The plan's choice, the GPUs it may grade on and their memory now. NVML is opened for this
+    and shut down again (nvmlShutdown) unless the caller passed its own."""
+    choice = GradingChoice.from_dict(options.get("grading"))
+    candidates = list(choice.pool_gpus) if choice.placement == "pool" else list(run_gpus)
+    if not candidates:
+        return choice, candidates, []
+    own = nvml is None
+    nvml = nvml or gpu_inventory.Nvml()
+    try:
+        return choice, candidates, gpu_memory(candidates, nvml)
+    finally:
+        if own:
+            try:
+                nvml.close()
+            except Exception:     # NVML never opened (no driver here)
+                pass
+
+
+def grading_devices(options: dict, run_gpus: list[str], nvml: gpu_inventory.Nvml | None = None) -> list[str]:
+    """The GPUs a run's gradings will use (`pool`: the freest pool GPUs; `shared`: the run's): the
+    warm grader started ahead of the first grading starts there (RunGrading.prestart)."""
+    choice, _, memory = _candidates(options, run_gpus, nvml)
+    return list(pick_devices(choice, list(run_gpus), {m.id: m for m in memory})[1])
+
+
 def place(options: dict, run_gpus: list[str], model_path: Path, protocol, n_items: int | None,
           nvml: gpu_inventory.Nvml | None = None) -> Placement:
     """The placement of one grading of `model_path` for a run with `run_gpus` whose plan options
     are `options` (validated at plan load: catalog/plans.py)."""
-    choice = GradingChoice.from_dict(options.get("grading"))
-    candidates = list(choice.pool_gpus) if choice.placement == "pool" else list(run_gpus)
-    memory = gpu_memory(candidates, nvml) if candidates else []
+    choice, candidates, memory = _candidates(options, run_gpus, nvml)
     generated = (n_items or 0) * max(1, int(getattr(protocol, "n", 1) or 1)) * int(protocol.max_tokens)
     return decide(choice, run_gpus, memory, read_model_facts(model_path), max_tokens=int(protocol.max_tokens),
                   generated_tokens=generated, vllm_installed=bool(candidates) and vllm_installed())

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 from autorl_tui.durations import format_duration
 from autorl_tui.engine.grading_client import GradingOutcome, prestart_warm, run_grader
-from autorl_tui.engine.grading_placement import place
+from autorl_tui.engine.grading_placement import grading_devices, place
 from autorl_tui.engine.run_outcomes import RunFailure
 from autorl_tui.grading import GRADER_VERSION
 
@@ -75,7 +75,9 @@ class RunGrading:
         the base model and materializing the splits instead of delaying the first baseline."""
         request = {"task": card.to_dict(), "scorer": card.scorer, "scorer_options": self._scorer_options(card)}
         try:
-            prestart_warm(request, self.work_dir("baseline-dev"), gpus=self.gpus, threads=self.host.grader_threads,
+            # On the GPUs its gradings will use: a `pool` placement's, not the run's own.
+            gpus = grading_devices(self.spec.get("options") or {}, self.gpus)
+            prestart_warm(request, self.work_dir("baseline-dev"), gpus=gpus, threads=self.host.grader_threads,
                           grading_root=self.host.home.gradings)
         except OSError as exc:       # an optimisation: the first grading starts its server then
             self.journal.log("harness", f"warm grader not started ahead: {exc}", level="warning")
@@ -150,7 +152,8 @@ class RunGrading:
                                                         agent_where=self.agent_where(), run_id=self.journal.run_id,
                                                         gpus=int(self.journal.run.gpus_requested or 0),
                                                         threads=self.host.grader_threads, timeout_s=timeout,
-                                                        on_progress=on_progress)
+                                                        on_progress=on_progress,
+                                                        choice=(self.spec.get("options") or {}).get("grading"))
             else:
                 placement = self.placement(model_path, split, gpus)
                 outcome = await run_grader(self.request(model_path, split, placement), work_dir,
@@ -189,15 +192,28 @@ class RunGrading:
         """The card's protocol hash in this home (a secret partition's commitment included)."""
         return self.card.protocol_hash(self.host.home.cache / "tasks")
 
+    def grading_kind(self, model_path: Path, split: str) -> str:
+        """"BACKEND/DEVICE" this run's grading of `split` will use (part of a baseline's cache key:
+        a vLLM score on a GPU is not the CPU transformers one). A cluster grading's node decides
+        (ray_grading.node_placement): its key is the plan's backend on the run's GPUs or none."""
+        if self.host.executor(self.spec.get("executor") or DEFAULT_EXECUTOR).grades_remotely:
+            gpus = int(self.journal.run.get("gpus_requested") or 0)
+            backend = ((self.spec.get("options") or {}).get("grading") or {}).get("backend") or "auto"
+            return f"cluster:{backend}/{'cuda' if gpus else 'cpu'}"
+        placement = self.placement(model_path, split)
+        return f"{placement.backend}/{placement.device}"
+
     async def baselines(self, model_path: Path, model_name: str, check_cancel: Callable[[], None]) -> None:
-        """The base model on dev and test, recorded on the run (cached when already computed)."""
+        """The base model on dev and test, recorded on the run (cached when already computed, by
+        the same backend on the same kind of device)."""
         model_key = f"{model_name}@{model_fingerprint(model_path)}"
         scores = {}
         for split in ("dev", "test"):
             check_cancel()
+            kind = await asyncio.to_thread(self.grading_kind, model_path, split)
             # One computation per baseline key even when several runs of a task start together.
-            async with self.host.baseline_lock((self.card.id, model_key, self._protocol_hash(), split)):
-                scores[split] = await self._baseline(model_path, split, model_key)
+            async with self.host.baseline_lock((self.card.id, model_key, self._protocol_hash(), split, kind)):
+                scores[split] = await self._baseline(model_path, split, model_key, kind)
         self.baseline_dev = scores["dev"]
         self.journal.update_run(baseline_dev_score=scores["dev"], baseline_score=scores["test"])
 
@@ -212,14 +228,14 @@ class RunGrading:
             self.journal.log("harness", f"{what}: still grading, {format_duration(time.monotonic() - t0)} so far",
                              data={"phase": "baseline", "elapsed_s": round(time.monotonic() - t0)})
 
-    async def _baseline(self, model_path: Path, split: str, model_key: str) -> float:
+    async def _baseline(self, model_path: Path, split: str, model_key: str, kind: str) -> float:
         store, log = self.journal.store, self.journal.log
-        cached = store.cached_baseline(self.card.id, model_key, self._protocol_hash(), GRADER_VERSION, split)
+        cached = store.cached_baseline(self.card.id, model_key, self._protocol_hash(), GRADER_VERSION, split, kind)
         if cached:
             if split == "dev":
                 self.baseline_grading_s = ((cached.get("metrics") or {}).get("timings") or {}).get("total_s")
-            log("harness", f"baseline on {split}: {cached['score']:.2f} (cached)",
-                data={"split": split, "baseline_id": cached["id"], "cached": True})
+            log("harness", f"baseline on {split}: {cached['score']:.2f} (cached, {kind})",
+                data={"split": split, "baseline_id": cached["id"], "cached": True, "grading": kind})
             return cached["score"]
         work = self.work_dir(f"baseline-{split}")
         n = _count_items(self.split_paths.get(split))
@@ -237,9 +253,12 @@ class RunGrading:
         if outcome.grader_version and outcome.grader_version != GRADER_VERSION:
             log("harness", f"grader reports version {outcome.grader_version}, engine expects {GRADER_VERSION}",
                 level="warning")
+        used = outcome.placement or {}       # what it ran on here (a vLLM that could not start: transformers)
+        if outcome.where is None and used.get("backend") and used.get("device"):
+            kind = f"{used['backend']}/{used['device']}"
         baseline_id = store.add_baseline({
             "task": self.card.id, "model": model_key, "protocol_hash": self._protocol_hash(),
-            "grader_version": GRADER_VERSION, "split": split, "score": outcome.score,
+            "grader_version": GRADER_VERSION, "split": split, "score": outcome.score, "grading": kind,
             "metrics": {**outcome.metrics, "timings": outcome.timings}, "created_at": time.time()})
         self.store_samples(outcome.samples, split, baseline_id=baseline_id)
         log("harness", f"baseline on {split}: {outcome.score:.2f}", data={"split": split, "baseline_id": baseline_id})

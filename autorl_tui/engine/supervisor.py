@@ -459,10 +459,7 @@ class RunSupervisor:
         if handle is None:
             self._update_attempt(state="lost", error="agent vanished while the engine was down", ended_at=time.time())
             raise RunLost("the agent's process was gone after an engine restart and left no exit status")
-        self.handle = handle
-        if getattr(handle, "waiting", None):     # executor ray: its cluster is unreachable; `wait` reconnects
-            self.log("harness", f"waiting for cluster: {handle.waiting}", level="warning",
-                     data={"waiting": "cluster"})
+        self.handle = handle       # its cluster unreachable (`handle.waiting`), its watch says so and waits
         try:
             await self._start_server(token=token, port=port)
         except OSError as exc:

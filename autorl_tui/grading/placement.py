@@ -102,7 +102,8 @@ def _gib(n: float) -> float:
     return round(n / GIB, 2)
 
 
-def _pick_devices(choice: GradingChoice, run_gpus: list[str], memory: dict[str, GpuMemory]) -> tuple[str, tuple]:
+def pick_devices(choice: GradingChoice, run_gpus: list[str], memory: dict[str, GpuMemory]) -> tuple[str, tuple]:
+    """(shared | pool | cpu, the GPU ids a grading uses): the first rule of `decide`."""
     if choice.placement == "pool":
         want = max(1, len(run_gpus))
         ranked = sorted(choice.pool_gpus, key=lambda g: -(memory[g].free if g in memory else 0))
@@ -116,7 +117,7 @@ def decide(choice: GradingChoice, run_gpus: list[str], memory: list[GpuMemory], 
     total bytes (missing ones: unknown, sized as if the card were free); `generated_tokens` is the
     grading's expected output (items x samples x max_tokens)."""
     by_id = {m.id: m for m in memory}
-    where, devices = _pick_devices(choice, list(run_gpus), by_id)
+    where, devices = pick_devices(choice, list(run_gpus), by_id)
     length = max_model_len(facts, max_tokens)
     if not devices:
         why = "no GPU for this grading" + (" (vLLM needs one)" if choice.backend == "vllm" else "")

@@ -63,6 +63,7 @@ class BaselineRow(TypedDict, total=False):
     score: float
     metrics: dict[str, Any] | None
     created_at: float
+    grading: str | None      # migration 7: "BACKEND/DEVICE" it was graded with (transformers/cpu, vllm/cuda)
 
 
 class RevisionMeta(TypedDict):

@@ -94,6 +94,7 @@ class RunRecord(Record):
     cost_usd: float | None = None
     not_before: float | None = None          # migration 2
     imported_from: str | None = None         # migration 4
+    waiting: str | None = None               # migration 7: e.g. `cluster` (executor ray)
 
     @property
     def wall_s(self) -> float | None:

@@ -196,10 +196,12 @@ class RunStateQueries:
 
     # ---------------------------------------------------------------- baselines and samples
     def cached_baseline(self, task: str, model: str, protocol_hash: str, grader_version: str,
-                        split: str) -> BaselineRow | None:
+                        split: str, grading: str | None = None) -> BaselineRow | None:
+        """grading: "BACKEND/DEVICE"; a baseline graded otherwise (a vLLM one on a GPU for a CPU
+        grading) is not this one. Rows from before migration 7 have none: graded again."""
         rows = self.rows("baselines", "SELECT * FROM baselines WHERE task=? AND model=? AND protocol_hash=? "
-                                      "AND grader_version=? AND split=?",
-                         (task, model, protocol_hash, grader_version, split))
+                                      "AND grader_version=? AND split=? AND grading IS ?",
+                         (task, model, protocol_hash, grader_version, split, grading))
         return rows[0] if rows else None
 
     def add_baseline(self, row: BaselineRow) -> int:

@@ -244,4 +244,30 @@ MIGRATIONS.append(
     -- and the console's snapshot reads the runs a page at a time, newest first (run_summaries)
     CREATE INDEX runs_created ON runs(created_at, id)
     """)
+MIGRATIONS.append(
+    # 7: what an active run waits for (NULL: nothing), e.g. `cluster`: an executor ray run whose
+    # cluster is unreachable (its budget clock stopped meanwhile); and the backend and device a
+    # baseline was graded with, part of its cache key ("transformers/cpu", "vllm/cuda")
+    # (rows from before have none: they are graded again, never reused for a device they may not
+    # have been graded on)
+    """
+    ALTER TABLE runs ADD COLUMN waiting TEXT;
+    CREATE TABLE baselines_v7 (
+        id INTEGER PRIMARY KEY,
+        task TEXT NOT NULL,
+        model TEXT NOT NULL,
+        protocol_hash TEXT NOT NULL,
+        grader_version TEXT NOT NULL,
+        split TEXT NOT NULL,
+        score REAL NOT NULL,
+        metrics TEXT,
+        created_at REAL NOT NULL,
+        grading TEXT,
+        UNIQUE(task, model, protocol_hash, grader_version, split, grading)
+    );
+    INSERT INTO baselines_v7 (id, task, model, protocol_hash, grader_version, split, score, metrics, created_at)
+        SELECT id, task, model, protocol_hash, grader_version, split, score, metrics, created_at FROM baselines;
+    DROP TABLE baselines;
+    ALTER TABLE baselines_v7 RENAME TO baselines
+    """)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -89,7 +89,9 @@ def fmt_liveness(run: dict, now: float) -> str:
         return ": ".join(str(p) for p in (run.get("failure_source"), run.get("end_reason")) if p)
     if run.get("state") not in ACTIVE_STATES:
         return fmt_after_agent(run, now)
-    if run["state"] in ("preparing", "baseline") and run.get("progress"):
+    if run.get("waiting"):        # executor ray: its cluster unreachable, the budget clock stopped
+        what = f"waiting for {run['waiting']}"
+    elif run["state"] in ("preparing", "baseline") and run.get("progress"):
         what = str(run["progress"]).removeprefix("preparing: ")
     elif run.get("step") is not None:
         what = f"step {run['step']}"

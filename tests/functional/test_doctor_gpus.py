@@ -51,6 +51,8 @@ def test_doctor_names_each_gpu_its_holder_and_where_gradings_run(tmp_path):
     line = next(x for x in text.stdout.splitlines() if x.strip().startswith("5 "))
     assert UUIDS[5] in line and "80 GiB" in line and "held by: r0001-arith-trainer-s0" in line
     assert "gradings here:" in line
+    # Where Ray's own output goes (the engine's driver process), never the operator's terminal.
+    assert f"Ray's own log (the engine's driver process): {home.resolve() / 'ray-driver.log'}" in text.stdout
 
 
 def test_a_cuda_visible_devices_naming_no_gpu_is_one_clear_line(tmp_path):

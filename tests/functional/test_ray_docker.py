@@ -142,14 +142,18 @@ def test_a_containerized_ray_run_is_re_adopted_then_cancelled_and_its_container_
             await engine.stop()
 
     asyncio.run(second())
-    _until_gone(docker_client, ray_home, run_id)
+    _until_gone(docker_client, ray_home, run_id, cluster.address)
 
 
-def _until_gone(docker_client, ray_home, run_id):
-    """No container of the run left, nor its actor (it exits once its container is gone)."""
+def _until_gone(docker_client, ray_home, run_id, address):
+    """No container of the run left, nor its actor (it exits once its container is gone). This
+    process asks Ray itself (the engine's driver was a child process of the engine)."""
     import ray
 
     from autorl_tui.engine.executors.ray import NAMESPACE, actor_name
+
+    if not ray.is_initialized():
+        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
 
     t0 = time.monotonic()
     while _containers(docker_client, ray_home, run_id):
@@ -192,7 +196,7 @@ def test_a_containerized_agent_that_ignores_its_budget_is_killed_with_its_contai
     assert attempt["state"] == "killed" and (attempt["exit_code"] < 0 or attempt["exit_code"] == 137), attempt
     assert attempt["container_id"]
     assert row["ended_at"] - row["started_at"] < 20 + 30
-    _until_gone(docker_client, ray_home, row["id"])
+    _until_gone(docker_client, ray_home, row["id"], cluster.address)
 
 
 def _check_cancelled(store, row, run_id):

@@ -85,6 +85,26 @@ def test_the_placement_decision_follows_real_nvml_free_memory():
         assert second.gpu_memory_utilization * during[0].total <= during[0].free
 
 
+def test_a_ray_gradings_placement_on_its_node_uses_the_real_gpu(tiny_model_dir):
+    """What a Ray node's grading actor decides (ray_grading.node_placement) on a real GPU: the plan's
+    backend on the GPU Ray gave it, sized from this card's NVML, never the CPU; a `pool` choice is
+    decided as shared over that GPU."""
+    from autorl_tui.engine.gpus import Nvml, discover
+    from autorl_tui.engine.ray_grading import node_placement
+
+    inv = discover(Nvml())
+    assert inv.source == "nvml" and inv.gpus, inv.note
+    gid = inv.gpus[0].id
+    request = {"model_path": str(tiny_model_dir), "protocol": {"max_tokens": 32}}
+    chosen = node_placement(request, [gid], {"backend": "transformers"})
+    assert (chosen.backend, chosen.device, chosen.devices, chosen.placement) == ("transformers", "cuda", (gid,),
+                                                                                 "shared")
+    auto = node_placement(request, [gid], {"placement": "pool", "pool_gpus": ["7"]})
+    assert auto.device == "cuda" and auto.devices == (gid,) and auto.placement == "shared", auto
+    if auto.backend == "vllm":
+        assert 0.05 <= auto.gpu_memory_utilization <= 0.9 and auto.memory.get("devices", {}).get(gid), auto
+
+
 def test_a_vllm_grading_stays_on_the_gpu_whether_vllm_starts_or_not(tmp_path, tiny_model_dir):
     from autorl_tui.engine.grading_placement import gpu_memory, read_model_facts, vllm_installed
 

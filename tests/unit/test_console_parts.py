@@ -254,3 +254,17 @@ async def test_metric_chart_has_a_step_axis_a_log_scale_and_states_a_single_poin
         assert "log scale needs positive values" in str(chart.render())
         chart.set_points([(7.0, 0.5)])
         assert "one point: 0.5 at step 7" in str(chart.render())
+
+
+def test_a_run_waiting_for_its_cluster_says_so_in_the_runs_table():
+    """executor ray: the engine records `waiting` (RunUpdated) while the cluster is unreachable;
+    the Runs table's liveness column says it, and goes back to the step when it is cleared."""
+    from autorl_tui.tui.formatting import fmt_liveness
+
+    model = ConsoleModel()
+    model.runs["r1"] = {"id": "r1", "state": "running", "step": 12, "last_event_at": 990.0}
+    model.apply([RunUpdated("r1", fields={"waiting": "cluster"})])
+    run = model.runs["r1"]
+    assert fmt_liveness(run, now=run["last_event_at"] + 12) == "waiting for cluster · 12s ago"
+    model.apply([RunUpdated("r1", fields={"waiting": None})])
+    assert fmt_liveness(run, now=run["last_event_at"] + 12) == "step 12 · 12s ago"

@@ -182,3 +182,65 @@ def test_the_shipped_gpu_demo_plan_asks_for_one_gpu_and_shared_grading():
     (run,) = plan.runs
     assert (run.task, run.agent, run.model, run.gpus) == ("arith", "reference", "tiny", 1)
     assert GradingChoice.from_dict(run.options["grading"]) == GradingChoice("shared", (), "auto")
+
+
+class CountingNvml(FakeNvml):
+    """The stand-in cards, counting NVML's opens and shutdowns."""
+
+    def __init__(self):
+        self.inits = self.shutdowns = 0
+
+    def nvmlInit(self):
+        self.inits += 1
+
+    def nvmlShutdown(self):
+        self.shutdowns += 1
+
+
+def test_placing_a_grading_shuts_the_nvml_it_opened_down(tmp_path, monkeypatch):
+    """place() opens NVML to read the free memory; every open is matched by nvmlShutdown (issue 35).
+    pynvml is the stand-in cards' (this machine has no NVIDIA driver)."""
+    import sys
+
+    counting = CountingNvml()
+    monkeypatch.setitem(sys.modules, "pynvml", counting)
+
+    class Proto:
+        max_tokens, n = 64, 1
+
+    for choice in ({"placement": "shared"}, {"placement": "pool", "pool_gpus": [0, 1]}):
+        grading_placement.place({"grading": choice}, ["0"], tmp_path, Proto, 10)
+    grading_placement.grading_devices({"grading": {"placement": "pool", "pool_gpus": [0, 1]}}, ["0"])
+    assert counting.inits == 3 and counting.shutdowns == 3
+    own = Nvml(counting)        # a caller's own NVML stays open: it shuts it down itself
+    grading_placement.place({}, ["0"], tmp_path, Proto, 10, own)
+    assert counting.inits == 4 and counting.shutdowns == 3
+
+
+def test_the_warm_grader_is_prestarted_on_the_gpus_its_gradings_use():
+    """`pool`: the freest pool GPUs, never the run's own (the agent trains there); `shared`: the
+    run's; no GPU: none (issue 35)."""
+    nvml = Nvml(FakeNvml())          # GPU 0 has 10 GiB free, GPU 1 78 GiB
+    pool = {"grading": {"placement": "pool", "pool_gpus": [0, 1]}}
+    assert grading_placement.grading_devices(pool, ["2"], nvml) == ["1"]
+    assert grading_placement.grading_devices(pool, ["2", "3"], nvml) == ["1", "0"]
+    assert grading_placement.grading_devices({"grading": {"placement": "shared"}}, ["2"], nvml) == ["2"]
+    assert grading_placement.grading_devices({}, [], nvml) == []
+
+
+def test_a_ray_grading_applies_the_plan_s_placement_on_its_node(tmp_path):
+    """ray_grading.node_placement (on the node, for the GPUs Ray gave the grading): the plan's
+    backend choice applied there, a `pool` decided as shared over the grading's own GPUs, and GPUs
+    declared to Ray only (no device on the node) graded on the CPU with the reason said (issue 35)."""
+    from autorl_tui.engine.ray_grading import node_placement
+
+    (tmp_path / "config.json").write_text(json.dumps({"num_attention_heads": 4, "max_position_embeddings": 256}))
+    request = {"model_path": str(tmp_path), "protocol": {"max_tokens": 32}}
+    nvml = Nvml(FakeNvml())
+    p = node_placement(request, ["1"], {"backend": "transformers"}, real_ids=["0", "1"], nvml=nvml)
+    assert (p.backend, p.device, p.devices, p.placement) == ("transformers", "cuda", ("1",), "shared")
+    p = node_placement(request, ["0"], {"placement": "pool", "pool_gpus": ["5"]}, real_ids=["0"], nvml=nvml)
+    assert p.devices == ("0",) and p.placement == "shared" and p.device == "cuda"
+    p = node_placement(request, ["0"], None, real_ids=[], nvml=nvml)
+    assert (p.backend, p.device, p.devices) == ("transformers", "cpu", ()) and "declared to Ray only" in p.reason
+    assert node_placement(request, [], None, real_ids=["0"], nvml=nvml).device == "cpu"

@@ -26,7 +26,7 @@ class ProbedHere(RayExecutor):
         super().__init__()
         self.answers, self.asked = answers, []
 
-    def _on_each_node(self, ray, node_ids, fn, *args, what):
+    def _on_each_node(self, node_ids, fn, *args, what):
         self.asked += node_ids
         return [{"node_id": nid, "hostname": NODES[nid]["NodeManagerHostname"], "ok": self.answers[nid][0],
                  "why": self.answers[nid][1]} for nid in node_ids]
@@ -50,7 +50,7 @@ def test_the_probe_refuses_a_node_with_nvidia_devices_it_cannot_read(tmp_path, m
 def test_a_gpu_node_without_nvml_is_refused_with_the_fix():
     ex = ProbedHere({"gpu-node-1": (False, "nvidia-ml-py is not installed")})
     with pytest.raises(UsageError) as err:
-        ex.check_nvml(None, NODES)
+        ex.check_nvml(NODES)
     message = str(err.value)
     assert ex.asked == ["gpu-node-1"]                   # a CPU-only node is not asked
     assert "gpu1 (gpu-node-1)" in message and "run on the CPU" in message and "autorl-tui[ray]" in message
@@ -59,8 +59,8 @@ def test_a_gpu_node_without_nvml_is_refused_with_the_fix():
 
 def test_gpu_nodes_with_nvml_pass_and_are_checked_once():
     ex = ProbedHere({"gpu-node-1": (True, "")})
-    ex.check_nvml(None, NODES)
-    ex.check_nvml(None, NODES)
+    ex.check_nvml(NODES)
+    ex.check_nvml(NODES)
     assert ex.asked == ["gpu-node-1"]
     assert nvml_verdict([{"node_id": "n", "hostname": "h", "ok": True, "why": ""}]) is None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import abc
 from dataclasses import asdict, dataclass, field
@@ -103,6 +103,11 @@ class AgentHandle(abc.ABC):
 
     stdout_path: Path
     stderr_path: Path
+    # Executors whose agents can be cut off from the engine for a while (executor ray: its cluster
+    # unreachable) await on_wait(why, 0.0) when the wait begins and on_wait(None, waited_s) when it
+    # ends; the run's watch sets it (agent_watch.py: the budget clock stops meanwhile).
+    on_wait: Callable[[str | None, float], Awaitable[None]] | None = None
+    waiting: str | None = None        # while such a wait lasts: why
 
     @abc.abstractmethod
     def ident(self) -> dict:

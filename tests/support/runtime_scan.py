@@ -6,8 +6,8 @@ same paths through the agent's own view (`/proc/<agent pid>/root/<path>`: its mo
 whatever bwrap or Docker put there) and looks in them for the held-out items of every installed
 task: their ids (as quoted strings, the way data files hold them) and distinctive lines of their
 prompts (raw and JSON-escaped). gzip files and zip members (wheels, .pt, .npz, ...) are read
-decompressed. The search is one `grep -F` (Aho–Corasick/Commentz–Walter in GNU grep) over every
-file at once, so the whole root is read once.
+decompressed. The search is `grep -F` (Aho–Corasick/Commentz–Walter in GNU grep) over every
+file, one grep per CPU each over its share of the files, so the whole root is read once.
 
 Needles the agent may legitimately hold are dropped: a prompt line several items share (the task's
 template), and anything in what the agent is given (its run's train split, its documents)."""
@@ -218,14 +218,23 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
 
 
 def _grep(patterns: Path, files: list[str], work: Path) -> list[str]:
-    """The files holding any pattern (fixed strings, bytes as they are)."""
+    """The files holding any pattern (fixed strings, bytes as they are). grep is one process per
+    CPU (up to 4), each over every n-th file with its own output: with ~2,000 needles grep reads
+    about 150 MB/s per core, and the roots hold gigabytes."""
     if not files or not patterns.read_text():
         return []
-    listing = work / "files.txt"
-    listing.write_bytes(b"\0".join(os.fsencode(f) for f in files) + b"\0")
-    xargs = subprocess.Popen(["xargs", "-0", "-a", str(listing), "grep", "-F", "-a", "-l", "--null", "-f", str(patterns),
-                              "--"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
-    out, err = xargs.communicate()
-    if xargs.returncode not in (0, 1, 123):      # 123: some grep found nothing (exit 1)
-        raise RuntimeError(f"grep failed ({xargs.returncode}): {err.decode(errors='replace')[-500:]}")
-    return [os.fsdecode(p) for p in out.split(b"\0") if p]
+    jobs = max(1, min(4, os.cpu_count() or 1, len(files)))
+    greps = []
+    for i in range(jobs):
+        listing = work / f"files-{i}.txt"
+        listing.write_bytes(b"\0".join(os.fsencode(f) for f in files[i::jobs]) + b"\0")
+        greps.append(subprocess.Popen(["xargs", "-0", "-a", str(listing), "grep", "-F", "-a", "-l", "--null", "-f",
+                                       str(patterns), "--"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}))
+    found = []
+    for xargs in greps:
+        out, err = xargs.communicate()
+        if xargs.returncode not in (0, 1, 123):      # 123: some grep found nothing (exit 1)
+            raise RuntimeError(f"grep failed ({xargs.returncode}): {err.decode(errors='replace')[-500:]}")
+        found += [os.fsdecode(p) for p in out.split(b"\0") if p]
+    return found

@@ -10,6 +10,9 @@ run's screen open.
 - memory: the console process's RSS after 1,000,000 lines went through it (ring buffer: bounded).
 
 Prints `name: value unit` lines.   Usage: python benchmarks/bench_console.py [--lines N] [--rate R]
+BENCH_TREE=DIR measures the console (and engine) of another checkout with this script's
+measurement (benchmarks/ab_console.py: A/B against an older revision); BENCH_LATENCIES=FILE
+writes the raw latencies (seconds, one a line).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(os.environ.get("BENCH_TREE") or Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(REPO))
 RUN_ID = "r0001-flood-bench-s0"
 
@@ -191,6 +194,8 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 engine.kill()
     lat = sorted(res["latencies"])
+    if os.environ.get("BENCH_LATENCIES"):
+        Path(os.environ["BENCH_LATENCIES"]).write_text("".join(f"{x:.6f}\n" for x in res["latencies"]))
     p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))]
     print(f"machine_load_average_1m: {os.getloadavg()[0]:.2f} (on {os.cpu_count()} cores; latency is noisy when loaded)")
     print(f"console_flood_rate: {args.rate:.0f} lines/s")

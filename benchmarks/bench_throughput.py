@@ -22,6 +22,7 @@ BENCH_ONLY=store (or grading, snapshot, engine) runs one part.
 """
 import asyncio
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -223,13 +224,19 @@ def store_scale(base: Path) -> None:
     written = 0
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
-    def timed(*argv: str) -> float:
+    def timed(*argv: str) -> str:
+        """Wall seconds and the CPU seconds (user + system) of the command's process: on cores
+        shared with other work the CPU time is the figure that compares across runs."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "autorl_tui", "--home", str(home), *argv], capture_output=True,
                               text=True, cwd=REPO, env=env)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode:
             raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr[-2000:]}")
-        return time.perf_counter() - t0
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        return f"{wall:.2f} s (CPU {cpu:.2f} s)"
 
     for n in sizes:
         t0 = time.perf_counter()
@@ -246,8 +253,8 @@ def store_scale(base: Path) -> None:
         report = timed("report", "r00001", "--json", str(base / "report.json"))
         listed = timed("runs", "list", "--json")
         page = timed("runs", "list", "--json", "--limit", "50")
-        say(f"store_at_{n}_runs: compare {compare:.2f} s (bound 5) | report {report:.2f} s (bound 2) | runs list "
-            f"{listed:.2f} s, a page of 50 {page:.2f} s | written in {build:.1f} s | {load()}")
+        say(f"store_at_{n}_runs: compare {compare} (bound 5 s) | report {report} (bound 2 s) | runs list "
+            f"{listed}, a page of 50 {page} | written in {build:.1f} s | {load()}")
     store.close()
 
 

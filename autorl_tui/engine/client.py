@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from autorl_tui.engine.events import EngineEvent, event_from_dict
+from autorl_tui.engine.run_summaries import page_hash
 from autorl_tui.exitcodes import InfraError, UsageError
 
 LINE_LIMIT = 256 * 1024 * 1024
@@ -239,7 +240,7 @@ class EngineClient:
         return await self.call("status")
 
     async def snapshot(self, *, page_size: int | None = None, after: list | None = None,
-                       known: dict[str, str] | None = None) -> dict:
+                       known: dict[str, str] | None = None, known_hash: str | None = None) -> dict:
         """Run summaries (no spec), queue state, GPUs; one page with `page_size`; only the runs
         whose digest differs from `known` (engine/run_summaries.py)."""
         args: dict[str, Any] = {}
@@ -249,6 +250,8 @@ class EngineClient:
             args["after"] = after
         if known:
             args["known"] = known
+        if known_hash is not None:
+            args["known_hash"] = known_hash
         page = await self.call("snapshot", **args)
         # The wire names the columns once and sends each run as a list of values (a third of the
         # bytes of a dict per run); callers get one dict per run.
@@ -260,9 +263,11 @@ class EngineClient:
     async def snapshot_pages(self, page_size: int,
                              known: dict[str, tuple[float, str]] | None = None) -> AsyncIterator[dict]:
         """Every page of the snapshot, newest runs first. `known`: run id -> (created_at, digest) of
-        the rows the caller holds; each page request carries the digests of the rows that can fall
-        in that page (the caller's next page and a half after the cursor, in the same order), so a
-        re-read of 10,000 runs sends each digest about once and gets back only what changed."""
+        the rows the caller holds. A page is asked for with one hash of the caller's next page_size
+        rows after the cursor (run_summaries.page_hash): unchanged, nothing more is sent either
+        way. Otherwise it is asked again with the digests of the rows that can fall in that page
+        (the next page and a half, in the same order) and comes back with only what changed: a
+        re-read of 10,000 runs of which a few changed sends 20 hashes and a page of digests."""
         keys = sorted(((created, rid) for rid, (created, _) in (known or {}).items()), reverse=True)
         pos, after = 0, None
         while True:
@@ -270,8 +275,13 @@ class EngineClient:
                 cursor = (after[0], after[1])
                 while pos < len(keys) and keys[pos] >= cursor:
                     pos += 1
-            window = {rid: known[rid][1] for _, rid in keys[pos:pos + page_size + page_size // 2]}
-            page = await self.snapshot(page_size=page_size, after=after, known=window)
+            page = None
+            if known:
+                held = [(rid, known[rid][1]) for _, rid in keys[pos:pos + page_size]]
+                page = await self.snapshot(page_size=page_size, after=after, known_hash=page_hash(held))
+            if page is None or page.get("digests_needed"):
+                window = {rid: known[rid][1] for _, rid in keys[pos:pos + page_size + page_size // 2]} if known else None
+                page = await self.snapshot(page_size=page_size, after=after, known=window)
             yield page
             after = page.get("next")
             if after is None:

@@ -265,14 +265,16 @@ class EngineServer:
                 "clients": len(self._connections), **self._run_counts()}
 
     def cmd_snapshot(self, conn, page_size: int | None = None, after: list | None = None,
-                     known: dict | None = None) -> dict:
+                     known: dict | None = None, known_hash: str | None = None) -> dict:
         """Current state: run summaries (newest first; no spec), queue state, GPUs. Consistent with
         the event stream on this connection (queued events are written before the answer). Paged
         with `page_size` (`next` is the cursor to pass as `after`); with `known` (run id -> the
-        digest the caller holds) only the runs that changed are sent (engine/run_summaries.py)."""
+        digest the caller holds) only the runs that changed are sent; with `known_hash` (one hash of
+        the page the caller holds) no run, or `digests_needed` (engine/run_summaries.py)."""
         conn.flush_subscription()
         try:
-            page = summary_page(self.engine.store, page_size=page_size, after=after, known=known)
+            page = summary_page(self.engine.store, page_size=page_size, after=after, known=known,
+                                known_hash=known_hash)
         except ValueError as exc:
             raise UsageError(f"snapshot: {exc}") from None
         return {**page, "queue_paused": bool(getattr(self.engine, "queue_paused", False)),

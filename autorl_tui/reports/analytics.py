@@ -39,6 +39,8 @@ from typing import Any
 import duckdb
 
 from autorl_tui.exitcodes import InfraError, UsageError
+from autorl_tui.reports.pushdown import create_macros
+from autorl_tui.reports.sql_literals import inline
 from autorl_tui.store.db import readonly_uri
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
@@ -82,7 +84,7 @@ RESOURCE_COST_NONE = {"n_samples": 0, "cpu_hours": None, "mean_cpu_percent": Non
                       "gpu_busy_hours": None}
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def named_queries(file: str = "queries.sql") -> dict[str, str]:
     """The `-- name: <name>` blocks of a file in sql/."""
     text = (SQL_DIR / file).read_text()
@@ -184,11 +186,13 @@ class Analytics:
                                                         "autoload_known_extensions": False,
                                                         "threads": 1})
         try:
+            self._conn.execute("SET enable_progress_bar = false")    # a long scan printed a bar on stdout
             self._conn.execute(f"LOAD '{sqlite_scanner_path()}'")
             quoted = str(read_path).replace("'", "''")
             self._conn.execute(f"ATTACH '{quoted}' AS s (TYPE sqlite, READ_ONLY)")
             for view in _compat_views(self._conn):
                 self._conn.execute(view)
+            create_macros(self._conn, named_queries("pushdown.sql"))
             self._conn.execute((SQL_DIR / "views.sql").read_text())
         except duckdb.Error as exc:
             self._conn.close()
@@ -213,7 +217,7 @@ class Analytics:
 
     def sql(self, sql: str, params: dict | None = None) -> list[dict]:
         with self._lock:
-            cur = self._conn.execute(sql, params or {})
+            cur = self._conn.execute(inline(sql, params or {}))
             cols = [d[0] for d in cur.description]
             return [dict(zip(cols, row)) for row in cur.fetchall()]
 
@@ -524,7 +528,12 @@ class Analytics:
         """run id -> (base, trained) share of correct samples per held-out question, for the runs
         whose tested submission and test baseline both hold samples."""
         out: dict[str, list[tuple[float, float]]] = {}
-        for row in self.query("held_out_pairs", ids=_id_list(run_ids)):
+        keys = self.query("held_out_keys", ids=_id_list(run_ids))
+        if not keys:
+            return out
+        lists = {name: _id_list(k[column] for k in keys)
+                 for name, column in (("ids", "run_id"), ("subs", "submission_id"), ("bases", "baseline_id"))}
+        for row in self.query("held_out_pairs", **lists):
             out.setdefault(row["run_id"], []).append((float(row["base"]), float(row["trained"])))
         return out
 

@@ -53,7 +53,7 @@ def write_outputs(report: dict, html: str | None, html_path: str | None, json_pa
     UsageError when a path cannot be written (a read-only home's reports/ folder, say)."""
     outputs = []
     if json_path:
-        outputs.append((Path(json_path), json.dumps(report, indent=1, allow_nan=False, default=str) + "\n"))
+        outputs.append((Path(json_path), report_json(report)))
     if html_path and html is not None:
         outputs.append((Path(html_path), html))
     written = []
@@ -70,6 +70,21 @@ def write_outputs(report: dict, html: str | None, html_path: str | None, json_pa
                              "in a folder you can write (a read-only home cannot hold reports)") from None
         written.append(path)
     return written
+
+
+def report_json(report: dict) -> str:
+    """The report as JSON text: one line per top-level key, and per element of a top-level list (a
+    run, a cell). Each line comes from the json module's C encoder; `indent=` would use its pure
+    Python one, 2.6 s of a 10,000-run compare's 12 MB."""
+    encode = json.JSONEncoder(allow_nan=False, default=str).encode
+    lines = []
+    for key, value in report.items():
+        if isinstance(value, list) and value:
+            value_text = "[\n" + ",\n".join(f"  {encode(item)}" for item in value) + "\n ]"
+        else:
+            value_text = encode(value)
+        lines.append(f" {encode(str(key))}: {value_text}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def _num(v, digits=1, empty="—"):

@@ -69,13 +69,19 @@ def export_run(rows: Rows, run_id: str, *, include_events: bool = True, include_
         "metrics": rows("SELECT ts, step, name, value, source, phase FROM metrics WHERE run_id=? ORDER BY id",
                         (run_id,)),
         "findings": _findings(rows, run_id),
-        "resources": _rows(rows, "resources", "SELECT ts, cpu_percent, rss_bytes, n_procs, gpus FROM resources "
-                                              "WHERE run_id=? ORDER BY id", (run_id,)),
+        "resources": _resources(rows, run_id),
     }
     if include_events:
         out["events"] = _rows(rows, "events", "SELECT id, attempt, ts, kind, level, message, data FROM events "
                                               "WHERE run_id=? ORDER BY id", (run_id,))
     return out
+
+
+def _resources(rows: Rows, run_id: str) -> list[dict]:
+    """The run's resource samples with the host's load average (load1/5/15, from schema 6 on; a
+    store opened read-only before its migration has no such columns, and its samples none)."""
+    return [{k: v for k, v in r.items() if k not in ("id", "run_id")}
+            for r in _rows(rows, "resources", "SELECT * FROM resources WHERE run_id=? ORDER BY id", (run_id,))]
 
 
 def _findings(rows: Rows, run_id: str) -> list[dict]:

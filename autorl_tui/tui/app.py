@@ -67,7 +67,8 @@ class ConsoleApp(App):
     TITLE = "autorl-tui"
     BINDINGS = bindings("app")
     COMMANDS = App.COMMANDS | {ActionsProvider}
-    MAX_BATCH = 5000        # events applied per refresh tick (bounds the time input waits)
+    MAX_BATCH = 5000        # events applied per refresh tick
+    SLICE = 250             # events applied between two chances for input to run (a few ms)
     MAX_BACKLOG = 25_000    # beyond this (seconds behind a flood), re-read the state instead of catching up
     SNAPSHOT_PAGE = 500     # runs per snapshot answer
 
@@ -85,6 +86,7 @@ class ConsoleApp(App):
         self.dropped_events = 0
         self.snapshot_runs_received = 0     # run rows the snapshots sent (a resync sends only changed ones)
         self._resync_pending = False
+        self._applying = False
         self._reconnect_task: asyncio.Task | None = None
         import psutil
 
@@ -149,19 +151,43 @@ class ConsoleApp(App):
             await self.client.close()
 
     # ------------------------------------------------------------------ batching
-    def apply_pending(self) -> None:
-        if self.client is None:
+    async def apply_pending(self) -> None:
+        """Apply what arrived since the last tick. The events go through the model SLICE at a time,
+        yielding to the event loop between slices, and reach the screens once at the end: a key
+        pressed during a flood waits for one slice of log work at most, and its frame draws only
+        what the key changed (the log's new lines come with the next frame) (docs/console.md,
+        "Floods")."""
+        if self.client is None or self._applying:
             return
+        self._applying = True
+        try:
+            changes: Changes | None = None
+            left = self.MAX_BATCH
+            while left > 0:
+                events = self._take(min(self.SLICE, left))
+                if not events:
+                    break
+                left -= len(events)
+                step = self.model.apply(events)
+                changes = step if changes is None else changes.merge(step)
+                if changes.disconnected:
+                    break
+                await asyncio.sleep(0)
+            if changes is not None:
+                self._apply_changes(changes)
+        finally:
+            self._applying = False
+
+    def _take(self, limit: int) -> list:
+        if self.client is None:
+            return []
         if self.client.backlog > self.MAX_BACKLOG:
             # Far behind (a flood on a starved CPU): drop what is queued and re-read the state, as
             # when the engine drops events for us. Memory and stalls stay bounded.
-            dropped = self.client.discard_backlog()
-            events = [Lagged(dropped)]
-        else:
-            events = self.client.drain_events(limit=self.MAX_BATCH)
-        if not events:
-            return
-        changes = self.model.apply(events)
+            return [Lagged(self.client.discard_backlog())]
+        return self.client.drain_events(limit=limit)
+
+    def _apply_changes(self, changes: Changes) -> None:
         self.applied_batches += 1
         self.dropped_events += changes.dropped
         self._each_screen("apply_changes", changes)

@@ -34,6 +34,26 @@ class Changes:
     def __bool__(self) -> bool:
         return bool(self.n_events or self.resync or self.disconnected)
 
+    def merge(self, later: "Changes") -> "Changes":
+        """These changes followed by `later`'s (the console applies a tick's events in slices)."""
+        self.runs |= later.runs
+        self.unknown_runs |= later.unknown_runs
+        self.states += later.states
+        self.beat_baseline += later.beat_baseline
+        self.trust_flags += later.trust_flags
+        for mine, theirs in ((self.log, later.log), (self.metrics, later.metrics),
+                             (self.submissions, later.submissions)):
+            for rid, items in theirs.items():
+                mine.setdefault(rid, []).extend(items)
+        self.resources.update(later.resources)
+        self.queue |= later.queue
+        self.cluster |= later.cluster
+        self.resync |= later.resync
+        self.dropped += later.dropped
+        self.disconnected = self.disconnected or later.disconnected
+        self.n_events += later.n_events
+        return self
+
 
 def beats_baseline(run: dict) -> bool:
     base, best = run.get("baseline_dev_score"), run.get("best_dev_score")

@@ -77,6 +77,32 @@ async def test_summaries_in_pages_then_only_what_changed(big):
             await client.snapshot(page_size=0)
 
 
+async def test_a_reread_sends_one_hash_per_unchanged_page_not_every_digest(big):
+    home, engine, _ = big
+    async with await EngineClient.connect(home) as client:
+        known = {r["id"]: (r["created_at"], r["digest"]) for p in [p async for p in client.snapshot_pages(300)]
+                 for r in p["runs"]}
+        requests: list[dict] = []
+        call = client._call
+
+        async def counted(cmd, args):
+            requests.append(args)
+            return await call(cmd, args)
+        client._call = counted
+        pages = [p async for p in client.snapshot_pages(300, known=known)]
+        assert [len(p["runs"]) for p in pages] == [0, 0, 0, 0] and sum(p["unchanged"] for p in pages) == N_RUNS
+        assert len(requests) == 4 and all("known" not in a for a in requests)
+        assert len(json.dumps(requests)) < 1000         # the digests of 1,000 runs are ~45 kB
+
+        requests.clear()
+        engine.store.update("runs", "r00500-arith-scripted-s0", {"best_dev_score": 77.0})
+        pages = [p async for p in client.snapshot_pages(300, known=known)]
+        assert [r["id"] for p in pages for r in p["runs"]] == ["r00500-arith-scripted-s0"]
+        assert sum(p["unchanged"] for p in pages) == N_RUNS - 1
+        with_digests = [a for a in requests if "known" in a]   # only the page holding the changed run
+        assert len(requests) == 5 and len(with_digests) == 1 and "r00500-arith-scripted-s0" in with_digests[0]["known"]
+
+
 async def test_a_reattaching_console_is_sent_only_the_changed_runs(big):
     home, engine, server = big
     app = ConsoleApp(home, notify_events=False)

@@ -165,6 +165,27 @@ def test_model_applies_a_batch_and_reports_what_changed():
     assert marks.resync and marks.disconnected == "bye"
 
 
+def test_a_batch_applied_in_slices_changes_what_it_changes_in_one():
+    events = [RunStateChanged("r1", state="running", previous="queued", ts=100.0),
+              *(RunEventAppended("r1", kind="stdout", message=f"line {i}") for i in range(7)),
+              MetricPoint("r1", name="loss", value=0.5, step=1, source="metrics_jsonl"),
+              RunEventAppended("r2", kind="stderr", message="other run"),
+              RunUpdated("r1", fields={"best_dev_score": 30.0}), RunUpdated("r9", fields={"x": 1}),
+              QueueChanged(None, paused=True), Lagged(3), RunEventAppended("r1", kind="stdout", message="last")]
+    snapshot = {"runs": [{"id": "r1", "state": "queued", "baseline_dev_score": 20.0, "best_dev_score": None},
+                         {"id": "r2", "state": "running"}]}
+    whole, sliced = ConsoleModel(), ConsoleModel()
+    whole.load_snapshot(snapshot)
+    sliced.load_snapshot(snapshot)
+    once = whole.apply(events)
+    merged = sliced.apply(events[:3])
+    for k in range(3, len(events), 4):
+        merged = merged.merge(sliced.apply(events[k:k + 4]))
+    assert vars(merged) == vars(once) and whole.runs == sliced.runs
+    assert [ln.message for ln in merged.log["r1"]] == [f"line {i}" for i in range(7)] + ["last"]
+    assert merged.n_events == len(events) and merged.resync and merged.dropped == 3 and merged.beat_baseline == ["r1"]
+
+
 def test_trust_flags_become_toasts_and_records_do_not():
     model = ConsoleModel()
     model.load_snapshot({"runs": [{"id": "r1", "state": "running"}]})

@@ -101,7 +101,7 @@ def test_a_runs_rows_through_named_queries(store, tmp_path):
     store.insert("attempts", {"run_id": "r1", "number": 1, "state": "exited", "executor": "local", "exit_code": 3})
     store.insert("attempts", {"run_id": "r1", "number": 2, "state": "exited", "executor": "local", "exit_code": 0})
     store.append_resource("r1", cpu_percent=50.0, rss_bytes=1, n_procs=1)
-    store.append_resource("r1", cpu_percent=150.0, rss_bytes=1, n_procs=1)
+    store.append_resource("r1", cpu_percent=150.0, rss_bytes=1, n_procs=1, load=(3.5, 2.25, 1.0))
     for i in range(3):
         store.append_event("r1", "stdout", f"line {i}")
     store.append_event("r1", "stderr", "noise")
@@ -116,7 +116,13 @@ def test_a_runs_rows_through_named_queries(store, tmp_path):
         assert reader.cpu_usage("r2").mean_percent is None
         assert reader.output_lines("r1") == ["line 0", "line 1", "line 2"]
         assert reader.output_lines("r1", "stderr") == ["noise"]
-        assert reader.export_run("r1")["submissions"][0]["score"] == 41.5
+        exported = reader.export_run("r1")
+        assert exported["submissions"][0]["score"] == 41.5
+        # the host's load average beside each resource sample (none recorded with the first)
+        assert [(r["cpu_percent"], r["load1"], r["load5"], r["load15"]) for r in exported["resources"]] == \
+            [(50.0, None, None, None), (150.0, 3.5, 2.25, 1.0)]
+        assert set(exported["resources"][0]) == {"ts", "cpu_percent", "rss_bytes", "n_procs", "gpus", "load1",
+                                                 "load5", "load15"}
         with pytest.raises(KeyError):
             reader.export_run("r2")
 

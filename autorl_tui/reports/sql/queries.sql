@@ -2,7 +2,7 @@
 -- Each block starts with `-- name: <name>`; parameters are DuckDB named parameters ($run_id ...).
 
 -- name: runs_by_id
-SELECT * FROM run_summary WHERE list_contains(string_split($ids, chr(31)), run_id) ORDER BY task, agent, seed, run_id;
+SELECT * FROM run_summary WHERE run_id IN (SELECT unnest(string_split($ids, chr(31)))) ORDER BY task, agent, seed, run_id;
 
 -- name: runs_by_plan
 SELECT * FROM run_summary WHERE plan_name = $plan ORDER BY task, agent, seed, run_id;
@@ -13,15 +13,15 @@ SELECT run_id, plan_name, task, level, agent, model, driver, seed, state, baseli
 FROM run_summary ORDER BY created_at DESC, run_id DESC LIMIT $limit;
 
 -- name: submissions
-SELECT * EXCLUDE (metrics), metrics FROM submission_timeline WHERE run_id = $run_id ORDER BY seq;
+SELECT * EXCLUDE (metrics), metrics FROM submission_timeline($run_id) ORDER BY seq;
 
 -- name: drops
-SELECT * FROM drops WHERE run_id = $run_id ORDER BY seq;
+SELECT * FROM drops_of($run_id) ORDER BY seq;
 
 -- name: best_submission_metrics
 SELECT r.run_id, x.metrics
 FROM run_summary r JOIN s.submissions x ON x.id = r.best_submission_id
-WHERE list_contains(string_split($ids, chr(31)), r.run_id);
+WHERE r.run_id IN (SELECT unnest(string_split($ids, chr(31))));
 
 -- Training metric series, one per (training session, name), downsampled to at most $max_points
 -- buckets: each bucket holds an equal share of the series' points in time order and reports
@@ -75,7 +75,7 @@ GROUP BY m.session_id, m.name, m.legacy_source ORDER BY m.name, min(m.session_se
 -- name: reward_between_submissions
 WITH subs AS (
     SELECT seq, received_at, score, lag(received_at) OVER (ORDER BY seq) AS prev_at
-    FROM s.submissions WHERE run_id = $run_id AND status = 'scored'
+    FROM submissions_of($run_id) WHERE status = 'scored'
 ), rw AS (
     SELECT ts, value FROM run_metric_rows
     WHERE run_id = $run_id AND name = $name AND isfinite(value) AND session_id IS NOT DISTINCT FROM $session_id
@@ -108,7 +108,7 @@ FROM run_metric_rows WHERE run_id = $run_id AND ts >= $t0 AND ts < $t1 GROUP BY 
 -- name: phase_revision_signals
 WITH r AS (
     SELECT ts, reason, n_files, manifest, lag(manifest) OVER (ORDER BY seq) AS previous
-    FROM s.revisions WHERE run_id = $run_id
+    FROM revisions_of($run_id)
 )
 SELECT CAST(floor((ts - $t0) / $width) AS BIGINT) AS b, count(*) AS n_revision
 FROM r WHERE reason = 'change' AND n_files > 0 AND manifest IS DISTINCT FROM previous
@@ -118,17 +118,17 @@ FROM r WHERE reason = 'change' AND n_files > 0 AND manifest IS DISTINCT FROM pre
 -- name: agent_end
 SELECT run_id, max(ended_at) AS ended_at,
        count(*) FILTER (WHERE ended_at IS NULL AND started_at IS NOT NULL) AS running
-FROM s.attempts WHERE list_contains(string_split($ids, chr(31)), run_id) GROUP BY run_id;
+FROM attempts_of($ids) GROUP BY run_id;
 
 -- name: grading_intervals
 SELECT seq, received_at, coalesce(graded_at, received_at) AS graded_at
-FROM s.submissions WHERE run_id = $run_id ORDER BY seq;
+FROM submissions_of($run_id) ORDER BY seq;
 
 -- One split's samples of a submission (the selected one also holds the held-out test split's).
 -- name: failure_counts
 SELECT CASE WHEN coalesce(correct, 0) = 1 THEN 'correct' ELSE coalesce(failure_kind, 'unclassified') END AS kind,
        count(*) AS n
-FROM s.samples WHERE submission_id = $submission_id AND split = $split GROUP BY kind ORDER BY n DESC, kind;
+FROM samples_of_submission($submission_id) WHERE split = $split GROUP BY kind ORDER BY n DESC, kind;
 
 -- name: badcase_examples
 SELECT * FROM (
@@ -138,46 +138,58 @@ SELECT * FROM (
            left(extracted, $chars) AS extracted, left(expected, $chars) AS expected, tokens,
            left(error, $chars) AS error,
            row_number() OVER (PARTITION BY coalesce(failure_kind, 'unclassified') ORDER BY sample_id, id) AS rn
-    FROM s.samples WHERE submission_id = $submission_id AND split = $split AND coalesce(correct, 0) = 0
+    FROM samples_of_submission($submission_id) WHERE split = $split AND coalesce(correct, 0) = 0
 ) WHERE rn <= $per_kind ORDER BY failure_kind, rn;
 
 -- name: baseline_for_run
 SELECT b.id, b.score, b.split, b.protocol_hash, b.grader_version, b.created_at
-FROM s.baselines b JOIN s.runs r ON r.task = b.task AND r.model = b.model
-WHERE r.id = $run_id AND b.split = 'dev' ORDER BY b.created_at DESC LIMIT 1;
+FROM s.baselines b JOIN run_row($run_id) r ON r.task = b.task AND r.model = b.model
+WHERE b.split = 'dev' ORDER BY b.created_at DESC LIMIT 1;
 
 -- Per-sample change against the baseline's samples (matched by sample id).
 -- name: versus_baseline
 SELECT count(*) AS n_common,
        count(*) FILTER (WHERE coalesce(b.correct, 0) = 0 AND coalesce(x.correct, 0) = 1) AS fixed,
        count(*) FILTER (WHERE coalesce(b.correct, 0) = 1 AND coalesce(x.correct, 0) = 0) AS broken
-FROM s.samples x JOIN s.samples b ON b.sample_id = x.sample_id AND b.baseline_id = $baseline_id AND b.split = x.split
-WHERE x.submission_id = $submission_id;
+FROM samples_of_submission($submission_id) x
+JOIN samples_of_baseline($baseline_id) b ON b.sample_id = x.sample_id AND b.split = x.split;
 
 -- Per held-out question of each run: the base model's and the tested submission's share of correct
 -- samples, paired by sample id. The base model's test baseline is the one the run's own harness
--- events name.
--- name: held_out_pairs
-WITH base AS (
+-- events name. Two steps, so the samples are read by submission and baseline id (their indexes):
+-- held_out_keys gives each run's tested submission and test baseline, held_out_pairs the pairs.
+-- name: held_out_keys
+SELECT r.id AS run_id, r.best_submission_id AS submission_id, base.baseline_id
+FROM run_row($ids) r JOIN (
     SELECT run_id, max(CAST(json_extract_string(data, '$.baseline_id') AS BIGINT)) AS baseline_id
-    FROM s.events
-    WHERE list_contains(string_split($ids, chr(31)), run_id) AND kind = 'harness' AND json_valid(data)
+    FROM events_of($ids)
+    WHERE kind = 'harness' AND json_valid(data)
       AND json_extract_string(data, '$.split') = 'test' AND json_extract_string(data, '$.baseline_id') IS NOT NULL
     GROUP BY run_id
+) base ON base.run_id = r.id
+WHERE r.test_score IS NOT NULL AND r.best_submission_id IS NOT NULL;
+
+-- $ids, $subs, $bases: held_out_keys' columns, as lists in the same order.
+-- name: held_out_pairs
+WITH k AS (
+    SELECT unnest(string_split($ids, chr(31))) AS run_id,
+           CAST(unnest(string_split($subs, chr(31))) AS BIGINT) AS submission_id,
+           CAST(unnest(string_split($bases, chr(31))) AS BIGINT) AS baseline_id
+), t AS (
+    SELECT k.run_id, k.baseline_id, x.sample_id, avg(coalesce(x.correct, 0)) AS correct
+    FROM k JOIN samples_of_submission($subs) x ON x.submission_id = k.submission_id AND x.split = 'test'
+    GROUP BY k.run_id, k.baseline_id, x.sample_id
+), b AS (
+    SELECT baseline_id, sample_id, avg(coalesce(correct, 0)) AS correct
+    FROM samples_of_baseline($bases) WHERE split = 'test' GROUP BY baseline_id, sample_id
 )
 SELECT t.run_id, t.sample_id, b.correct AS base, t.correct AS trained
-FROM (SELECT r.id AS run_id, base.baseline_id, x.sample_id, avg(coalesce(x.correct, 0)) AS correct
-      FROM s.runs r JOIN base ON base.run_id = r.id
-      JOIN s.samples x ON x.submission_id = r.best_submission_id AND x.split = 'test'
-      WHERE r.test_score IS NOT NULL GROUP BY r.id, base.baseline_id, x.sample_id) t
-JOIN (SELECT baseline_id, sample_id, avg(coalesce(correct, 0)) AS correct
-      FROM s.samples WHERE baseline_id IS NOT NULL AND split = 'test' GROUP BY baseline_id, sample_id) b
-  ON b.baseline_id = t.baseline_id AND b.sample_id = t.sample_id
+FROM t JOIN b ON b.baseline_id = t.baseline_id AND b.sample_id = t.sample_id
 ORDER BY t.run_id, t.sample_id;
 
 -- name: sample_results
 SELECT sample_id, split, correct, score, tokens, failure_kind, error
-FROM s.samples WHERE submission_id = $submission_id ORDER BY sample_id, id;
+FROM samples_of_submission($submission_id) ORDER BY sample_id, id;
 
 -- One run's training metrics (grading-sourced series excluded: those are the harness's own
 -- scores, shown from submissions) with their training session and each point's index i in its
@@ -190,11 +202,11 @@ SELECT m.run_id, m.id, m.name, m.source, m.step, m.ts, m.value, m.phase, m.sessi
        CASE WHEN m.session_id IS NULL THEN m.source END AS legacy_source,
        row_number() OVER (PARTITION BY m.session_id, m.name, legacy_source ORDER BY m.ts, m.id) - 1 AS i,
        count(*) OVER (PARTITION BY m.session_id, m.name, legacy_source) AS n
-FROM metrics_v m LEFT JOIN sessions_v ts ON ts.id = m.session_id
-WHERE m.run_id = $run_id AND m.source <> 'grading';
+FROM metrics_of($run_id) m LEFT JOIN sessions_v ts ON ts.id = m.session_id
+WHERE m.source <> 'grading';
 
 -- name: focus_events
-CREATE OR REPLACE TEMP TABLE run_event_log AS SELECT * FROM event_log WHERE run_id = $run_id;
+CREATE OR REPLACE TEMP TABLE run_event_log AS SELECT * FROM event_log($run_id);
 
 -- name: event_counts
 SELECT category, count(*) AS n, min(ts) - $t0 AS first_t_s, max(ts) - $t0 AS last_t_s
@@ -212,10 +224,10 @@ SELECT * FROM (
 
 -- name: revisions
 SELECT id, seq, ts - $t0 AS t_s, reason, manifest, n_files, total_bytes, skipped
-FROM s.revisions WHERE run_id = $run_id ORDER BY seq;
+FROM revisions_of($run_id) ORDER BY seq;
 
 -- name: blobs
-SELECT sha256, encoding, content, size FROM s.blobs WHERE list_contains(string_split($shas, chr(31)), sha256);
+SELECT sha256, encoding, content, size FROM s.blobs WHERE sha256 IN (SELECT unnest(string_split($shas, chr(31))));
 
 -- CPU-hours integrate cpu_percent over the time to the next sample (capped at $max_gap s so a
 -- stalled sampler does not inflate them); GPU busy-hours do the same with the sum of GPU utils.
@@ -223,7 +235,7 @@ SELECT sha256, encoding, content, size FROM s.blobs WHERE list_contains(string_s
 WITH r AS (
     SELECT run_id, ts, cpu_percent, rss_bytes, gpus,
            least(coalesce(lead(ts) OVER (PARTITION BY run_id ORDER BY ts, id) - ts, 0), $max_gap) AS dt
-    FROM s.resources WHERE list_contains(string_split($ids, chr(31)), run_id)
+    FROM resources_of($ids)
 )
 SELECT run_id, count(*) AS n_samples,
        sum(coalesce(cpu_percent, 0) / 100 * dt) / 3600 AS cpu_hours,
@@ -239,58 +251,58 @@ FROM r GROUP BY run_id;
 -- name: host_load
 SELECT run_id, count(load1) AS n_samples, avg(load1) AS load1_mean, max(load1) AS load1_max,
        avg(load5) AS load5_mean, avg(load15) AS load15_mean
-FROM s.resources WHERE list_contains(string_split($ids, chr(31)), run_id) GROUP BY run_id;
+FROM resources_of($ids) GROUP BY run_id;
 
 -- name: gpu_allocated
 SELECT run_id, coalesce(sum((coalesce(ended_at, $now) - started_at)
                     * CASE WHEN json_valid(gpus) THEN coalesce(json_array_length(gpus), 0) ELSE 0 END), 0) / 3600
            AS gpu_allocated_hours,
        count(*) AS n_attempts
-FROM s.attempts WHERE list_contains(string_split($ids, chr(31)), run_id) AND started_at IS NOT NULL GROUP BY run_id;
+FROM attempts_of($ids) WHERE started_at IS NOT NULL GROUP BY run_id;
 
 -- name: grading_time
 SELECT run_id, coalesce(sum(inference_s), 0) AS inference_s, coalesce(sum(grading_s), 0) AS grading_s
-FROM s.submissions WHERE list_contains(string_split($ids, chr(31)), run_id) GROUP BY run_id;
+FROM submissions_of($ids) GROUP BY run_id;
 
 -- name: attempts
 SELECT number, state, executor, started_at - $t0 AS start_s, ended_at - started_at AS duration_s,
        exit_code, error, gpus
-FROM s.attempts WHERE run_id = $run_id ORDER BY number;
+FROM attempts_of($run_id) ORDER BY number;
 
 -- name: run_ids_starting
-SELECT run_id FROM run_summary WHERE starts_with(run_id, $prefix);
+SELECT id AS run_id FROM s.runs WHERE starts_with(id, $prefix);
 
 -- name: training_sessions
 SELECT id, seq, attempt, kind, sources, started_at, ended_at FROM sessions_v WHERE run_id = $run_id ORDER BY seq;
 
 -- The newest row of a run's events or metrics and how many it has: whether its focus copy is stale.
 -- name: newest_events
-SELECT max(id) AS id, count(*) AS n FROM s.events WHERE run_id = $run_id;
+SELECT max(id) AS id, count(*) AS n FROM events_of($run_id);
 
 -- name: newest_metrics
-SELECT max(id) AS id, count(*) AS n FROM s.metrics WHERE run_id = $run_id;
+SELECT max(id) AS id, count(*) AS n FROM metrics_of($run_id);
 
 -- The agent's actions and output lines that name a script (`python code/train.py`), in order.
 -- name: commands
-SELECT ts, message FROM s.events WHERE run_id = $run_id AND kind IN ('action', 'stdout')
+SELECT ts, message FROM events_of($run_id) WHERE kind IN ('action', 'stdout')
 AND regexp_matches(message, '\.(py|sh)\b') ORDER BY id LIMIT $limit;
 
 -- name: run_t0
-SELECT coalesce(started_at, created_at) AS t0 FROM s.runs WHERE id = $run_id;
+SELECT coalesce(started_at, created_at) AS t0 FROM run_row($run_id);
 
 -- name: last_activity
-SELECT max(ts) AS ts FROM s.events WHERE run_id = $run_id;
+SELECT max(ts) AS ts FROM events_of($run_id);
 
 -- Why a failed or lost run ended: its newest error events (with their data: a traceback) and the
 -- agent's last stderr lines, newest first.
 -- name: failure_cause_errors
-SELECT ts - $t0 AS t_s, kind, message, data FROM s.events
-WHERE run_id = $run_id AND level = 'error' ORDER BY id DESC LIMIT 3;
+SELECT ts - $t0 AS t_s, kind, message, data FROM events_of($run_id)
+WHERE level = 'error' ORDER BY id DESC LIMIT 3;
 
 -- name: failure_cause_stderr
-SELECT message FROM s.events WHERE run_id = $run_id AND kind = 'stderr' ORDER BY id DESC LIMIT $n;
+SELECT message FROM events_of($run_id) WHERE kind = 'stderr' ORDER BY id DESC LIMIT $n;
 
 -- Trust findings of the given runs (store/findings.py), in time order.
 -- name: findings
 SELECT f.*, x.seq AS submission_seq FROM findings_v f LEFT JOIN s.submissions x ON x.id = f.submission_id
-WHERE list_contains(string_split($ids, chr(31)), f.run_id) ORDER BY f.run_id, f.ts, f.id;
+WHERE f.run_id IN (SELECT unnest(string_split($ids, chr(31)))) ORDER BY f.run_id, f.ts, f.id;

@@ -30,19 +30,20 @@ LEFT JOIN s.plans p ON p.id = r.plan_id
 LEFT JOIN sub ON sub.run_id = r.id
 LEFT JOIN s.submissions best ON best.id = r.best_submission_id;
 
--- Submissions in order, with time since the agent started and the running best dev score.
-CREATE OR REPLACE TEMP VIEW submission_timeline AS
+-- A run's submissions in order, with time since the agent started and the running best dev score.
+-- (Macros of a run id read its rows through SQLite's index: reports/pushdown.py.)
+CREATE OR REPLACE TEMP MACRO submission_timeline(rid) AS TABLE
 SELECT x.id AS submission_id, x.run_id, x.seq, x.status, x.score, x.improvement, x.test_score,
        x.received_at, x.graded_at, x.received_at - r.started_at AS t_s,
        x.graded_at - x.received_at AS latency_s, x.inference_s, x.grading_s, x.error,
        x.duplicate_of, x.revision_id, x.content_hash, x.path, x.metrics,
        max(x.score) OVER (PARTITION BY x.run_id ORDER BY x.seq ROWS UNBOUNDED PRECEDING) AS best_so_far,
        coalesce(x.id = r.best_submission_id, false) AS is_best
-FROM s.submissions x JOIN runs_v r ON r.id = x.run_id;
+FROM submissions_of(rid) x JOIN run_row(rid) r ON r.id = x.run_id;
 
--- Every submission that did not produce a score, and why. Never silently dropped: a submission
--- still `received`/`grading` after its run ended is listed as never graded.
-CREATE OR REPLACE TEMP VIEW drops AS
+-- Every submission of a run that did not produce a score, and why. Never silently dropped: a
+-- submission still `received`/`grading` after its run ended is listed as never graded.
+CREATE OR REPLACE TEMP MACRO drops_of(rid) AS TABLE
 SELECT x.id AS submission_id, x.run_id, x.seq, x.status, x.path, x.received_at,
        x.received_at - r.started_at AS t_s,
        CASE
@@ -59,16 +60,16 @@ SELECT x.id AS submission_id, x.run_id, x.seq, x.status, x.path, x.received_at,
            WHEN x.status IN ('received', 'grading') THEN 'still ' || x.status || ' when the run ended (' || r.state || ')'
            ELSE coalesce(x.error, '(no reason recorded)')
        END AS reason
-FROM s.submissions x
-JOIN runs_v r ON r.id = x.run_id
-LEFT JOIN s.submissions d ON d.id = x.duplicate_of
+FROM submissions_of(rid) x
+JOIN run_row(rid) r ON r.id = x.run_id
+LEFT JOIN submissions_of(rid) d ON d.id = x.duplicate_of
 WHERE x.status IN ('rejected', 'error', 'duplicate')
    OR (x.status IN ('received', 'grading') AND r.state IN ('done', 'failed', 'cancelled', 'lost'));
 
--- Events with a category used by the action log and the phase heuristic.
+-- A run's events with a category used by the action log and the phase heuristic.
 -- Categories: action:<kind> for parsed agent actions (message, tool_call, shell, file_edit,
 -- tool_result, error, usage, ... as the stream parsers emit them), otherwise the event kind.
-CREATE OR REPLACE TEMP VIEW event_log AS
+CREATE OR REPLACE TEMP MACRO event_log(rid) AS TABLE
 SELECT e.id, e.run_id, e.attempt, e.ts, e.kind, e.level, e.message, e.data,
        -- what an action acted on: a shell command, an edited path, or a tool call's input
        CASE WHEN json_valid(e.data) THEN coalesce(json_extract_string(e.data, '$.command'),
@@ -79,4 +80,4 @@ SELECT e.id, e.run_id, e.attempt, e.ts, e.kind, e.level, e.message, e.data,
        CASE WHEN e.kind = 'action'
             THEN 'action:' || coalesce(CASE WHEN json_valid(e.data) THEN json_extract_string(e.data, '$.kind') END, 'other')
             ELSE e.kind END AS category
-FROM s.events e;
+FROM events_of(rid) e;

@@ -162,7 +162,9 @@ class RunScreen(Screen):
         if not self.loaded:
             self._early.append(changes)
             return
-        self._apply(changes)
+        # The app applies a tick's events in slices: ones it took before the history's answer
+        # can reach the screen after it, and the history holds them already.
+        self._apply(changes, min_seq=self.as_of_seq)
 
     def _apply(self, changes: Changes, min_seq: int = 0) -> None:
         rid = self.run_id

@@ -153,7 +153,10 @@ class LogView(ScrollView, can_focus=True):
                 self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
         finally:
             self._moving = False
-        self.refresh()
+        # Paused with the view full, new lines land below it: the lines shown did not change (the
+        # scrollbar redraws itself), so a flood costs no repaint of the view.
+        if self.follow or dropped or before < self.scroll_offset.y + self.scrollable_content_region.height:
+            self.refresh()
 
     def _set_virtual_size(self, size: Size) -> None:
         """Grow the scrollable area without a layout pass of the whole screen (assigning

@@ -62,7 +62,7 @@ class AgentWatch:
                            max_events=int(cap.get("events", DEFAULT_MAX_EVENTS)),
                            max_bytes=int(cap.get("bytes", DEFAULT_MAX_BYTES)))
         handle.on_wait = self._cluster_wait
-        if journal.run.get("waiting") and handle.waiting is None:      # recorded by an engine that stopped
+        if journal.run.waiting and handle.waiting is None:      # recorded by an engine that stopped
             journal.update_run(waiting=None)
         wait_task = asyncio.create_task(handle.wait())
         next_rev = next_res = 0.0

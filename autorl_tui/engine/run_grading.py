@@ -76,7 +76,7 @@ class RunGrading:
         request = {"task": card.to_dict(), "scorer": card.scorer, "scorer_options": self._scorer_options(card)}
         try:
             # On the GPUs its gradings will use: a `pool` placement's, not the run's own.
-            gpus = grading_devices(self.spec.get("options") or {}, self.gpus)
+            gpus = grading_devices(dict(self.spec.options), self.gpus)
             prestart_warm(request, self.work_dir("baseline-dev"), gpus=gpus, threads=self.host.grader_threads,
                           grading_root=self.host.home.gradings)
         except OSError as exc:       # an optimisation: the first grading starts its server then
@@ -153,7 +153,7 @@ class RunGrading:
                                                         gpus=int(self.journal.run.gpus_requested or 0),
                                                         threads=self.host.grader_threads, timeout_s=timeout,
                                                         on_progress=on_progress,
-                                                        choice=(self.spec.get("options") or {}).get("grading"))
+                                                        choice=self.spec.option("grading"))
             else:
                 placement = self.placement(model_path, split, gpus)
                 outcome = await run_grader(self.request(model_path, split, placement), work_dir,
@@ -196,9 +196,9 @@ class RunGrading:
         """"BACKEND/DEVICE" this run's grading of `split` will use (part of a baseline's cache key:
         a vLLM score on a GPU is not the CPU transformers one). A cluster grading's node decides
         (ray_grading.node_placement): its key is the plan's backend on the run's GPUs or none."""
-        if self.host.executor(self.spec.get("executor") or DEFAULT_EXECUTOR).grades_remotely:
-            gpus = int(self.journal.run.get("gpus_requested") or 0)
-            backend = ((self.spec.get("options") or {}).get("grading") or {}).get("backend") or "auto"
+        if self.host.executor(self.spec.executor_name).grades_remotely:
+            gpus = int(self.journal.run.gpus_requested or 0)
+            backend = (self.spec.option("grading") or {}).get("backend") or "auto"
             return f"cluster:{backend}/{'cuda' if gpus else 'cpu'}"
         placement = self.placement(model_path, split)
         return f"{placement.backend}/{placement.device}"

@@ -23,7 +23,8 @@ grading, BENCH_SLOTS (default: cores) slots.
 - paired_grading_ratio_as_is / _with_N_busy: a warm grading against the same generation in this
   process, side by side, BENCH_PAIRS (4) pairs; as the machine is, then with one busy process per
   core that the bench starts itself (issue 36: <= 1.2 both); with the grading child's own
-  inference against the raw one.
+  inference against the raw one; and grading_back_to_back_over_settled, a grading sent as the
+  previous one is answered against one sent 1.5 s later (a suspect of the slowdown under load).
 BENCH_ONLY=store (or grading, paired, snapshot, engine) runs one part.
 """
 import asyncio
@@ -180,11 +181,35 @@ def paired(req: dict, base: Path, raw_once, label: str) -> None:
         f"{' '.join(f'{x:.1f}' for x in loads)}")
 
 
+def back_to_back(req: dict, base: Path) -> None:
+    """A/B of one suspect: a grading sent the moment the previous one is answered (its spare child
+    then still warming up, the previous child leaving) against one sent SETTLE_S later."""
+    settle = 1.5
+    rows: dict[str, list] = {"back_to_back": [], "settled": []}
+    asyncio.run(_grade(req, base / "b2b" / "warm", None))
+    loads = []
+    for i in range(PAIRS + 2):
+        loads.append(os.getloadavg()[0])
+        for mode in ("back_to_back", "settled") if i % 2 == 0 else ("settled", "back_to_back"):
+            time.sleep(settle if mode == "settled" else 0.0)
+            t0 = time.perf_counter()
+            outcome = asyncio.run(_grade(req, base / "b2b" / f"{mode}{i}", None))
+            rows[mode].append((time.perf_counter() - t0, outcome.timings["inference_s"]))
+    (bw, bi), (sw, si) = ((statistics.median(r[0] for r in rows[m]), statistics.median(r[1] for r in rows[m]))
+                          for m in ("back_to_back", "settled"))
+    say(f"grading_back_to_back_over_settled: {bw / sw:.2f} (floor: the same grading {settle} s after the previous "
+        f"one, {sw:.2f} s; back to back {bw:.2f} s; the child's inference {bi:.2f} s vs {si:.2f} s) | load "
+        f"{' '.join(f'{x:.1f}' for x in loads)}")
+
+
 def paired_idle_and_loaded(req: dict, base: Path, raw_once) -> None:
     """The paired ratio as the machine is, then under a load this bench makes itself: one busy
-    process per core (plain Python loops, the same priority as the grading and the raw inference)."""
+    process per core (plain Python loops, the same priority as the grading and the raw inference),
+    each in a session of its own, as other programs' load is: with the kernel's autogroups (one
+    scheduling group per session) a busy loop in this process's session would take its CPU share
+    from the raw inference alone (the grading child runs in a session of its own)."""
     paired(req, base, raw_once, "as_is")
-    busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(os.cpu_count() or 1)]
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY], start_new_session=True) for _ in range(os.cpu_count() or 1)]
     try:
         time.sleep(2.0)
         paired(req, base, raw_once, f"with_{len(busy)}_busy")
@@ -332,6 +357,7 @@ def main():
             warm_s = time.perf_counter() - t0
             say(f"raw_inference_s: {raw_s:.2f} | warm_grading_s: {warm_s:.2f} | {load()}")
             paired_idle_and_loaded(req, base, raw_once)
+            back_to_back(req, base)
             if only == "paired":
                 return
             first_gradings(req, base, warm_s)

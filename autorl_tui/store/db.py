@@ -123,11 +123,11 @@ class Store(RunStateQueries, FindingQueries):
 
     def append_events(self, run_id: str | None, attempt: int | None, rows: list[tuple]) -> None:
         """Many events at once (a batch of agent lines): rows of (ts, kind, level, message, data),
-        data already JSON text or None."""
+        data already JSON text or None. No size-triggered flush here: the batch is bounded by its
+        caller and commits whole, with what the caller stages after it (a tail's offsets), at the
+        next flush, never in part before those offsets."""
         with self._lock:
             self._events.extend([(run_id, attempt, *row) for row in rows])
-            if len(self._events) >= self.flush_rows:
-                self.flush()
 
     def _allocate(self, table: str) -> int:
         """The next row id of a buffered table: ids are known before the commit, so a later

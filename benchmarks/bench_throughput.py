@@ -11,14 +11,21 @@ grading, BENCH_SLOTS (default: cores) slots.
   the last answer's time; floor: the sum of the raw in-process inferences of those gradings /
   slots (raw: the split generated in this process, model loaded, same protocol and threads).
 - snapshot_fresh_over_cp: engine/submissions.snapshot_folder of a fresh BENCH_SNAPSHOT_MB (1024)
-  folder against `cp -r` of the same folder (both from the page cache, alternating, median of 3).
+  folder until the grading can start (copied in the kernel, not hashed yet) against `cp -r` of the
+  same folder (both from the page cache, alternating, median of 3); and with the hashing that runs
+  beside the grading (hash_snapshot) added.
 - engine_start_s: Engine.start() + stop() in a fresh process for a home with no Docker runs
   (imports included), and what the Docker probe the start no longer makes costs here.
 - store_at_N_runs: BENCH_STORE_RUNS (1000,10000; about 3.5 minutes here) synthetic finished runs in one plan, written
   through the Store API (tests/support/run_writer.py, small runs); `compare --plan` (JSON),
   `report` of one run (JSON), `runs list --json` and a page of 50, each a fresh CLI process
   (imports included), against the issue's bounds (compare < 5 s, report < 2 s).
-BENCH_ONLY=store (or grading, snapshot, engine) runs one part.
+- paired_grading_ratio_as_is / _with_N_busy: a warm grading against the same generation in this
+  process, side by side, BENCH_PAIRS (4) pairs; as the machine is, then with one busy process per
+  core that the bench starts itself (issue 36: <= 1.2 both); with the grading child's own
+  inference against the raw one; and grading_back_to_back_over_settled, a grading sent as the
+  previous one is answered against one sent 1.5 s later (a suspect of the slowdown under load).
+BENCH_ONLY=store (or grading, paired, snapshot, engine) runs one part.
 """
 import asyncio
 import os
@@ -44,6 +51,7 @@ SLOTS = int(os.environ.get("BENCH_SLOTS") or os.cpu_count() or 1)
 RUNS_N = int(os.environ.get("BENCH_RUNS_N", "3"))
 SUBMISSIONS = int(os.environ.get("BENCH_SUBMISSIONS", "20"))
 SNAPSHOT_MB = int(os.environ.get("BENCH_SNAPSHOT_MB", "1024"))
+PAIRS = int(os.environ.get("BENCH_PAIRS", "4"))
 TASKS = REPO / "tests" / "data" / "tasks"
 
 
@@ -146,8 +154,74 @@ def concurrent(req: dict, base: Path, raw_s: float) -> None:
     grader_service.close_all()
 
 
+BUSY = "import os, time\nend = time.monotonic() + 1800\nwhile time.monotonic() < end and os.getppid() != 1:\n    pass\n"
+
+
+def paired(req: dict, base: Path, raw_once, label: str) -> None:
+    """A warm grading and the same generation in this process, side by side (alternating, each
+    after a short settle), PAIRS times: the median of the pairs' ratios, and the grading child's
+    own inference against the raw one (what the child's generation alone costs)."""
+    asyncio.run(_grade(req, base / f"paired-{label}" / "warm", None))    # its server started, warm
+    walls, raws, child, loads = [], [], [], []
+    for i in range(PAIRS):
+        loads.append(os.getloadavg()[0])
+        for side in ("grade", "raw") if i % 2 == 0 else ("raw", "grade"):
+            time.sleep(0.5)
+            if side == "raw":
+                raws.append(raw_once())
+            else:
+                t0 = time.perf_counter()
+                outcome = asyncio.run(_grade(req, base / f"paired-{label}" / f"p{i}", None))
+                walls.append(time.perf_counter() - t0)
+                child.append(outcome.timings["inference_s"])
+    ratios = [w / r for w, r in zip(walls, raws)]
+    inner = [c / r for c, r in zip(child, raws)]
+    say(f"paired_grading_ratio_{label}: {statistics.median(ratios):.2f} (target <= 1.2; floor: the same generation "
+        f"in this process, {statistics.median(raws):.2f} s; grading {statistics.median(walls):.2f} s; pairs "
+        f"{' '.join(f'{r:.2f}' for r in ratios)}; the child's own inference {statistics.median(inner):.2f}x) | load "
+        f"{' '.join(f'{x:.1f}' for x in loads)}")
+
+
+def back_to_back(req: dict, base: Path) -> None:
+    """A/B of one suspect: a grading sent the moment the previous one is answered (its spare child
+    then still warming up, the previous child leaving) against one sent SETTLE_S later."""
+    settle = 1.5
+    rows: dict[str, list] = {"back_to_back": [], "settled": []}
+    asyncio.run(_grade(req, base / "b2b" / "warm", None))
+    loads = []
+    for i in range(PAIRS + 2):
+        loads.append(os.getloadavg()[0])
+        for mode in ("back_to_back", "settled") if i % 2 == 0 else ("settled", "back_to_back"):
+            time.sleep(settle if mode == "settled" else 0.0)
+            t0 = time.perf_counter()
+            outcome = asyncio.run(_grade(req, base / "b2b" / f"{mode}{i}", None))
+            rows[mode].append((time.perf_counter() - t0, outcome.timings["inference_s"]))
+    (bw, bi), (sw, si) = ((statistics.median(r[0] for r in rows[m]), statistics.median(r[1] for r in rows[m]))
+                          for m in ("back_to_back", "settled"))
+    say(f"grading_back_to_back_over_settled: {bw / sw:.2f} (floor: the same grading {settle} s after the previous "
+        f"one, {sw:.2f} s; back to back {bw:.2f} s; the child's inference {bi:.2f} s vs {si:.2f} s) | load "
+        f"{' '.join(f'{x:.1f}' for x in loads)}")
+
+
+def paired_idle_and_loaded(req: dict, base: Path, raw_once) -> None:
+    """The paired ratio as the machine is, then under a load this bench makes itself: one busy
+    process per core (plain Python loops, the same priority as the grading and the raw inference),
+    each in a session of its own, as other programs' load is: with the kernel's autogroups (one
+    scheduling group per session) a busy loop in this process's session would take its CPU share
+    from the raw inference alone (the grading child runs in a session of its own)."""
+    paired(req, base, raw_once, "as_is")
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY], start_new_session=True) for _ in range(os.cpu_count() or 1)]
+    try:
+        time.sleep(2.0)
+        paired(req, base, raw_once, f"with_{len(busy)}_busy")
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+
+
 def snapshot_vs_cp(base: Path) -> None:
-    from autorl_tui.engine.submissions import RACY_NS, snapshot_folder
+    from autorl_tui.engine.submissions import RACY_NS, hash_snapshot, snapshot_folder
 
     src = base / "snap-src" / "v1"
     src.mkdir(parents=True)
@@ -159,7 +233,7 @@ def snapshot_vs_cp(base: Path) -> None:
                 fh.write(chunk[:-8] + (part * 100000 + i).to_bytes(8, "little"))
     while time.time_ns() - max(p.stat().st_ctime_ns for p in src.iterdir()) <= RACY_NS:
         time.sleep(0.1)
-    snaps, cps, loads = [], [], []
+    snaps, hashes, cps, loads = [], [], [], []
     for i in range(3):
         loads.append(os.getloadavg()[0])
         for side in ("snap", "cp") if i % 2 == 0 else ("cp", "snap"):
@@ -171,13 +245,17 @@ def snapshot_vs_cp(base: Path) -> None:
             else:
                 root = base / f"snaps{i}" / "r1"       # a fresh run: nothing of it hashed before
                 t0 = time.perf_counter()
-                snapshot_folder(src, root / "001", 1 << 40)
+                snap = snapshot_folder(src, root / "001", 1 << 40, defer_hash_over=0)   # the grading starts here
                 snaps.append(time.perf_counter() - t0)
+                hash_snapshot(snap)                    # beside the grading: duplicate detection settles
+                hashes.append(time.perf_counter() - t0)
                 shutil.rmtree(root.parent)
     ratios = [s / c for s, c in zip(snaps, cps)]
-    say(f"snapshot_fresh_over_cp: {statistics.median(ratios):.2f} (target <= 1.2; {SNAPSHOT_MB} MiB in 5 files; "
-        f"snapshot {statistics.median(snaps):.2f} s, cp -r {statistics.median(cps):.2f} s; pairs "
-        f"{' '.join(f'{r:.2f}' for r in ratios)}) | load {' '.join(f'{x:.1f}' for x in loads)}")
+    settled = [h / c for h, c in zip(hashes, cps)]
+    say(f"snapshot_fresh_over_cp: {statistics.median(ratios):.2f} (target <= 1.2; {SNAPSHOT_MB} MiB in 5 files, "
+        f"until the grading can start; snapshot {statistics.median(snaps):.2f} s, cp -r {statistics.median(cps):.2f} s; "
+        f"pairs {' '.join(f'{r:.2f}' for r in ratios)}) | hashed too (beside the grading): "
+        f"{statistics.median(settled):.2f} ({statistics.median(hashes):.2f} s) | load {' '.join(f'{x:.1f}' for x in loads)}")
 
 
 ENGINE_START = """
@@ -189,10 +267,14 @@ async def main():
     engine = Engine(Home(__import__('pathlib').Path(sys.argv[1])))
     await engine.start()
     started = time.perf_counter() - t0
-    await engine.stop()
     t1 = time.perf_counter()
-    engine._reap_orphan_containers(set())
-    print(f"{started:.3f} {time.perf_counter() - t1:.3f}")
+    try:                  # what the start would cost with a Docker run in the home: the probe for orphans
+        engine.executor("docker").reap_leftovers(set())
+    except Exception:
+        pass
+    probe = time.perf_counter() - t1
+    await engine.stop()
+    print(f"{started:.3f} {probe:.3f}")
 asyncio.run(main())
 """
 
@@ -208,7 +290,7 @@ def engine_start(base: Path) -> None:
         s, p = out.stdout.split()[-2:]
         starts.append(float(s))
         probes.append(float(p))
-    say(f"engine_start_s: {statistics.median(starts):.2f} (import + Engine.start, a home with no Docker run; "
+    say(f"engine_start_s: {statistics.median(starts):.2f} (floor: none; import + Engine.start, a home with no Docker run; "
         f"runs {' '.join(f'{x:.2f}' for x in starts)}) | the Docker probe it no longer makes: "
         f"{statistics.median(probes):.2f} s | {load()}")
 
@@ -275,7 +357,7 @@ def main():
         say(f"(tiny model, arith-small dev, {THREADS} thread per grading, {SLOTS} slots, {os.cpu_count()} cores; "
             f"{load()})")
         only = os.environ.get("BENCH_ONLY", "")
-        if sandboxed and only in ("", "grading"):
+        if sandboxed and only in ("", "grading", "paired"):
             dev = materialize(card, "dev", base / "cache")
             req = request(card, dev, model)
             raw_once = raw_inference(card, read_items(dev), model, THREADS)
@@ -285,6 +367,10 @@ def main():
             asyncio.run(_grade(req, base / "warm" / "w1", None))
             warm_s = time.perf_counter() - t0
             say(f"raw_inference_s: {raw_s:.2f} | warm_grading_s: {warm_s:.2f} | {load()}")
+            paired_idle_and_loaded(req, base, raw_once)
+            back_to_back(req, base)
+            if only == "paired":
+                return
             first_gradings(req, base, warm_s)
             concurrent(req, base, raw_s)
         if only in ("", "snapshot"):

@@ -174,8 +174,8 @@ class AgentWatch:
             # Commit what earlier passes staged (rows + their offsets) so that this batch's rows can
             # never be committed with an older offset by the store's size-triggered flush.
             self.store.flush()
-        for stream, line in batch.lines:
-            log(stream, line, level="info" if stream == "stdout" else "stderr")
+        self.journal.log_lines([(stream, line, "info" if stream == "stdout" else "stderr")
+                                for stream, line in batch.lines])
         for action, keep in batch.actions:
             self._record_action(action, store=keep)
         if batch.truncated_now:

@@ -586,12 +586,14 @@ class Engine:
 
     def _reap_orphan_containers(self, live: set[str]) -> None:
         """Containers of this home that no live run owns are leftovers of a crash: remove them."""
-        from autorl_tui.engine.executors import executor_classes
+        from autorl_tui import registry
+        from autorl_tui.engine.executors import executor_class
 
         removed = []
-        for name, cls in executor_classes():
-            if not cls.leaves_leftovers or not self.store.any_run_on(name):
-                continue      # no probe (e.g. of Docker) for a home none of whose runs used the executor
+        for name in registry.names("executors"):
+            # No probe (e.g. of Docker), not even its module imported, for a home none of whose runs used it.
+            if not self.store.any_run_on(name) or not executor_class(name).leaves_leftovers:
+                continue
             try:
                 removed += self.executor(name).reap_leftovers({c for c in live if c})
             except Exception:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 
 @dataclass
@@ -94,29 +95,48 @@ def event_from_dict(data: dict) -> EngineEvent:
 
 
 class Subscription:
+    """One subscriber's events, in order, up to `maxsize` waiting (past that it is `lagged` and
+    the rest are counted in `dropped`). Offering costs an append (a deque, not an asyncio.Queue:
+    a flood of agent lines is offered in batches); one waiter is woken per batch."""
+
     def __init__(self, bus: "EventBus", maxsize: int):
         self._bus = bus
-        self.queue: asyncio.Queue[EngineEvent] = asyncio.Queue(maxsize=maxsize)
+        self.maxsize = maxsize
+        self._items: deque[EngineEvent] = deque()
+        self._waiters: list[asyncio.Future] = []
         self.lagged = False
         self.dropped = 0
 
     def offer(self, event: EngineEvent) -> None:
-        try:
-            self.queue.put_nowait(event)
-        except asyncio.QueueFull:
+        self.offer_many((event,))
+
+    def offer_many(self, events: Sequence[EngineEvent]) -> None:
+        room = self.maxsize - len(self._items)
+        if len(events) > room:
             self.lagged = True
-            self.dropped += 1
+            self.dropped += len(events) - max(0, room)
+            events = events[:max(0, room)]
+        if not events:
+            return
+        self._items.extend(events)
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def get(self) -> EngineEvent:
-        return await self.queue.get()
+        while not self._items:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                self._waiters.remove(waiter)
+        return self._items.popleft()
 
     def drain(self) -> list[EngineEvent]:
-        out = []
-        while True:
-            try:
-                out.append(self.queue.get_nowait())
-            except asyncio.QueueEmpty:
-                return out
+        out = list(self._items)
+        self._items.clear()
+        return out
 
     def close(self) -> None:
         self._bus.unsubscribe(self)
@@ -125,7 +145,7 @@ class Subscription:
         return self
 
     async def __anext__(self) -> EngineEvent:
-        return await self.queue.get()
+        return await self.get()
 
 
 class EventBus:
@@ -144,3 +164,8 @@ class EventBus:
     def publish(self, event: EngineEvent) -> None:
         for sub in list(self._subs):
             sub.offer(event)
+
+    def publish_many(self, events: Sequence[EngineEvent]) -> None:
+        """Several events at once, in order (a batch of agent lines): one offer per subscriber."""
+        for sub in list(self._subs):
+            sub.offer_many(events)

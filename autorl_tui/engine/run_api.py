@@ -17,8 +17,7 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aiohttp import web
-
+from autorl_tui.engine.loopback_web import web
 from autorl_tui.engine.submission_desk import (GpuRequestRefused, GradingFailed, SubmissionLimit, SubmissionRefused,
                                                SubmissionsClosed)
 from autorl_tui.engine.submissions import SubmissionRejected

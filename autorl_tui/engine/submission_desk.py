@@ -11,19 +11,20 @@ import asyncio
 import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from autorl_tui.engine import autorl_bench_api as abapi
 from autorl_tui.engine import events as ev
 from autorl_tui.engine import trust_provenance
 from autorl_tui.engine.run_revisions import revision_tracker, snapshot_revision
-from autorl_tui.engine.submissions import (SubmissionRejected, check_model_path_text, folder_bytes, snapshot_cap,
-                                           take_submission)
+from autorl_tui.engine.submissions import (SubmissionRejected, check_model_path_text, folder_bytes, hash_snapshot,
+                                           hash_snapshot_folder, snapshot_cap, take_submission)
 from autorl_tui.engine.workspace import write_run_meta
 
 if TYPE_CHECKING:
     from autorl_tui.catalog.agents import AgentSpec
     from autorl_tui.catalog.tasks import TaskCard
+    from autorl_tui.engine.grading_client import GradingOutcome
     from autorl_tui.engine.run_grading import RunGrading
     from autorl_tui.engine.run_journal import RunJournal
     from autorl_tui.engine.workspace import Workspace
@@ -34,6 +35,17 @@ if TYPE_CHECKING:
 # Intake refusals AutoRL-Bench's server does not refuse: its evaluator fails on such a folder and
 # the submission becomes a scored 0.0 entry. In its compat mode they are answered and counted so.
 UNUSABLE = {"missing", "not_a_folder", "empty", "lora_only", "missing_config", "missing_weights", "missing_tokenizer"}
+
+# A fresh snapshot with at least this many bytes to hash is queued for grading before it is hashed,
+# and hashed beside the grading (a 15 GB checkpoint's hashing would otherwise delay its grading by
+# seconds to minutes); a smaller one is hashed in its intake (well under a second).
+EARLY_GRADING_BYTES = 256 << 20
+
+
+def _pass(turn: asyncio.Future) -> None:
+    if not turn.done():
+        turn.set_result(None)
+
 
 class SubmissionRefused(Exception):
     """A submission the desk does not take, or took and could not grade. `code` says why in one
@@ -77,6 +89,7 @@ class SubmissionDesk:
         self._grading_by_hash: dict[str, asyncio.Task] = {}   # content being graded → its grading
         self._base_model_bytes: int | None = None
         self._queue_info: dict[int, dict] = {}     # submission id → its place in the engine's grading queue
+        self._turn: asyncio.Future | None = None   # passed on by the last submission received (_take_in)
 
     @property
     def run_id(self) -> str:
@@ -116,50 +129,20 @@ class SubmissionDesk:
             grading_gpus = abapi.choose_gpus(gpu, list(self.gpus))
         except abapi.GpuRefused as exc:
             raise GpuRequestRefused(str(exc), exc.code, {"available_gpus": exc.available}) from None
-        async with self._lock:
+        async with self._lock:      # the cap, the sequence number and the turn; the intake runs outside it
             self._check_cap(now)
             sub_id, seq = self.store.add_submission(self.run_id, journal.attempt, model_path[:1000], now)
             log("submission", f"submission {seq} received: {model_path[:300]}",
                 data={"submission_id": sub_id, "seq": seq})
-            try:
-                snap, rev_id = await self._intake(model_path, seq)
-            except SubmissionRejected as exc:
-                if exc.code in UNUSABLE and getattr(self.agent, "grading_api", "autorl-tui") == "autorl-bench":
-                    # AutoRL-Bench grades such a folder: its evaluator fails, a 0.0 entry is counted
-                    row = journal.set_submission(sub_id, status="error", error=str(exc), graded_at=time.time())
-                    log("submission", f"submission {seq} could not be graded: {exc} (an entry with score 0.0, as "
-                                      f"AutoRL-Bench counts it)", level="warning",
-                        data={"submission_id": sub_id, "code": exc.code})
-                    self.mirror_scores()
-                    return self._failed_answer(row, seq)
-                journal.set_submission(sub_id, status="rejected", error=str(exc))
-                log("submission", f"submission {seq} rejected: {exc}", level="warning",
-                    data={"submission_id": sub_id, "code": exc.code})
-                raise
-            except BaseException as exc:   # a harness fault (or shutdown): never a row left in `received`
-                journal.set_submission(sub_id, status="rejected",
-                                       error=f"the harness could not take it in ({type(exc).__name__}: {exc}); "
-                                             f"not counted against the cap")
-                log("error", f"submission {seq}: intake failed: {type(exc).__name__}: {exc}", level="error",
-                    data={"submission_id": sub_id, "traceback": traceback.format_exc()})
-                raise
-            journal.set_submission(sub_id, snapshot_path=str(snap.path), content_hash=snap.content_hash,
-                                   revision_id=rev_id, status="grading")
-            earlier = self.store.scored_with_content(self.run_id, snap.content_hash, sub_id)
-            if earlier:
-                return self._mark_duplicate(sub_id, seq, earlier)
-            trust_provenance.check_in_background(self, sub_id, seq, snap.path)
-            task = self._grading_by_hash.get(snap.content_hash)
-            if task is None:
-                task = asyncio.create_task(self._grade_submission(sub_id, snap.path, snap.content_hash, seq,
-                                                                  grading_gpus))
-                self._inflight.add(task)
-                self._grading_by_hash[snap.content_hash] = task
-                task.add_done_callback(self._inflight.discard)
-                task.add_done_callback(lambda t, h=snap.content_hash: self._grading_by_hash.pop(h, None))
-                first = None
-            else:
-                first = task
+            after, turn = self._turn, asyncio.get_running_loop().create_future()
+            self._turn = turn
+        try:
+            taken = await self._take_in(model_path, sub_id, seq, grading_gpus, after, turn)
+        finally:
+            _pass(turn)
+        if isinstance(taken, dict):         # answered already: a duplicate, or a folder AutoRL-Bench scores 0
+            return taken
+        task, first = taken
         row = await asyncio.shield(task)
         if first is not None:          # identical content submitted while it was being graded: one grading
             if row["status"] == "scored":
@@ -171,13 +154,106 @@ class SubmissionDesk:
             return self._failed_answer(row, seq)
         return self._response(row)
 
-    async def _intake(self, model_path: str, seq: int) -> tuple[Any, int | None]:
+    async def _take_in(self, model_path: str, sub_id: int, seq: int, grading_gpus: list[str],
+                       after: asyncio.Future | None, turn: asyncio.Future) -> "dict | tuple[asyncio.Task, Any]":
+        """Snapshot the folder, then, in the run's order, check it against earlier content and queue
+        its grading: (the grading, the identical grading it joined or None), or the answer already.
+
+        Turns: the run's submissions register (duplicate checks, the grading queue) in the order they
+        came, each after the one before it has (`after`, its `turn`), so that of two identical
+        folders sent at once the first is graded and the second is its duplicate. A folder of
+        EARLY_GRADING_BYTES or more passes its turn on as soon as its size is known: its copy holds
+        up no later submission of the run, which may then be graded before it."""
+        journal, log = self.journal, self.journal.log
+        loop = asyncio.get_running_loop()
+
+        def measured(nbytes: int) -> None:        # in the intake's thread
+            if nbytes >= EARLY_GRADING_BYTES:
+                loop.call_soon_threadsafe(_pass, turn)
+        try:
+            snap, rev_id = await self._intake(model_path, seq, measured)
+            if after is not None:
+                await asyncio.shield(after)
+        except SubmissionRejected as exc:
+            if exc.code in UNUSABLE and getattr(self.agent, "grading_api", "autorl-tui") == "autorl-bench":
+                # AutoRL-Bench grades such a folder: its evaluator fails, a 0.0 entry is counted
+                row = journal.set_submission(sub_id, status="error", error=str(exc), graded_at=time.time())
+                log("submission", f"submission {seq} could not be graded: {exc} (an entry with score 0.0, as "
+                                  f"AutoRL-Bench counts it)", level="warning",
+                    data={"submission_id": sub_id, "code": exc.code})
+                self.mirror_scores()
+                return self._failed_answer(row, seq)
+            journal.set_submission(sub_id, status="rejected", error=str(exc))
+            log("submission", f"submission {seq} rejected: {exc}", level="warning",
+                data={"submission_id": sub_id, "code": exc.code})
+            raise
+        except BaseException as exc:   # a harness fault (or shutdown): never a row left in `received`
+            self._intake_failed(sub_id, seq, exc)
+            raise
+        journal.set_submission(sub_id, snapshot_path=str(snap.path), content_hash=snap.content_hash,
+                               revision_id=rev_id, status="grading")
+        log("submission", f"submission {seq} snapshot taken: {snap.n_files} files, {snap.total_bytes} bytes",
+            data={"submission_id": sub_id, "seq": seq, "phase": "snapshot", "hashed": snap.content_hash is not None})
+        early = None
+        if snap.content_hash is None:
+            # A big fresh content: graded from the harness-owned copy while the copy is hashed; the
+            # duplicate checks below settle once the hash is known (a duplicate's grading is stopped).
+            early = asyncio.create_task(self._grade_only(snap.path, seq, grading_gpus))
+            self._inflight.add(early)
+            early.add_done_callback(self._inflight.discard)
+            try:
+                await asyncio.to_thread(hash_snapshot, snap)
+            except BaseException as exc:
+                early.cancel()
+                self._intake_failed(sub_id, seq, exc)
+                raise
+            journal.set_submission(sub_id, content_hash=snap.content_hash)
+            log("submission", f"submission {seq} hashed beside its grading: {snap.content_hash}",
+                data={"submission_id": sub_id, "seq": seq, "phase": "hashed"})
+        content_hash = str(snap.content_hash)
+        earlier = self.store.scored_with_content(self.run_id, content_hash, sub_id)
+        if earlier:
+            self._stop_early(early, seq, earlier["seq"])
+            return self._mark_duplicate(sub_id, seq, earlier)
+        trust_provenance.check_in_background(self, sub_id, seq, snap.path)
+        task = self._grading_by_hash.get(content_hash)
+        if task is not None:
+            self._stop_early(early, seq, None)
+            return task, task
+        task = asyncio.create_task(self._grade_submission(sub_id, snap.path, content_hash, seq, grading_gpus,
+                                                          started=early))
+        self._inflight.add(task)
+        self._grading_by_hash[content_hash] = task
+        task.add_done_callback(self._inflight.discard)
+        task.add_done_callback(lambda t, h=content_hash: self._grading_by_hash.pop(h, None))
+        return task, None
+
+    def _intake_failed(self, sub_id: int, seq: int, exc: BaseException) -> None:
+        self.journal.set_submission(sub_id, status="rejected",
+                                    error=f"the harness could not take it in ({type(exc).__name__}: {exc}); "
+                                          f"not counted against the cap")
+        self.journal.log("error", f"submission {seq}: intake failed: {type(exc).__name__}: {exc}", level="error",
+                         data={"submission_id": sub_id, "traceback": traceback.format_exc()})
+
+    def _stop_early(self, early: asyncio.Task | None, seq: int, same_as: int | None) -> None:
+        """A grading started before the hash was known, for content graded already (or being graded)."""
+        if early is None or early.done():
+            return
+        early.cancel()
+        self.journal.log("grading", f"submission {seq}: its grading stopped, the same content as "
+                                    f"{f'submission {same_as}' if same_as else 'a submission being graded'}",
+                         data={"seq": seq, "phase": "stopped", "duplicate_of_seq": same_as})
+
+    async def _intake(self, model_path: str, seq: int,
+                      measured: Callable[[int], None] | None = None) -> tuple[Any, int | None]:
         """Open (by descriptor, no link followed), check, measure and snapshot the folder; the code
-        revision it was submitted with."""
+        revision it was submitted with. measured(bytes) is called (in the intake's thread) once the
+        folder's size is known, before it is copied."""
         try:
             base_bytes, cap, factor = self._snapshot_cap()
             snap = await asyncio.to_thread(take_submission, self.workspace.root, model_path,
-                                           self.home.snapshots / self.run_id / f"{seq:03d}", cap, base_bytes, factor)
+                                           self.home.snapshots / self.run_id / f"{seq:03d}", cap, base_bytes, factor,
+                                           defer_hash_over=EARLY_GRADING_BYTES, measured=measured)
         except (OSError, RuntimeError) as exc:    # unreadable files, name too long, a symlink loop, ...
             raise SubmissionRejected(f"cannot read {model_path[:300]!r}: {exc}: make the folder and its files "
                                      f"readable regular files (no symlink loops, names under 255 bytes)",
@@ -208,19 +284,31 @@ class SubmissionDesk:
         for row in self.store.interrupted_submissions(self.run_id):
             if row["snapshot_path"] and Path(row["snapshot_path"]).exists():
                 self.journal.log("harness", f"re-grading submission {row['seq']} interrupted by the engine restart")
-                task = asyncio.create_task(self._grade_submission(row["id"], Path(row["snapshot_path"]),
-                                                                  row["content_hash"], row["seq"]))
+                task = asyncio.create_task(self._regrade(row))
                 self._inflight.add(task)
                 task.add_done_callback(self._inflight.discard)
             else:
                 self.journal.set_submission(row["id"], status="error",
                                             error="the engine stopped before the snapshot was taken")
 
-    async def _grade_submission(self, sub_id: int, snapshot: Path, content_hash: str, seq: int,
-                                gpus: list[str] | None = None) -> "SubmissionRow":
-        """Grade and record; whatever happens, the submission ends `scored` or `error`."""
+    async def _regrade(self, row: "SubmissionRow") -> "SubmissionRow":
+        snapshot = Path(row["snapshot_path"])
+        if not row["content_hash"]:      # stopped before its copy was hashed
+            digest = await asyncio.to_thread(hash_snapshot_folder, snapshot)
+            self.journal.set_submission(row["id"], content_hash=digest)
+        return await self._grade_submission(row["id"], snapshot, row["content_hash"], row["seq"])
+
+    async def _grade_only(self, snapshot: Path, seq: int, gpus: list[str] | None) -> "GradingOutcome":
+        work = self.grading.work_dir(f"submission-{seq:03d}")
+        return await self.grading.grade(snapshot, "dev", work, for_submission=True, gpus=gpus)
+
+    async def _grade_submission(self, sub_id: int, snapshot: Path, content_hash: str | None, seq: int,
+                                gpus: list[str] | None = None,
+                                started: "asyncio.Task[GradingOutcome] | None" = None) -> "SubmissionRow":
+        """Grade (or finish the grading `started`) and record; whatever happens, the submission ends
+        `scored` or `error`."""
         try:
-            return await self._grade_and_record(sub_id, snapshot, seq, gpus)
+            return await self._grade_and_record(sub_id, snapshot, seq, gpus, started)
         except Exception as exc:  # noqa: BLE001 - recorded against this submission, never the run
             self.journal.log("error", f"submission {seq}: grading failed in the harness: {type(exc).__name__}: {exc}",
                              level="error", data={"submission_id": sub_id, "traceback": traceback.format_exc()})
@@ -233,11 +321,10 @@ class SubmissionDesk:
         finally:
             self.mirror_scores()
 
-    async def _grade_and_record(self, sub_id: int, snapshot: Path, seq: int,
-                                gpus: list[str] | None = None) -> "SubmissionRow":
+    async def _grade_and_record(self, sub_id: int, snapshot: Path, seq: int, gpus: list[str] | None = None,
+                                started: "asyncio.Task[GradingOutcome] | None" = None) -> "SubmissionRow":
         journal = self.journal
-        work = self.grading.work_dir(f"submission-{seq:03d}")
-        outcome = await self.grading.grade(snapshot, "dev", work, for_submission=True, gpus=gpus)
+        outcome = await (started if started is not None else self._grade_only(snapshot, seq, gpus))
         if outcome.queue is not None:
             self._queue_info[sub_id] = outcome.queue
         if not outcome.ok:

@@ -128,3 +128,38 @@ def test_a_file_rewritten_with_the_same_size_and_mtime_is_hashed_again(tmp_path,
     third = snapshot_folder(src, snaps / "003", 1 << 30)                        # ctime moved: hashed again
     assert third.content_hash == _expected_hash(src) != first.content_hash
     assert (snaps / "003" / "model.safetensors").read_bytes() == weights.read_bytes()
+
+
+def test_a_snapshot_is_in_place_before_its_hash_and_hashing_files_the_copies(tmp_path, monkeypatch):
+    from autorl_tui.engine import submissions
+
+    monkeypatch.setattr(submissions, "RACY_NS", 0)
+    src = _model(tmp_path / "out" / "v1", os.urandom(2 << 20))
+    snaps = tmp_path / "snapshots" / "r1"
+    snap = snapshot_folder(src, snaps / "001", 1 << 30, defer_hash_over=0)
+    # The copy is in place (what the grading reads) before anything is hashed.
+    assert snap.content_hash is None and snap.unhashed_bytes == snap.total_bytes
+    assert (snaps / "001" / "model.safetensors").read_bytes() == (src / "model.safetensors").read_bytes()
+    assert len(list((snaps / BLOBS).glob(".incoming-*"))) == 3
+    assert submissions.hash_snapshot(snap) == _expected_hash(src) == submissions.hash_snapshot_folder(snaps / "001")
+    assert not list((snaps / BLOBS).glob(".incoming-*"))
+    # Each copy became its content's blob, and the run knows the files now: nothing to hash next time.
+    again = snapshot_folder(src, snaps / "002", 1 << 30, defer_hash_over=0)
+    assert again.content_hash == snap.content_hash and again.unhashed_bytes == 0
+    for rel in ("config.json", "model.safetensors", "sub/tokenizer.json"):
+        assert (snaps / "001" / rel).stat().st_ino == (snaps / "002" / rel).stat().st_ino
+
+
+def test_snapshots_of_one_run_taken_at_once_keep_both_stat_records(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from autorl_tui.engine import submissions
+
+    monkeypatch.setattr(submissions, "RACY_NS", 0)
+    folders = [_model(tmp_path / "out" / f"v{i}", os.urandom(1 << 20)) for i in range(4)]
+    snaps = tmp_path / "snapshots" / "r1"
+    with ThreadPoolExecutor(4) as pool:
+        taken = list(pool.map(lambda i: snapshot_folder(folders[i], snaps / f"{i:03d}", 1 << 30), range(4)))
+    assert [s.content_hash for s in taken] == [_expected_hash(f) for f in folders]
+    recorded = json.loads((snaps / submissions.STAT_CACHE).read_text())
+    assert {key.split("/")[-2] for key in recorded} >= {"v0", "v1", "v2", "v3"}, recorded

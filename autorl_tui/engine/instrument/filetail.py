@@ -13,6 +13,7 @@ from pathlib import Path
 from autorl_tui.engine.safe_files import read_slice
 
 MAX_LINE = 64 * 1024   # longer lines are split (an agent printing a 10 MB line must not stall us)
+LINES_CHUNK = 128 * 1024   # a read's size when a number of lines is asked for
 
 
 class FileTail:
@@ -41,6 +42,8 @@ class FileTail:
                     self.exhausted = False
                     break
                 want = max(1, min(self.max_read, budget - read))
+                if max_lines is not None:    # read what the lines wanted take (about), not what is re-read next time
+                    want = min(want, LINES_CHUNK)
                 chunk, size = read_slice(self.root, self.path, self.offset + len(self._partial), want)
                 if size < self.offset:      # truncated or replaced: start again from the top
                     self.offset, self._partial = 0, b""
@@ -54,14 +57,12 @@ class FileTail:
                 if max_lines is not None and len(lines) + len(parts) >= max_lines:
                     parts = parts[:max_lines - len(lines)]
                     self._partial = b""          # the rest is read again next time, from offset
-                    for part in parts:
-                        self.offset += len(part) + 1
-                        lines.append(part.decode("utf-8", errors="replace").rstrip("\r"))
+                    self.offset += sum(map(len, parts)) + len(parts)
+                    lines.extend(_decode(parts))
                     self.exhausted = False
                     return lines
-                for part in parts:
-                    self.offset += len(part) + 1
-                    lines.append(part.decode("utf-8", errors="replace").rstrip("\r"))
+                self.offset += sum(map(len, parts)) + len(parts)
+                lines.extend(_decode(parts))
                 while len(self._partial) > MAX_LINE:
                     # cut before a `\r` if there is one: a progress bar's redraws, not the text they precede
                     cut = self._partial.rfind(b"\r", 1, MAX_LINE)
@@ -78,3 +79,14 @@ class FileTail:
             lines.append(self._partial.decode("utf-8", errors="replace"))
             self._partial = b""
         return lines
+
+
+def _decode(parts: list[bytes]) -> list[str]:
+    """Complete lines as text, a trailing CR dropped: decoded in one go (a newline byte is never
+    part of a UTF-8 sequence, so each line decodes as it would alone)."""
+    if not parts:
+        return []
+    text = b"\n".join(parts).decode("utf-8", errors="replace")
+    if "\r" not in text:
+        return text.split("\n")
+    return [line.rstrip("\r") for line in text.split("\n")]

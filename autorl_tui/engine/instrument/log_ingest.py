@@ -58,6 +58,15 @@ class LogIngest:
         self.stored_bytes += size
         return True
 
+    def _take_all(self, lines: list[str]) -> bool:
+        """Whether all these lines fit under the cap (and count them when they do)."""
+        size = sum(map(len, lines))
+        if self.stored_events + len(lines) > self.max_events or self.stored_bytes + size > self.max_bytes:
+            return False
+        self.stored_events += len(lines)
+        self.stored_bytes += size
+        return True
+
     def read_batch(self, final: bool) -> Batch:
         """One bounded batch of both streams (run in a thread; one call at a time)."""
         batch = Batch()
@@ -69,6 +78,9 @@ class LogIngest:
                 lines = tail.read_lines(final=final, max_lines=BATCH_LINES, max_bytes=STORED_BATCH_BYTES)
             batch.exhausted = batch.exhausted and tail.exhausted
             batch.read.extend(lines)
+            if self.parser is None and self._take_all(lines):     # the usual case: all of them, one count
+                batch.lines.extend([(stream, line) for line in lines])
+                continue
             for line in lines:
                 if self._take(line):
                     batch.lines.append((stream, line))

@@ -1,0 +1,129 @@
+"""Ingestion (issue 36): a flood of agent stdout through the engine's own path into the store,
+against the floor, a raw `executemany` of the same rows, side by side in one run.
+
+The engine's path is AgentWatch's, piece by piece: the bounded batch read off the loop
+(`asyncio.to_thread(AgentWatch._read_logs)`: FileTail, LogIngest, the metrics collector's stdout
+feed), `_pump_batch` (the rows and their events on the bus, a console-like subscriber draining it),
+the offsets staged with them, the store's commits; in a fresh store each time. The floor: the same
+rows, built beforehand, inserted by one `executemany` in one transaction into a fresh store.
+BENCH_INGEST_LINES (200,000) lines of about 90 characters; median of 3, alternating."""
+import asyncio
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from autorl_tui.engine.agent_watch import AgentWatch  # noqa: E402
+from autorl_tui.engine.events import EventBus  # noqa: E402
+from autorl_tui.engine.instrument.filetail import FileTail  # noqa: E402
+from autorl_tui.engine.instrument.log_ingest import LogIngest  # noqa: E402
+from autorl_tui.engine.run_journal import RunJournal  # noqa: E402
+from autorl_tui.store.db import Store  # noqa: E402
+
+LINES = int(os.environ.get("BENCH_INGEST_LINES") or 200_000)
+RUN = "r0001-arith-flood-s0"
+
+
+def _lines() -> list[str]:
+    rng = random.Random(0)
+    words = ["loss", "step", "reward", "epoch", "tokens", "grad_norm", "lr", "the", "agent", "runs", "training"]
+    return [f"[{i:07d}] " + " ".join(rng.choice(words) for _ in range(12)) + f" {rng.random():.6f}"
+            for i in range(LINES)]
+
+
+def floor(base: Path, lines: list[str]) -> float:
+    store = Store(base / "floor.db")
+    now = time.time()
+    rows = [(RUN, 1, now, "stdout", "info", line, None) for line in lines]
+    conn = store._conn
+    t0 = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany("INSERT INTO events (run_id, attempt, ts, kind, level, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     rows)
+    conn.execute("COMMIT")
+    took = time.perf_counter() - t0
+    store.close()
+    return took
+
+
+async def _engine_path(base: Path, attempt: Path) -> tuple[float, int]:
+    store = Store(base / "engine.db")
+    bus = EventBus()
+    sub = bus.subscribe()
+    seen = 0
+
+    async def console() -> None:      # a console attached: takes what the bus offers, as it comes
+        nonlocal seen
+        while True:
+            await sub.get()
+            seen += 1 + len(sub.drain())
+
+    drain = asyncio.create_task(console())
+    journal = RunJournal(store, bus, {"id": RUN, "state": "running", "current_attempt": 1, "budget_s": 600, "seed": 0})
+    handle = SimpleNamespace(stdout_path=attempt / "stdout.log", stderr_path=attempt / "stderr.log")
+    workspace = SimpleNamespace(root=attempt, metrics_file=attempt / "logs" / "metrics.jsonl")
+    watch = AgentWatch(journal, SimpleNamespace(), handle, workspace=workspace, agent=SimpleNamespace(), spec={},
+                       gpus=[], cancel_reason=lambda: None)
+    metrics = watch._metrics_collector(None)
+    out_tail, err_tail = FileTail(handle.stdout_path), FileTail(handle.stderr_path)
+    ingest = LogIngest(out_tail, err_tail, None, stored_events=0, stored_bytes=0, max_events=10 * LINES,
+                       max_bytes=1 << 40)
+    t0 = time.perf_counter()
+    while True:
+        batch = await asyncio.to_thread(AgentWatch._read_logs, ingest, metrics, True)
+        watch._pump_batch(batch, ingest)
+        store.stage_attempt_offsets(RUN, 1, {"stdout": out_tail.offset, "stderr": err_tail.offset})
+        if batch.exhausted:
+            break
+        await asyncio.sleep(0)
+    store.flush()
+    took = time.perf_counter() - t0
+    drain.cancel()
+    stored = store.one("SELECT COUNT(*) AS n FROM events")["n"]
+    store.close()
+    return took, stored
+
+
+def engine_path(base: Path) -> float:
+    took, stored = asyncio.run(_engine_path(base, base / "attempt"))
+    if stored != LINES:
+        raise SystemExit(f"the engine's path stored {stored} rows, not {LINES}")
+    return took
+
+
+def main() -> None:
+    base = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+    try:
+        lines = _lines()
+        (base / "attempt" / "logs").mkdir(parents=True)
+        (base / "attempt" / "stdout.log").write_text("\n".join(lines) + "\n")
+        (base / "attempt" / "stderr.log").write_text("")
+        floors, engines, loads = [], [], []
+        for i in range(3):
+            loads.append(os.getloadavg()[0])
+            for side in ("floor", "engine") if i % 2 == 0 else ("engine", "floor"):
+                for db in base.glob("*.db*"):
+                    db.unlink()
+                if side == "floor":
+                    floors.append(floor(base, lines))
+                else:
+                    engines.append(engine_path(base))
+        ratios = [e / f for e, f in zip(engines, floors)]
+        print(f"ingest_over_executemany: {statistics.median(ratios):.2f} (target <= 1.5; {LINES} stdout lines: "
+              f"engine path {statistics.median(engines):.2f} s, {LINES / statistics.median(engines):,.0f} lines/s; raw "
+              f"executemany {statistics.median(floors):.2f} s; pairs {' '.join(f'{r:.2f}' for r in ratios)}) | load "
+              f"{' '.join(f'{x:.1f}' for x in loads)}", flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -104,10 +104,14 @@ def _open_beneath(dfd: int, name: str, flags: int, shown: str) -> int:
         if exc.errno == errno.ENOTDIR:
             try:
                 st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                raise _vanished(shown) from None
             except OSError:
                 raise exc from None
             if stat.S_ISLNK(st.st_mode):
                 raise _link_refusal(shown) from None
+            if stat.S_ISDIR(st.st_mode) and flags & os.O_DIRECTORY:    # a link that was swapped back since
+                raise _vanished(shown) from None
         raise
 
 

@@ -168,3 +168,31 @@ def test_alfworld_react_collection_and_sft_on_text_rows(code, train, tmp_path): 
                       str(split / "sft_prompt_completion.jsonl"), "--steps", "2", "--batch", "2", "--rename", "1",
                       "--decisions", "2", cwd=tmp_path))
     assert got["steps"] == 2 and (tmp_path / "v2" / "model.safetensors").exists()
+
+
+def test_the_reference_agent_trains_on_an_official_deepsearchqa_workspace(tiny_dsqa, tmp_path, monkeypatch):
+    """agent.py itself on a workspace holding the official train split (no SFT files, no grading
+    server): it writes its rows, trains v1 and v2 on them and ends well (before: the generic static
+    path, which has no questions/answers of that shape to train on)."""
+    import time
+    from autorl_tui.catalog.tasks import load_task_card
+    from autorl_tui.tasks.deepsearchqa import provider
+    csv_path = tmp_path / "DSQA-full.csv"
+    csv_path.write_bytes(dsqa_csv_bytes(320))
+    monkeypatch.setenv("DEEPSEARCHQA_PATH", str(csv_path))
+    split = provider.materialize(load_task_card(REPO / "autorl_tui" / "tasks" / "deepsearchqa"), "train",
+                                 tmp_path / "cache")
+    ws = tmp_path / "ws"
+    for folder in ("code", "output", "logs", "models"):
+        (ws / folder).mkdir(parents=True)
+    shutil.copytree(split, ws / "data")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "WORKSPACE": str(ws), "MODEL_PATH": str(tiny_dsqa),
+           "DATA_PATH": str(ws / "data"), "RUN_DEADLINE": str(time.time() + 900),
+           "REFERENCE_AGENT_OPTIONS": "dsqa_sft_steps=4,dsqa_sft_batch=4,dsqa_focus_steps=2,dsqa_submit_reserve_s=5,"
+                                      "threads=1"}
+    out = subprocess.run([sys.executable, str(REPO / "autorl_tui" / "builtin" / "agents" / "reference" / "agent.py")],
+                         capture_output=True, text=True, cwd=ws, env=env, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "ships no SFT data" in out.stdout and "code/dsqa_answers.py" in out.stdout
+    assert len(rows(ws / "logs" / "dsqa_answers.jsonl")) == 100
+    assert (ws / "output" / "v1" / "model.safetensors").exists() and (ws / "output" / "v2" / "model.safetensors").exists()

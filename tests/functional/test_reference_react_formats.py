@@ -196,3 +196,28 @@ def test_the_reference_agent_trains_on_an_official_deepsearchqa_workspace(tiny_d
     assert "ships no SFT data" in out.stdout and "code/dsqa_answers.py" in out.stdout
     assert len(rows(ws / "logs" / "dsqa_answers.jsonl")) == 100
     assert (ws / "output" / "v1" / "model.safetensors").exists() and (ws / "output" / "v2" / "model.safetensors").exists()
+
+
+def test_the_reference_agent_trains_in_react_text_on_an_alfworld_benchmark_workspace(train, tmp_path):  # noqa: F811
+    """agent.py itself on the `alfworld` benchmark's train split (text rows shipped; no grading
+    server): it collects in the ReAct text, trains v1 and v2 with the lean loop and skips DAgger."""
+    import time
+    from autorl_tui.tasks.alfworld.tiny_model import build
+    split, _ = train
+    ws = tmp_path / "ws"
+    for folder in ("code", "output", "logs", "models"):
+        (ws / folder).mkdir(parents=True)
+    shutil.copytree(split, ws / "data")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "WORKSPACE": str(ws),
+           "MODEL_PATH": str(build(tmp_path / "tiny-alfworld")), "DATA_PATH": str(ws / "data"),
+           "ALFWORLD_DATA": os.environ.get("ALFWORLD_DATA", str(tmp_path / ".alfworld")),
+           "RUN_DEADLINE": str(time.time() + 900),
+           "REFERENCE_AGENT_OPTIONS": "alf_collect_variants=1,alf_sft_steps=3,alf_sft_batch=2,alf_focus_steps=2,"
+                                      "alf_submit_reserve_s=5,alf_dagger_rounds=1,threads=1"}
+    out = subprocess.run([sys.executable, str(REPO / "autorl_tui" / "builtin" / "agents" / "reference" / "agent.py")],
+                         capture_output=True, text=True, cwd=ws, env=env, timeout=900)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "--react" in out.stdout and "code/lean_sft.py" in out.stdout and "code/alfworld_sft.py" not in out.stdout
+    assert "skipping them" in out.stdout and "alfworld_dagger.py" not in out.stdout.split("skipping them")[1]
+    assert all(isinstance(r["prompt"], str) for r in rows(ws / "logs" / "alfworld_search.jsonl"))
+    assert (ws / "output" / "v1" / "model.safetensors").exists() and (ws / "output" / "v2" / "model.safetensors").exists()

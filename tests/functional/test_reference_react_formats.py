@@ -221,3 +221,21 @@ def test_the_reference_agent_trains_in_react_text_on_an_alfworld_benchmark_works
     assert "skipping them" in out.stdout and "alfworld_dagger.py" not in out.stdout.split("skipping them")[1]
     assert all(isinstance(r["prompt"], str) for r in rows(ws / "logs" / "alfworld_search.jsonl"))
     assert (ws / "output" / "v1" / "model.safetensors").exists() and (ws / "output" / "v2" / "model.safetensors").exists()
+
+
+def test_alfworld_chat_collection_and_sft_still_train(code, train, tmp_path):  # noqa: F811
+    """Without --react the collection writes the harness's chat rows, as before, and alfworld_sft.py
+    trains on them with renamed copies and decision weights."""
+    from autorl_tui.tasks.alfworld.tiny_model import build
+    split, _ = train
+    out = tmp_path / "chat.jsonl"
+    got = summary(run(code, "alfworld_collect.py", "--data", str(split), "--out", str(out), "--variants", "1",
+                      cwd=tmp_path))
+    collected = rows(out)
+    assert got["examples"] == len(collected) > 0
+    assert all(r["prompt"][-1]["role"] == "user" and r["completion"][0]["role"] == "assistant" for r in collected)
+    assert not any(r["completion"][0]["content"].startswith("think:") for r in collected)
+    got = summary(run(code, "alfworld_sft.py", "--model", str(build(tmp_path / "tiny-alfworld")), "--out",
+                      str(tmp_path / "v1"), "--data", str(out), "--steps", "2", "--batch", "2", "--rename", "1",
+                      "--decisions", "2", cwd=tmp_path))
+    assert got["steps"] == 2 and got["examples"] > len(collected)

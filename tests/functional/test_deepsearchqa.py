@@ -264,7 +264,8 @@ def test_tiny_dsqa_tokenizer_reads_every_split_and_the_actions(splits):
         decoded = tok.decode(tok(action)["input_ids"])
         tool, arg = parse_reply(decoded)[1]
         assert tool == action.split("[")[0]
-        assert re.sub(r"\s*([#;])\s*", r"\1", arg) == re.sub(r"\s*([#;])\s*", r"\1", action[len(tool) + 1:-1].lower())
+        # case kept (version 3): the argument comes back as written, up to spaces around `#` and `;`
+        assert re.sub(r"\s*([#;])\s*", r"\1", arg) == re.sub(r"\s*([#;])\s*", r"\1", action[len(tool) + 1:-1])
 
 
 def test_check_split_reports_a_chain_missing_from_the_corpus(splits, tmp_path):

@@ -39,7 +39,12 @@ trajectories (one example per tool step, the grader's exact prompt) plus `dsqa_r
 each with the names and document ids renamed and, in `dsqa_reword` of them, the question's wording
 varied (dsqa_rename.py: the action must be read off the prompt, whatever the wording), with the
 lean loop (lean_sft.py) and the loss on every token -> `output/v1`, then continues with the loss
-on the action only -> `output/v2` (`dsqa_focus_steps`; 0 skips it); both are submitted.
+on the action only -> `output/v2` (`dsqa_focus_steps`; 0 skips it); both are submitted. On the
+official questions (AutoRL-Bench's ReAct loop; the train split ships no SFT data) the rows are
+written first: each train question answered in one step of the loop's text (dsqa_answers.py).
+On ALFWorld under AutoRL-Bench's ReAct protocol (the shipped SFT rows are text) the collected
+steps are written in the grader's ReAct text (alfworld_collect.py --react) and trained on with
+the lean loop (plain LM SFT on prompt + completion); the DAgger rounds are skipped there.
 Every stage gets a wall-clock stop time well before the deadline and is killed if it overruns.
 
 Options: `REFERENCE_AGENT_OPTIONS="sft_steps=400,grpo_steps=60,lora=16"` or the same as
@@ -258,12 +263,34 @@ def is_alfworld(ws: Workspace) -> bool:
     return (ws.data / "alfworld_api").is_dir() and (ws.data / "sft_prompt_completion.jsonl").exists()
 
 
+def rows_are_text(path: Path) -> bool:
+    """Whether an SFT file's rows are text (`prompt` a string: a plain-text protocol such as
+    AutoRL-Bench's ReAct loop, whose grader completes the text itself) rather than chat messages."""
+    try:
+        with open(path) as fh:
+            for line in fh:
+                if line.strip():
+                    return isinstance(json.loads(line).get("prompt"), str)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return False
+
+
 def alfworld_sft(ws: Workspace, opts: dict, model: Path, name: str, files: list[str], steps: int, lr: float,
                  seed: int, stop_at: float, threads: int, full_loss: int | None = None,
-                 decisions: int | None = None) -> dict | None:
-    """SFT `model` on the trajectory files -> output/<name>; stops itself at `stop_at`."""
+                 decisions: int | None = None, react: bool = False) -> dict | None:
+    """SFT `model` on the trajectory files -> output/<name>; stops itself at `stop_at`. Under the
+    ReAct text protocol (`react`: text rows) plain LM SFT with the lean loop, the prompt's tokens
+    weighed 1 with `full_loss` else 0 (no renamed copies, no decision weights: both read chat rows)."""
     full_loss = int(opts["alf_full_loss"]) if full_loss is None else full_loss
     decisions = int(opts["alf_decisions"]) if decisions is None else decisions
+    if react:
+        return run_stage(ws, "lean_sft.py", ["--model", str(model), "--out", str(ws.output / name), "--data", *files,
+                                             "--steps", str(steps), "--lr", str(lr),
+                                             "--batch", str(int(opts["alf_sft_batch"])), "--decisions", "1",
+                                             "--prompt_weight", "1.0" if full_loss else "0.0", "--seed", str(seed),
+                                             "--stop_at", str(stop_at)],
+                         kill_at=stop_at + opts["alf_submit_reserve_s"] / 2, threads=threads)
     return run_stage(ws, "alfworld_sft.py", ["--model", str(model), "--out", str(ws.output / name), "--data", *files,
                                              "--steps", str(steps), "--lr", str(lr),
                                              "--batch", str(int(opts["alf_sft_batch"])),
@@ -274,18 +301,29 @@ def alfworld_sft(ws: Workspace, opts: dict, model: Path, name: str, files: list[
 
 
 def is_deepsearchqa(ws: Workspace) -> bool:
-    return (ws.data / "deepsearchqa_api").is_dir() and (ws.data / "sft_prompt_completion.jsonl").exists()
+    return (ws.data / "deepsearchqa_api").is_dir()
 
 
 def deepsearchqa_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads: int) -> dict | None:
     """SFT (lean_sft.py) on the expert's tool steps and their renamed, reworded copies (loss on every
-    token) -> v1, then on the actions only -> v2."""
+    token) -> v1, then on the actions only -> v2. A train split without SFT data (the official
+    questions: no corpus, no expert) gets rows of its own first (dsqa_answers.py: each train
+    question answered in one step of the grader's ReAct text)."""
     reserve = opts["dsqa_submit_reserve_s"]
     files = [str(ws.data / "sft_prompt_completion.jsonl")]
     left = deadline - reserve - time.time()
     if left < 30:
         log(f"not enough budget to train anything ({left:.0f}s after the submission reserve); stopping")
         return None
+    if not (ws.data / "sft_prompt_completion.jsonl").exists():
+        answers = ws.logs / "dsqa_answers.jsonl"
+        log("the train split ships no SFT data: writing its questions answered in the ReAct loop's text")
+        got = run_stage(ws, "dsqa_answers.py", ["--data", str(ws.data), "--out", str(answers)],
+                        kill_at=time.time() + 60, threads=threads)
+        if not got or not got.get("examples"):
+            log("no train question with an answer to learn from; stopping")
+            return None
+        files = [str(answers)]
     # renamed copies: the names and ids of an action must be copied from the prompt, not memorized
     if int(opts["dsqa_rename"]) > 0 and (ws.data / "corpus.jsonl").exists():
         renamed = ws.logs / "dsqa_renamed.jsonl"
@@ -334,9 +372,14 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
         return None
     collected = ws.logs / "alfworld_search.jsonl"
     collect_stop = time.time() + opts["alf_collect_share"] * remaining
+    # the shipped rows say how the grader prompts: text rows = AutoRL-Bench's ReAct text, chat rows = ours
+    react = rows_are_text(ws.data / "sft_prompt_completion.jsonl")
+    if react:
+        log("the grader prompts with AutoRL-Bench's ReAct text: collecting and training in that format")
     got = run_stage(ws, "alfworld_collect.py", ["--data", str(ws.data), "--out", str(collected),
                                                 "--variants", str(int(opts["alf_collect_variants"])),
-                                                "--seed", str(seed), "--stop_at", str(collect_stop)],
+                                                "--seed", str(seed), "--stop_at", str(collect_stop),
+                                                *(["--react"] if react else [])],
                     kill_at=collect_stop + 60, threads=threads)
     if got and got.get("examples"):
         files = [str(collected)]
@@ -344,6 +387,9 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
         log("collection gave nothing; training on the shipped planner trajectories instead")
         files = [str(ws.data / "sft_prompt_completion.jsonl")]
     rounds = int(opts["alf_dagger_rounds"])
+    if react and rounds:
+        log("DAgger rounds label the harness's chat prompts, not the ReAct text: skipping them")
+        rounds = 0
     focus_steps = int(opts["alf_focus_steps"])
     dagger_share = opts["alf_dagger_share"] if rounds > 0 else 0.0
     focus_share = opts["alf_focus_share"] if focus_steps > 0 else 0.0
@@ -351,7 +397,7 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
     # the later stages get their shares of what is left; v1 keeps at least a fifth whatever they ask
     sft_stop = time.time() + max(0.2, 1 - dagger_share - focus_share) * left
     sft = alfworld_sft(ws, opts, ws.model, "v1", files, int(opts["alf_sft_steps"]), opts["alf_sft_lr"], seed,
-                       sft_stop, threads)
+                       sft_stop, threads, react=react)
     if sft is None:
         return None
     scores = {"v1": submit(ws, "v1", deadline)}
@@ -363,7 +409,7 @@ def alfworld_main(ws: Workspace, opts: dict, deadline: float, seed: int, threads
         focus_stop = time.time() + (1 - dagger_share) * left
         n_model = 2
         sft = alfworld_sft(ws, opts, ws.output / "v1", "v2", files, focus_steps, opts["alf_focus_lr"], seed + 1,
-                           focus_stop, threads, full_loss=0, decisions=int(opts["alf_focus_decisions"]))
+                           focus_stop, threads, full_loss=0, decisions=int(opts["alf_focus_decisions"]), react=react)
         if sft is not None:
             scores["v2"] = submit(ws, "v2", deadline)
             best = better(scores, best, "v2")

@@ -10,7 +10,11 @@ in the room list. It wins 71 of the 72 shipped train games and all 18 dev games 
 
 Each game is played `--variants` times: once from the start, then after a few random moves, so
 the data also holds the states a model reaches after a wrong step. Every expert step is written
-as an SFT example in exactly the grader's prompt format, through the workspace's `alfworld_api`.
+as an SFT example in exactly the grader's prompt format, through the workspace's `alfworld_api`:
+chat rows for the harness's own protocol, or with `--react` (AutoRL-Bench's protocol) text rows
+as the workspace's shipped ones are: `prompt` the ReAct text the grader has the model complete
+(worked examples, the task, the full history, `>`), `completion` " <command>\n", the episode
+opened by the plan thought the shipped data opens with (answered "OK.").
 """
 import argparse
 import json
@@ -118,14 +122,17 @@ class ReactiveExpert:
         raise LookupError(f"cannot {template.format(place)}")
 
 
+def pddl_params(item):
+    with open(os.path.join(os.path.dirname(item["gamefile"]), "traj_data.json")) as fh:
+        return json.load(fh)["pddl_params"]
+
+
 def play(game, item, max_steps=40, prefix=0, rng=None):
     """(intro, steps) of an episode the expert won, or None. With `prefix`, the episode starts with
     that many random `go to` moves (not expert steps: they are marked so and not trained on), so
     the data also holds searches that start mid-list, the states a model reaches by mistake."""
-    with open(os.path.join(os.path.dirname(item["gamefile"]), "traj_data.json")) as fh:
-        params = json.load(fh)["pddl_params"]
     obs = game.reset()
-    expert = ReactiveExpert(item["task_type"], params, obs.text)
+    expert = ReactiveExpert(item["task_type"], pddl_params(item), obs.text)
     intro, steps = obs.text, []
     try:
         for n in range(max_steps):
@@ -146,6 +153,37 @@ def play(game, item, max_steps=40, prefix=0, rng=None):
     return None
 
 
+def chat_example(item, intro, steps):
+    """(prompt messages, [the expert's reply]) per expert step, as the harness's own grader prompts."""
+    from alfworld_api import build_messages
+
+    history = []
+    for s in steps:
+        if s["expert"]:
+            yield (build_messages(intro, history, s["admissible"], task_type=item["task_type"]),
+                   [{"role": "assistant", "content": s["action"]}])
+        history.append((s["action"], s["feedback"]))
+
+
+def react_examples(prompts):
+    """(prompt text, " <command>\\n") per expert step, as AutoRL-Bench's loop prompts: the episode
+    opens with the plan thought the shipped data opens with (answered "OK.")."""
+    from alfworld_api.react import build_prompt, game_name, plan_thought, prompt_key, prompt_prefix
+
+    def example(item, intro, steps):
+        key = prompt_key(game_name(item["gamefile"]), item.get("task_type") or "")
+        if key is None:
+            return
+        prefix, history = prompt_prefix(prompts, key), []
+        thought = plan_thought(key, pddl_params(item))
+        for s in ([{"action": thought, "feedback": "OK.", "expert": True}] if thought else []) + steps:
+            if s["expert"]:
+                yield build_prompt(prefix, intro, history), f" {s['action']}\n"
+            history.append((s["action"], s["feedback"]))
+
+    return example
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=os.environ.get("DATA_PATH", "data"))
@@ -155,10 +193,17 @@ def main():
                     help="episodes per game: the first from the start, the others after 1-4 random moves")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stop_at", type=float, default=0.0, help="epoch seconds: stop collecting")
+    ap.add_argument("--react", action="store_true",
+                    help="AutoRL-Bench's protocol: text rows in the grader's ReAct prompt (react_prompts.json in --data)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.abspath(a.data))
     os.environ.setdefault("ALFWORLD_DATA", os.path.join(os.environ.get("WORKSPACE", "."), ".alfworld"))
-    from alfworld_api import AlfworldGame, build_messages, list_games
+    from alfworld_api import AlfworldGame, list_games
+    if a.react:
+        from alfworld_api.react import ReactGame, load_prompts
+        open_game, example = ReactGame, react_examples(load_prompts(split_path=a.data))
+    else:
+        open_game, example = AlfworldGame, chat_example
 
     t0 = time.time()
     rng = random.Random(f"collect/{a.seed}")
@@ -171,7 +216,7 @@ def main():
             for item in games:
                 if a.stop_at and time.time() >= a.stop_at:
                     break
-                game = AlfworldGame(item["gamefile"])
+                game = open_game(item["gamefile"])
                 tried += 1
                 try:
                     played = play(game, item, a.max_steps, prefix=rng.randint(1, 4) if variant else 0, rng=rng)
@@ -179,17 +224,12 @@ def main():
                     game.close()
                 if played is None:
                     continue
-                intro, steps = played
                 episodes += 1
                 won_games.add(item["id"])
-                history = []
-                for s in steps:
-                    if s["expert"]:
-                        prompt = build_messages(intro, history, s["admissible"], task_type=item["task_type"])
-                        fh.write(json.dumps({"game_id": item["id"], "variant": variant, "prompt": prompt,
-                                             "completion": [{"role": "assistant", "content": s["action"]}]}) + "\n")
-                        examples += 1
-                    history.append((s["action"], s["feedback"]))
+                for prompt, completion in example(item, *played):
+                    fh.write(json.dumps({"game_id": item["id"], "variant": variant, "prompt": prompt,
+                                         "completion": completion}) + "\n")
+                    examples += 1
     os.replace(tmp, a.out)
     print(json.dumps({"stage": "collect", "games": len(games), "tried": tried, "episodes": episodes,
                       "games_won": len(won_games), "examples": examples, "total_s": round(time.time() - t0, 1),

@@ -30,26 +30,43 @@ MOVES = ("go to ", "open ")
 
 
 def load_examples(paths, seed, rename=0, decisions=1):
+    """The rows of the files: chat (`prompt` messages, `completion` [the reply]) or text (`prompt`
+    and `completion` strings, AutoRL-Bench's ReAct protocol: TRL trains those as plain LM text).
+    Exits with a one-line message when there is nothing to train on."""
     rows = []
     for path in paths:
-        with open(path) as fh:
-            rows += [json.loads(line) for line in fh if line.strip()]
-    rows = [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
+        try:
+            with open(path) as fh:
+                rows += [json.loads(line) for line in fh if line.strip()]
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"alfworld_sft.py: cannot read {path} as JSON lines: {exc}") from None
+    rows = [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows
+            if isinstance(r, dict) and "prompt" in r and "completion" in r]
+    if not rows:
+        raise SystemExit(f"alfworld_sft.py: no prompt/completion rows in {', '.join(paths)}: pass the SFT files")
     # most steps of a search are walking (go to / open); the few that act on an object decide the game
-    rows += [r for r in rows if not r["completion"][0]["content"].startswith(MOVES)] * (decisions - 1)
+    rows += [r for r in rows if not reply(r).lstrip().startswith(MOVES)] * (decisions - 1)
     if rename:
         rng = random.Random(f"rename/{seed}")
-        objects = sorted({o for r in rows for o in TAKE_RE.findall(r["prompt"][-1]["content"])})
+        objects = sorted({o for r in rows for o in TAKE_RE.findall(last_user(r))})
         pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, objects), key=len, reverse=True)) + r")\b")
         rows += [renamed(r, objects, pattern, rng) for r in rows for _ in range(rename)]
     random.Random(seed).shuffle(rows)
     return rows
 
 
+def reply(row):
+    return row["completion"] if isinstance(row["completion"], str) else row["completion"][0]["content"]
+
+
+def last_user(row):
+    return row["prompt"] if isinstance(row["prompt"], str) else row["prompt"][-1]["content"]
+
+
 def renamed(row, objects, pattern, rng):
     """The example with every object type of `objects` it mentions (found by `pattern`, one regex
     for all of them) mapped to another one of them."""
-    user, answer = row["prompt"][-1]["content"], row["completion"][0]["content"]
+    user, answer = last_user(row), reply(row)
     present = sorted(set(pattern.findall(user + "\n" + answer)))
     others = [o for o in objects if o not in present]
     rng.shuffle(others)
@@ -58,6 +75,8 @@ def renamed(row, objects, pattern, rng):
     def sub(text):
         return pattern.sub(lambda m: mapping.get(m.group(1), m.group(1)), text)
 
+    if isinstance(row["prompt"], str):
+        return {"prompt": sub(user), "completion": sub(answer)}
     return {"prompt": row["prompt"][:-1] + [{"role": "user", "content": sub(user)}],
             "completion": [{"role": "assistant", "content": sub(answer)}]}
 
@@ -77,13 +96,13 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stop_at", type=float, default=0.0, help="epoch seconds: stop training and save")
     a = ap.parse_args()
+    t0 = time.time()
+    rows = load_examples(a.data, a.seed, a.rename, a.decisions)
     setup_threads()
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    t0 = time.time()
-    rows = load_examples(a.data, a.seed, a.rename, a.decisions)
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModelForCausalLM.from_pretrained(a.model)
     max_length = int(getattr(model.config, "max_position_embeddings", 1024) or 1024)

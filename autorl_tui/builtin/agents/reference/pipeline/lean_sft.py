@@ -1,6 +1,8 @@
-"""Lean SFT on a CPU for the interactive tasks (WebShop, DeepSearchQA): one example per expert
-step (the grader's exact prompt -> the expert's action), a plain PyTorch loop over a transformers
-model.
+"""Lean SFT on a CPU for the interactive tasks (WebShop, DeepSearchQA, ALFWorld under a ReAct text
+protocol): one example per expert step (the grader's exact prompt -> the expert's action), a plain
+PyTorch loop over a transformers model. Rows are chat (`prompt` messages, `completion` [the
+assistant's message]) or text (`prompt` and `completion` strings: the text the grader completes
+and what the model should write; plain LM loss, no chat template).
 
 Why not TRL's SFTTrainer here: on 2 shared cores every token counts. This loop batches examples of
 similar length (little padding), skips gradient checkpointing (the model is small enough to keep
@@ -26,16 +28,40 @@ from common import setup_threads
 
 
 def load_rows(paths, decisions):
-    rows = []
-    for path in paths:
-        with open(path) as fh:
-            rows += [json.loads(line) for line in fh if line.strip()]
+    """(prompt, completion) pairs: chat rows keep their message list, text rows (a plain-text
+    protocol's `prompt` string and `completion` string) their text. Exits with a one-line message
+    when a file is missing, holds a row of neither shape, or when there is nothing to train on."""
     out = []
-    for r in rows:
-        action = r["completion"][0]["content"]
-        copies = decisions if action.startswith("click[") and action != "click[buy now]" else 1
-        out += [(r["prompt"], action)] * copies
+    for path in paths:
+        try:
+            with open(path) as fh:
+                lines = [(n, line) for n, line in enumerate(fh, 1) if line.strip()]
+        except OSError as exc:
+            raise SystemExit(f"lean_sft.py: cannot read {path}: {exc.strerror}") from None
+        for n, line in lines:
+            try:
+                prompt, action = row_pair(json.loads(line))
+            except (ValueError, KeyError, IndexError, TypeError):
+                raise SystemExit(f"lean_sft.py: {path} line {n} is not a prompt/completion row "
+                                 f"(chat messages or text): fix or remove it") from None
+            copies = decisions if action.startswith("click[") and action != "click[buy now]" else 1
+            out += [(prompt, action)] * copies
+    if not out:
+        raise SystemExit(f"lean_sft.py: no training examples in {', '.join(paths)}: "
+                         "pass --data files holding prompt/completion rows")
     return out
+
+
+def row_pair(row):
+    """A row's (prompt, completion): (message list, the assistant's text) or (text, text)."""
+    prompt, completion = row["prompt"], row["completion"]
+    if isinstance(prompt, str) and isinstance(completion, str):
+        return prompt, completion
+    if isinstance(prompt, list) and all(isinstance(m["content"], str) for m in prompt):
+        action = completion[0]["content"]
+        if isinstance(action, str):
+            return prompt, action
+    raise ValueError("not a prompt/completion row")
 
 
 PRODUCT_ID = re.compile(r"\bb0[a-z0-9]{2,8}\b")
@@ -107,20 +133,27 @@ def renamed(row, rng, pools=None, ids=True):
         return mapping[m.group(0)]
 
     prompt, action = row
-    swap = _value_swap("\n".join(msg["content"] for msg in prompt), pools, rng) if pools else None
+    whole = prompt if isinstance(prompt, str) else "\n".join(msg["content"] for msg in prompt)
+    swap = _value_swap(whole, pools, rng) if pools else None
 
     def new(text):
         text = PRODUCT_ID.sub(sub, text) if ids else text
         return swap(text) if swap else text
 
+    if isinstance(prompt, str):
+        return new(prompt), new(action)
     return [dict(msg, content=new(msg["content"])) for msg in prompt], new(action)
 
 
 def encode_row(tok, row, max_len):
-    """(input ids, per-token flags: 1 = the action's, 0 = the prompt's)."""
+    """(input ids, per-token flags: 1 = the action's, 0 = the prompt's). A chat prompt is rendered
+    by the tokenizer's chat template, a text prompt is taken as it is (a plain-text protocol's
+    grader completes it verbatim); each is tokenized alone, as the grader tokenizes the prompt it
+    completes. Cut from the left: the completion is always kept."""
     prompt, action = row
-    p_ids = tok(tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True),
-                add_special_tokens=False)["input_ids"]
+    text = prompt if isinstance(prompt, str) else tok.apply_chat_template(prompt, tokenize=False,
+                                                                          add_generation_prompt=True)
+    p_ids = tok(text, add_special_tokens=False)["input_ids"]
     a_ids = tok(action + tok.eos_token, add_special_tokens=False)["input_ids"]
     return (p_ids + a_ids)[-max_len:], ([0] * len(p_ids) + [1] * len(a_ids))[-max_len:]
 
@@ -158,17 +191,19 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stop_at", type=float, default=0.0, help="epoch seconds: stop training and save")
     a = ap.parse_args()
+    t0 = time.time()
+    rows = load_rows(a.data, a.decisions)      # before anything slow: no examples fails at once
     setup_threads()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    t0 = time.time()
     torch.manual_seed(a.seed)
     rng = random.Random(a.seed)
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModelForCausalLM.from_pretrained(a.model)
+    device = "cuda" if torch.cuda.is_available() else "cpu"     # the run's GPU when it has one
+    model.to(device)
     max_len = int(getattr(model.config, "max_position_embeddings", 1024) or 1024)
-    rows = load_rows(a.data, a.decisions)
     pools = value_pools(a.catalog) if a.catalog else None
     encoded = encode(tok, rows, max_len)
     pad = tok.pad_token_id
@@ -201,6 +236,7 @@ def main():
             ids[row, :len(seq)] = torch.tensor(seq)
             mask[row, :len(seq)] = 1
             weight[row, :len(seq)] = torch.tensor([1.0 if x else a.prompt_weight for x in is_action])
+        ids, mask, weight = ids.to(device), mask.to(device), weight.to(device)
         target, w = ids[:, 1:], weight[:, 1:]
         # The vocabulary projection is a third of this model's FLOPs per token: only the positions
         # in the loss go through it (all of them when the prompt is weighed, the actions' otherwise).
@@ -228,7 +264,7 @@ def main():
     model.save_pretrained(tmp, safe_serialization=True)
     tok.save_pretrained(tmp)
     os.replace(tmp, a.out)
-    print(json.dumps({"stage": "sft", "examples": len(encoded), "steps": step, "stopped_early": stopped_early,
+    print(json.dumps({"stage": "sft", "device": device, "examples": len(encoded), "steps": step, "stopped_early": stopped_early,
                       "train_s": round(train_s, 1), "s_per_step": round(train_s / max(step, 1), 3),
                       "total_s": round(time.time() - t0, 1), "out": a.out}), flush=True)
 

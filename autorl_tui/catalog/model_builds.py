@@ -39,8 +39,23 @@ def weights_hash(folder: Path) -> str:
     return h.hexdigest()
 
 
-def is_built(folder: Path) -> bool:
-    return (folder / BUILD_INFO).exists() and any(folder.glob("*.safetensors"))
+def built_version(folder: Path) -> str | None:
+    """The version a folder's build record names (None: no readable record)."""
+    import json
+    try:
+        info = json.loads((folder / BUILD_INFO).read_text())
+    except (OSError, ValueError):
+        return None
+    version = info.get("version", info.get("tiny_version")) if isinstance(info, dict) else None
+    return None if version is None else str(version)
+
+
+def is_built(folder: Path, version: str | None = None) -> bool:
+    """A complete build is there (and, given `version`, one of that version: a folder an older
+    build left is built again, not reused with another tokenizer or shape)."""
+    if not ((folder / BUILD_INFO).exists() and any(folder.glob("*.safetensors"))):
+        return False
+    return version is None or built_version(folder) == str(version)
 
 
 @contextmanager
@@ -55,15 +70,16 @@ def _build_lock(folder: Path):
         os.close(fd)
 
 
-def build_atomically(out_dir: Path | str, build_into, force: bool = False) -> Path:
-    """Build a model folder with `build_into(tmp_folder)` unless it is already there (or `force`).
+def build_atomically(out_dir: Path | str, build_into, force: bool = False, version: str | None = None) -> Path:
+    """Build a model folder with `build_into(tmp_folder)` unless it is already there in `version`
+    (or `force`).
 
     Built in a temporary folder beside the target and renamed into place, under a file lock, so a
     reader never sees half a model and concurrent builders build it once."""
     out = Path(out_dir).expanduser().absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
     with _build_lock(out):
-        if is_built(out) and not force:
+        if is_built(out, version) and not force:
             return out
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
         try:

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from autorl_tui.catalog.model_builds import BUILD_INFO, is_built, weights_hash
+from autorl_tui.catalog.model_builds import BUILD_INFO, build_atomically, is_built, weights_hash
 from autorl_tui.tasks.arith.tiny_model import build_tiny_model
 from tests.conftest import REPO
 
@@ -48,6 +48,23 @@ def test_existing_model_is_reused_unless_forced(tmp_path):
     build_tiny_model(out, seed=1, pretrain_steps=2, pretrain_docs=300, force=True)
     assert json.loads((out / BUILD_INFO).read_text())["seed"] == 1
     assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == ["m"]   # no temp leftovers
+
+
+def test_a_folder_built_by_another_version_is_built_again(tmp_path):
+    calls = []
+
+    def build_into(folder, version):
+        calls.append(version)
+        (folder / "model.safetensors").write_bytes(b"w")
+        (folder / BUILD_INFO).write_text(json.dumps({"name": "m", "version": version}))
+
+    out = tmp_path / "m"
+    build_atomically(out, lambda tmp: build_into(tmp, "2"), version="2")
+    build_atomically(out, lambda tmp: build_into(tmp, "2"), version="2")
+    assert calls == ["2"] and is_built(out, "2")
+    build_atomically(out, lambda tmp: build_into(tmp, "3"), version="3")      # the code moved on: rebuilt
+    assert calls == ["2", "3"] and json.loads((out / BUILD_INFO).read_text())["version"] == "3"
+    assert not is_built(out, "2") and is_built(out)
 
 
 @pytest.mark.subprocess

@@ -98,7 +98,8 @@ def _build_into(folder: Path, seed: int) -> dict:
 
 def build_tiny_alfworld_model(out_dir: Path | str, seed: int = 0, force: bool = False) -> Path:
     """Build `tiny-alfworld` into `out_dir` unless it is already there (or `force`). Returns `out_dir`."""
-    return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed), force)
+    return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed), force,
+                            version=VERSION)
 
 
 def build(out_dir: Path | str, seed: int = 0, force: bool = False) -> Path:

@@ -184,7 +184,8 @@ def _build_into(folder: Path, seed: int, pretrain_steps: int, pretrain_docs: int
 def build_tiny_model(out_dir: Path | str, seed: int = 0, force: bool = False,
                      pretrain_steps: int = PRETRAIN_STEPS, pretrain_docs: int = PRETRAIN_DOCS) -> Path:
     """Build `tiny` into `out_dir` unless it is already there (or `force`). Returns `out_dir`."""
-    return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed, pretrain_steps, pretrain_docs), force)
+    return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed, pretrain_steps, pretrain_docs), force,
+                            version=TINY_VERSION)
 
 
 def source_key() -> str:

@@ -121,4 +121,5 @@ def _build_into(folder: Path, seed: int) -> dict:
 
 def build(out_dir: Path | str, seed: int = 0, force: bool = False) -> Path:
     """The `tiny-dsqa` built-in model (registry kind `models`)."""
-    return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed), force)
+    return build_atomically(out_dir, lambda tmp: _build_into(tmp, seed), force,
+                            version=VERSION)

@@ -7,13 +7,15 @@ import asyncio
 from autorl_tui.engine.events import EventBus, RunEventAppended
 from autorl_tui.engine.run_journal import RunJournal
 from autorl_tui.store.db import Store
+from autorl_tui.store.records import RunRecord
 
 
 def test_a_batch_of_lines_is_stored_and_published_in_order(tmp_path):
     store = Store(tmp_path / "store.db")
     bus = EventBus()
     sub = bus.subscribe()
-    journal = RunJournal(store, bus, {"id": "r1", "state": "running", "current_attempt": 2})
+    journal = RunJournal(store, bus, RunRecord(id="r1", task="arith", agent="a", model="tiny", state="running",
+                                               budget_s=60, created_at=0.0, current_attempt=2))
     lines = [("stdout", f"line {i}", "info") for i in range(5)] + [("stderr", "oops", "stderr")]
     journal.log_lines(lines)
     journal.log("harness", "after the batch")

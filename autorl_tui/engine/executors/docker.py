@@ -28,7 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from autorl_tui.engine.agent_runtime import AgentRuntimeMissing, path_first
 from autorl_tui.engine.agent_runtime import find as find_agent_runtime
-from autorl_tui.engine.executors import images
+from autorl_tui.engine.executors import container_init, images
 from autorl_tui.engine.gpus import device_uuids
 from autorl_tui.engine.executors.base import AgentHandle, Executor, ExecutorError, LaunchSpec, Mount
 from autorl_tui.engine.executors.docker_logs import LogPump, Positions
@@ -40,7 +40,7 @@ CONTROL_TARGET = "/run/autorl-control"
 GRADING_TARGET = "/run/autorl-grading"
 NOBODY = "65534:65534"
 LABEL_RUN, LABEL_HOME, LABEL_ATTEMPT = "autorl.run_id", "autorl.home", "autorl.attempt"
-_INIT_SOURCE = Path(__file__).with_name("container_init.py")
+_INIT_SOURCE = Path(container_init.__file__)   # the container's entry program (stdlib only), bound read-only
 
 
 def _client(timeout: int = 30):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from autorl_tui.engine.executors import container_init
 from autorl_tui.engine.executors.container_init import serve
 
 MODES = ("none", "bridge", "host")
@@ -39,7 +40,7 @@ NET_BASE = Path("/run/autorl-tui/net")      # on the host: <uid>/ holds them whi
 EGRESS_ID = 1_499_999_999                   # slirp4netns's uid and gid: the firewall rule matches it
 SLIRP = "slirp4netns"
 SETPRIV = "/usr/bin/setpriv"
-INIT_SOURCE = Path(__file__).with_name("container_init.py")
+INIT_SOURCE = Path(container_init.__file__)
 READY_TIMEOUT_S = 10.0
 FIREWALL_RULE = ["OUTPUT", "-m", "owner", "--gid-owner", str(EGRESS_ID), "-m", "addrtype", "--dst-type", "LOCAL",
                  "-j", "REJECT"]

@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.autorl-setup-stamp
-# The agents' own Python (engine/agent_runtime.py): the training stack, nothing of the harness;
+# The agents' own Python (executors/agent_runtime.py): the training stack, nothing of the harness;
 # beside $(VENV), where the engine looks for it unless AUTORL_AGENT_RUNTIME says otherwise.
 AGENT_VENV ?= $(dir $(VENV)).venv-agent
 AGENT_STAMP := $(AGENT_VENV)/.autorl-agent-stamp

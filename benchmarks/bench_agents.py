@@ -15,8 +15,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from autorl_tui.catalog.agents import builtin_agents_dir, load_agent_spec  # noqa: E402
-from autorl_tui.engine.instrument.action_log import ActionRecorder  # noqa: E402
-from autorl_tui.engine.instrument.parsers import get_parser  # noqa: E402
+from autorl_tui.instrument.action_log import ActionRecorder  # noqa: E402
+from autorl_tui.instrument.parsers import get_parser  # noqa: E402
 from autorl_tui.store.db import Store  # noqa: E402
 from tests.support.agent_session import executor_env, make_workspace, run_agent  # noqa: E402
 from tests.support.standin_grading import StandinGrading  # noqa: E402

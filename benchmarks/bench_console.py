@@ -35,7 +35,7 @@ RUN_ID = "r0001-flood-bench-s0"
 # ---------------------------------------------------------------------------- engine side
 async def flood_engine(home_dir: str, rate: float, total: int, fast_rate: float, slow_lines: int) -> None:
     from autorl_tui.engine.events import EventBus, RunEventAppended
-    from autorl_tui.engine.server import CatalogSources, EngineServer
+    from autorl_tui.daemon.server import CatalogSources, EngineServer
     from autorl_tui.home import Home
     from autorl_tui.store.db import Store, decode_row
 
@@ -161,7 +161,7 @@ async def console_session(home_dir: str, presses: int, total: int, rate: float) 
         out["rss_start"] = rss_start
         out["rss_end"] = rss_bytes()
         out["batches"] = app.applied_batches
-    from autorl_tui.engine.client import EngineClient
+    from autorl_tui.daemon.client import EngineClient
 
     async with await EngineClient.connect(Home.open(home_dir)) as client:
         await client.shutdown()

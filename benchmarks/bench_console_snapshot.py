@@ -72,8 +72,8 @@ def count_bytes(client) -> dict:
 
 
 async def measure(n: int) -> dict:
-    from autorl_tui.engine.client import EngineClient
-    from autorl_tui.engine.server import CatalogSources, EngineServer
+    from autorl_tui.daemon.client import EngineClient
+    from autorl_tui.daemon.server import CatalogSources, EngineServer
     from autorl_tui.home import Home
     from autorl_tui.store.db import Store
 

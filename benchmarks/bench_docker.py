@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autorl_tui.engine.executors.base import LaunchSpec  # noqa: E402
-from autorl_tui.engine.executors.docker import DockerExecutor  # noqa: E402
+from autorl_tui.executors.base import LaunchSpec  # noqa: E402
+from autorl_tui.executors.docker import DockerExecutor  # noqa: E402
 
 N = 8
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autorl_tui.engine.instrument.metrics import MetricsCollector  # noqa: E402
+from autorl_tui.instrument.metrics import MetricsCollector  # noqa: E402
 from autorl_tui.store import Store  # noqa: E402
 
 

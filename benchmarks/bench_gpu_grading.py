@@ -46,8 +46,8 @@ def over_budget() -> bool:
 def main() -> int:
     import torch
 
-    from autorl_tui.engine import grader_service
-    from autorl_tui.engine.executors.sandbox_bwrap import probe
+    from autorl_tui.grading_host import grader_service
+    from autorl_tui.isolation.sandbox_bwrap import probe
 
     if bg.DEVICE == "cuda" and not torch.cuda.is_available():
         print("bench_gpu_grading: no CUDA device here (torch.cuda.is_available() is False); nothing measured")

@@ -1,5 +1,5 @@
 """Grading at the speed of inference (issue 18), from one run on this machine: the tiny model on
-the arith dev split (200 problems), as the engine grades it (engine/grading_client.run_grader:
+the arith dev split (200 problems), as the engine grades it (grading_host/grading_client.run_grader:
 sandboxed when the host can, through the warm grader unless AUTORL_WARM_GRADER=0).
 
 - raw_inference_same_split: `policy.generate` over the split in this process, model loaded and
@@ -10,9 +10,9 @@ sandboxed when the host can, through the warm grader unless AUTORL_WARM_GRADER=0
   and each waits SETTLE_S first, so that neither gets the tail of the other: the server forking
   and warming its next spare child; on a shared machine both of a pair see the same load);
 - grading_phases_ms: where a warm grading's wall time goes, per phase (median over the runs; the
-  stamps of engine/grading_client.PHASES), and grading_fixed_cost, its wall time less inference;
+  stamps of grading_host/grading_client.PHASES), and grading_fixed_cost, its wall time less inference;
 - grading_wall_cold_per_submission: a fresh worker process (the former path), once;
-- snapshot_s_per_gb_fresh / _unchanged: engine/submissions.snapshot_folder of a 256 MiB folder
+- snapshot_s_per_gb_fresh / _unchanged: grading_host/submissions.snapshot_folder of a 256 MiB folder
   into a run's snapshots, first time (hash + copy into the blob store) and resubmitted unchanged
   (stat matches the record: links only); files in the page cache, as the agent just wrote them;
 - preparing_fresh_home_s: a fresh home's preparing phase as the engine runs it: the run's grading
@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
-# The in-process inference gets the worker's threading environment (engine/grading_client.py sets
+# The in-process inference gets the worker's threading environment (grading_host/grading_client.py sets
 # it for every grading): without GOMP_SPINCOUNT, OpenMP threads spin and a loaded machine slows it.
 os.environ.update({"OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREADS), "GOMP_SPINCOUNT": "1000",
                    "TOKENIZERS_PARALLELISM": "false"})
@@ -57,7 +57,7 @@ def request(card, split: str, split_path: Path, model: Path) -> dict:
 
 
 def grade(req: dict, work: Path):
-    from autorl_tui.engine.grading_client import run_grader
+    from autorl_tui.grading_host.grading_client import run_grader
 
     t0 = time.perf_counter()
     outcome = asyncio.run(run_grader(req, work, gpus=GPUS, threads=THREADS, timeout_s=1800))
@@ -67,7 +67,7 @@ def grade(req: dict, work: Path):
 
 
 def snapshot_figures(tmp: Path) -> tuple[float, float]:
-    from autorl_tui.engine.submissions import snapshot_folder
+    from autorl_tui.grading_host.submissions import snapshot_folder
 
     src = tmp / "out" / "v1"
     src.mkdir(parents=True)
@@ -79,7 +79,7 @@ def snapshot_figures(tmp: Path) -> tuple[float, float]:
     gb = SNAPSHOT_MB / 1024
     # As an agent does: the checkpoint is saved, then submitted. A file changed within RACY_NS of
     # its hashing is always hashed again, so let the just-written file age past that first.
-    from autorl_tui.engine.submissions import RACY_NS
+    from autorl_tui.grading_host.submissions import RACY_NS
 
     while time.time_ns() - (src / "model.safetensors").stat().st_ctime_ns <= RACY_NS:
         time.sleep(0.1)
@@ -97,7 +97,7 @@ def preparing(card, dev: Path, test: Path, model: Path, home: Path, two_warm: fl
     """A fresh home's preparing phase as the engine runs it: the run's warm grader started ahead
     (RunGrading.prestart), the base model built (BENCH_BUILD=1), the baselines on dev and test.
     two_warm: a warm grading of dev plus one of test (twice as many problems)."""
-    from autorl_tui.engine.grading_client import prestart_warm
+    from autorl_tui.grading_host.grading_client import prestart_warm
 
     t0 = time.perf_counter()
     prestart_warm(request(card, "dev", dev, model), home / "grading" / "baseline-dev", threads=THREADS)
@@ -122,8 +122,8 @@ def say(line: str) -> None:
 
 
 def main():
-    from autorl_tui.engine import grader_service
-    from autorl_tui.engine.executors.sandbox_bwrap import probe
+    from autorl_tui.grading_host import grader_service
+    from autorl_tui.isolation.sandbox_bwrap import probe
 
     cache = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models"))
     model = build_tiny_model(cache / f"tiny-{source_key()}", seed=0)   # shared with the tests' cache

@@ -23,8 +23,8 @@ sys.path.insert(0, str(REPO))
 
 from autorl_tui.engine.agent_watch import AgentWatch  # noqa: E402
 from autorl_tui.engine.events import EventBus  # noqa: E402
-from autorl_tui.engine.instrument.filetail import FileTail  # noqa: E402
-from autorl_tui.engine.instrument.log_ingest import LogIngest  # noqa: E402
+from autorl_tui.instrument.filetail import FileTail  # noqa: E402
+from autorl_tui.instrument.log_ingest import LogIngest  # noqa: E402
 from autorl_tui.engine.run_journal import RunJournal  # noqa: E402
 from autorl_tui.store.db import Store  # noqa: E402
 

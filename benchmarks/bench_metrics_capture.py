@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autorl_tui.engine.engine import Engine  # noqa: E402
-from autorl_tui.engine.instrument.filetail import FileTail  # noqa: E402
-from autorl_tui.engine.instrument.metrics import MetricsCollector  # noqa: E402
-from autorl_tui.engine.instrument.sessions import SessionTracker  # noqa: E402
+from autorl_tui.instrument.filetail import FileTail  # noqa: E402
+from autorl_tui.instrument.metrics import MetricsCollector  # noqa: E402
+from autorl_tui.instrument.sessions import SessionTracker  # noqa: E402
 from autorl_tui.engine.agent_watch import AgentWatch  # noqa: E402
 from autorl_tui.store import Store  # noqa: E402
 

@@ -8,7 +8,7 @@ fp32 safetensors), against the grading of the same submission:
   throughput in s per GB of submission; the record's own `seconds` (the comparison without the
   interpreter's start) beside it;
 - grading_s: the same submission graded on the arith dev split as the engine grades it
-  (engine/grading_client.run_grader, a fresh worker, CPU, BENCH_THREADS threads), and
+  (grading_host/grading_client.run_grader, a fresh worker, CPU, BENCH_THREADS threads), and
   provenance_over_grading, the ratio. BENCH_GRADE=0 leaves the grading out.
 """
 import asyncio
@@ -59,7 +59,7 @@ def build_pair(root: Path) -> tuple[Path, Path, int]:
 
 def grade(model: Path, work: Path) -> float:
     from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
-    from autorl_tui.engine.grading_client import run_grader
+    from autorl_tui.grading_host.grading_client import run_grader
 
     card = find_task("arith", task_search_path())
     split = materialize(card, "dev", work / "data")

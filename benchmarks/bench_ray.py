@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autorl_tui.engine.executors.base import LaunchSpec  # noqa: E402
-from autorl_tui.engine.executors.local import LocalExecutor  # noqa: E402
+from autorl_tui.executors.base import LaunchSpec  # noqa: E402
+from autorl_tui.executors.local import LocalExecutor  # noqa: E402
 
 N = 6
 PLACE = 8
@@ -46,7 +46,7 @@ async def latency(executor, tmp: Path, kind: str, address: str | None = None, co
 
 
 def admission(executor, ray, n: int = 200) -> tuple[list[float], list[float]]:
-    from autorl_tui.engine.executors.ray_placement import Request
+    from autorl_tui.executors.ray_placement import Request
 
     queue = [Request(run_id=f"q{i}", gpus=1) for i in range(6)]
     while executor.view.alive() is None:       # the first fetch, in the background
@@ -65,8 +65,8 @@ def admission(executor, ray, n: int = 200) -> tuple[list[float], list[float]]:
 
 async def containers(executor, tmp: Path, address: str) -> None:
     """Docker executor here vs docker executor inside a run's actor (fake GPUs: the runs ask none)."""
-    from autorl_tui.engine.executors.docker import DockerExecutor
-    from autorl_tui.engine.executors.images import ensure_runtime_image
+    from autorl_tui.executors.docker import DockerExecutor
+    from autorl_tui.executors.images import ensure_runtime_image
 
     docker = DockerExecutor(home=tmp / "home")
     ok, why = docker.available()
@@ -91,7 +91,7 @@ async def main() -> int:
     except ImportError:
         print("ray benchmark skipped: the ray extra is not installed")
         return 0
-    from autorl_tui.engine.executors.ray import RayExecutor
+    from autorl_tui.executors.ray import RayExecutor
 
     with tempfile.TemporaryDirectory(prefix="bray-", dir="/tmp") as tmp:
         tmp = Path(tmp)

@@ -10,7 +10,7 @@ grading, BENCH_SLOTS (default: cores) slots.
 - concurrent_gradings: BENCH_RUNS_N (3) runs x BENCH_SUBMISSIONS (20) gradings submitted at once,
   the last answer's time; floor: the sum of the raw in-process inferences of those gradings /
   slots (raw: the split generated in this process, model loaded, same protocol and threads).
-- snapshot_fresh_over_cp: engine/submissions.snapshot_folder of a fresh BENCH_SNAPSHOT_MB (1024)
+- snapshot_fresh_over_cp: grading_host/submissions.snapshot_folder of a fresh BENCH_SNAPSHOT_MB (1024)
   folder until the grading can start (copied in the kernel, not hashed yet) against `cp -r` of the
   same folder (both from the page cache, alternating, median of 3); and with the hashing that runs
   beside the grading (hash_snapshot) added.
@@ -70,7 +70,7 @@ def request(card, split_path: Path, model: Path) -> dict:
 
 
 async def _grade(req: dict, work: Path, root: Path | None):
-    from autorl_tui.engine.grading_client import run_grader
+    from autorl_tui.grading_host.grading_client import run_grader
 
     outcome = await run_grader(req, work, threads=THREADS, timeout_s=1800, grading_root=root)
     if not outcome.ok:
@@ -81,7 +81,7 @@ async def _grade(req: dict, work: Path, root: Path | None):
 async def _many(req: dict, base: Path, runs: int, per_run: int, shared: bool, slots: int) -> float:
     """runs x per_run gradings submitted at once; returns the time of the last answer. Before: one
     server per run's folder and one slot; after: the engine's folder, its queue with `slots`."""
-    from autorl_tui.engine.grading_queue import GradingQueue
+    from autorl_tui.grading_host.grading_queue import GradingQueue
 
     queue = GradingQueue(slots)
     root = base / "gradings" if shared else None
@@ -98,8 +98,8 @@ async def _many(req: dict, base: Path, runs: int, per_run: int, shared: bool, sl
 
 def _engine_server(req: dict, root: Path) -> None:
     """The engine's shared server for `root`, started as the engine starts it and waited for."""
-    from autorl_tui.engine import grader_service
-    from autorl_tui.engine.grading_client import prestart_warm
+    from autorl_tui.grading_host import grader_service
+    from autorl_tui.grading_host.grading_client import prestart_warm
 
     prestart_warm(req, root / "_" / "_", threads=THREADS, grading_root=root)
     key = grader_service.server_key(req, root / "_" / "_", None, THREADS, None, root)
@@ -107,7 +107,7 @@ def _engine_server(req: dict, root: Path) -> None:
 
 
 def first_gradings(req: dict, base: Path, warm_s: float) -> None:
-    from autorl_tui.engine import grader_service
+    from autorl_tui.grading_host import grader_service
 
     grader_service.close_all()
     t0 = time.perf_counter()
@@ -137,7 +137,7 @@ def first_gradings(req: dict, base: Path, warm_s: float) -> None:
 
 
 def concurrent(req: dict, base: Path, raw_s: float) -> None:
-    from autorl_tui.engine import grader_service
+    from autorl_tui.grading_host import grader_service
 
     n = RUNS_N * SUBMISSIONS
     floor = n * raw_s / SLOTS
@@ -221,7 +221,7 @@ def paired_idle_and_loaded(req: dict, base: Path, raw_once) -> None:
 
 
 def snapshot_vs_cp(base: Path) -> None:
-    from autorl_tui.engine.submissions import RACY_NS, hash_snapshot, snapshot_folder
+    from autorl_tui.grading_host.submissions import RACY_NS, hash_snapshot, snapshot_folder
 
     src = base / "snap-src" / "v1"
     src.mkdir(parents=True)
@@ -341,8 +341,8 @@ def store_scale(base: Path) -> None:
 
 
 def main():
-    from autorl_tui.engine import grader_service
-    from autorl_tui.engine.executors.sandbox_bwrap import probe
+    from autorl_tui.grading_host import grader_service
+    from autorl_tui.isolation.sandbox_bwrap import probe
 
     cache = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models"))
     model = build_tiny_model(cache / f"tiny-{source_key()}", seed=0)

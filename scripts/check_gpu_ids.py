@@ -9,8 +9,8 @@ import os
 import subprocess
 import sys
 
-from autorl_tui.engine.executors.ray_node import nvml_probe
-from autorl_tui.engine.gpus import device_uuids, discover
+from autorl_tui.executors.ray_node import nvml_probe
+from autorl_tui.executors.gpus import device_uuids, discover
 
 
 def smi() -> list[tuple[str, str]]:

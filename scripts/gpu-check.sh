@@ -122,7 +122,7 @@ print("agent runtime:", torch.__version__, "cuda", torch.cuda.is_available(), "t
 "trl", trl.__version__, "datasets", datasets.__version__, "huggingface_hub", h.__version__)' || exit 1
   $PY -c 'import duckdb, sqlite_utils, textual, trl, datasets, pytest_asyncio, autorl_tui.cli; print("harness imports ok")' || exit 1
   mkdir -p $MODELS
-  $PY -c 'from autorl_tui.engine.executors.sandbox_bwrap import probe; print("sandbox:", probe())'
+  $PY -c 'from autorl_tui.isolation.sandbox_bwrap import probe; print("sandbox:", probe())'
   $PY -m autorl_tui.cli doctor --home $HOME_DIR 2>&1 | head -40
   echo "setup done"
 }
@@ -153,7 +153,7 @@ demo() {
     echo "no CUDA here: the demo runs on the CPU (gpus_per_run: 0); its assertions must fail"
     sed -i "s/^gpus_per_run: .*/gpus_per_run: 0/" /tmp/gpu-demo.yaml
   fi
-  if $PY -c 'from autorl_tui.engine.executors.sandbox_bwrap import probe; import sys; print("sandbox:", probe()); sys.exit(0 if probe()[0] else 1)'; then
+  if $PY -c 'from autorl_tui.isolation.sandbox_bwrap import probe; import sys; print("sandbox:", probe()); sys.exit(0 if probe()[0] else 1)'; then
     export GPU_DEMO_SANDBOXED=1     # the assertions then require the agent's isolation to be bwrap
   else
     echo "no sandbox here: the demo's agent runs unisolated (isolation: none)"

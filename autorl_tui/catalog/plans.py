@@ -255,8 +255,8 @@ def _check_grading(grading, executor: str, where: str) -> None:
 
 def _check_log_cap(cap, where: str) -> None:
     """`log_cap: {events: N, bytes: B, file_bytes: F}`: how many stdout/stderr/action events (and
-    bytes of them) a run stores at most (engine/instrument/log_ingest.py has the defaults), and how
-    large each raw log file may grow on disk (engine/executors/capped_log.py)."""
+    bytes of them) a run stores at most (instrument/log_ingest.py has the defaults), and how
+    large each raw log file may grow on disk (executors/capped_log.py)."""
     if cap is None:
         return
     if not isinstance(cap, dict) or set(cap) - {"events", "bytes", "file_bytes"}:

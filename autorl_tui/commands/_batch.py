@@ -18,7 +18,7 @@ def engine_from_args(args, role: str = "batch"):
     from autorl_tui.engine.engine import Engine
     from autorl_tui.home import Home
 
-    from autorl_tui.engine.gpus import inventory
+    from autorl_tui.executors.gpus import inventory
 
     gpus = inventory(getattr(args, "gpus", None)).ids or None
     return Engine(Home.open(args.home), concurrency=getattr(args, "concurrency", None), gpus=gpus,
@@ -28,7 +28,7 @@ def engine_from_args(args, role: str = "batch"):
 
 def run_batch(args) -> int:
     from autorl_tui.catalog.plans import load_plan
-    from autorl_tui.engine.client import engine_is_running
+    from autorl_tui.daemon.client import engine_is_running
     from autorl_tui.home import Home
 
     plan = load_plan(args.batch)
@@ -81,7 +81,7 @@ async def _hand_over(args, plan) -> int:
     follow the plan's runs over the socket until they end. Ctrl-C (or SIGTERM) stops following,
     not the runs: exit 130, naming the runs that go on."""
     from autorl_tui.commands._display import PlainDisplay, print_outcome
-    from autorl_tui.engine.client import EngineClient
+    from autorl_tui.daemon.client import EngineClient
     from autorl_tui.home import Home
     from autorl_tui.run_states import FINAL_STATES
     from autorl_tui.store.queries import StoreReader
@@ -122,7 +122,7 @@ async def _hand_over(args, plan) -> int:
 
 async def _follow(client, run_ids: list[str], states: dict[str, str], display) -> None:
     """Render the runs' events and keep `states` current until every run has ended."""
-    from autorl_tui.engine.client import Disconnected, Lagged
+    from autorl_tui.daemon.client import Disconnected, Lagged
     from autorl_tui.engine.events import RunStateChanged
     from autorl_tui.run_states import FINAL_STATES
 
@@ -146,7 +146,7 @@ async def _follow(client, run_ids: list[str], states: dict[str, str], display) -
 
 async def _run(args, plan) -> int:
     from autorl_tui.commands._display import make_display, print_outcome
-    from autorl_tui.engine.server import serving
+    from autorl_tui.daemon.server import serving
     from autorl_tui.store.queries import StoreReader
 
     engine = engine_from_args(args)

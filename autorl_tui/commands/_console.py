@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def run_console(args) -> int:
-    from autorl_tui.engine.daemon import EngineOptions, start_daemon
+    from autorl_tui.daemon.daemon import EngineOptions, start_daemon
     from autorl_tui.home import Home
 
     home = Home.open(args.home)

@@ -27,7 +27,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from autorl_tui.commands._runs import resolve_runs
-    from autorl_tui.engine.client import engine_is_running
+    from autorl_tui.daemon.client import engine_is_running
     from autorl_tui.home import Home
 
     home = Home.open(args.home)
@@ -48,7 +48,7 @@ def run(args) -> int:
 
 
 async def _through_engine(home, run_ids: list[str], reason: str, wait_s: float) -> dict[str, str]:
-    from autorl_tui.engine.client import EngineClient
+    from autorl_tui.daemon.client import EngineClient
 
     client = await EngineClient.connect(home.root)
     try:

@@ -19,8 +19,8 @@ def register(subparsers) -> None:
 
 def _holders(home) -> list[dict]:
     """Active Ray attempts of this home with where Ray placed them (ray.json in their log folder)."""
-    from autorl_tui.engine.executors.ray import RayExecutor
-    from autorl_tui.engine.executors.ray_view import holdings
+    from autorl_tui.executors.ray import RayExecutor
+    from autorl_tui.executors.ray_view import holdings
     from autorl_tui.store.queries import StoreReader
 
     if not home.store_path.exists():
@@ -32,7 +32,7 @@ def _holders(home) -> list[dict]:
 def run(args) -> int:
     import os
 
-    from autorl_tui.engine.executors.ray import cluster_report
+    from autorl_tui.executors.ray import cluster_report
     from autorl_tui.home import Home
 
     address = args.address or os.environ.get("RAY_ADDRESS")

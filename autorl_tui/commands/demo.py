@@ -36,7 +36,7 @@ async def _demo(args, plan) -> int:
     from autorl_tui.commands._batch import engine_from_args
     from autorl_tui.commands._conditions import describe_conditions, run_conditions
     from autorl_tui.commands._display import make_display, print_next, print_summary
-    from autorl_tui.engine.server import serving
+    from autorl_tui.daemon.server import serving
     from autorl_tui.store.export import write_json_atomic
     from autorl_tui.store.queries import StoreReader
     import sys

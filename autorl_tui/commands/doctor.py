@@ -42,7 +42,7 @@ def collect(args) -> dict:
     report: dict = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
                     "euid": os.geteuid(), "home": str(resolve_home(args.home))}
     report["packages"] = {m: {"extra": extra, "version": _version(m)} for m, extra in OPTIONAL}
-    from autorl_tui.engine.gpus import inventory
+    from autorl_tui.executors.gpus import inventory
 
     inv = inventory(getattr(args, "gpus", None))
     held = _gpu_holders(Home.open(args.home, create=False))
@@ -51,7 +51,7 @@ def collect(args) -> dict:
                       "source": inv.source,
                       "note": inv.note or ("" if inv.gpus else "no GPUs: runs use CPU slots")}
     try:
-        from autorl_tui.engine.executors.docker import DockerExecutor
+        from autorl_tui.executors.docker import DockerExecutor
 
         ok, why = DockerExecutor(home=resolve_home(args.home)).available()
     except ImportError:
@@ -59,15 +59,15 @@ def collect(args) -> dict:
     except Exception as exc:
         ok, why = False, str(exc)
     report["docker"] = {"available": ok, "detail": why}
-    from autorl_tui.engine.executors.sandbox_bwrap import FIX, probe
+    from autorl_tui.isolation.sandbox_bwrap import FIX, probe
 
     ok, why = probe()
     report["local_sandbox"] = {"available": ok, "detail": why if ok else f"{why}; {FIX}"}
-    from autorl_tui.engine.agent_runtime import report as agent_runtime_report
+    from autorl_tui.executors.agent_runtime import report as agent_runtime_report
 
     report["agent_runtime"] = agent_runtime_report()
     report["cluster"] = _cluster()
-    from autorl_tui.engine.executors.ray import DRIVER_LOG
+    from autorl_tui.executors.ray import DRIVER_LOG
 
     report["cluster"]["driver_log"] = str(resolve_home(args.home) / DRIVER_LOG)     # Ray's own output
     report["tools"] = {t: shutil.which(t) for t in ("chromium", "tmux", "npm", "node", "g++", "cmake")}
@@ -117,7 +117,7 @@ def _cluster() -> dict:
     if not address:
         return {"connected": False, "detail": "none named (set RAY_ADDRESS for executor ray; docs/cluster.md)",
                 "nodes": []}
-    from autorl_tui.engine.executors.ray import cluster_report
+    from autorl_tui.executors.ray import cluster_report
 
     return cluster_report(address)
 

@@ -26,7 +26,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from autorl_tui.engine.daemon import EngineOptions, log_path, serve, start_daemon, stop_daemon
+    from autorl_tui.daemon.daemon import EngineOptions, log_path, serve, start_daemon, stop_daemon
     from autorl_tui.home import Home
 
     home = Home.open(args.home)
@@ -49,7 +49,7 @@ def run(args) -> int:
 
 
 def _status(home) -> int:
-    from autorl_tui.engine.client import EngineClient, EngineNotRunning
+    from autorl_tui.daemon.client import EngineClient, EngineNotRunning
 
     async def ask():
         client = await EngineClient.connect(home)

@@ -12,12 +12,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from autorl_tui.engine.gpus import inventory, sample_utilization
+    from autorl_tui.executors.gpus import inventory, sample_utilization
 
     inv = inventory(getattr(args, "gpus", None))
     samples = {s.id: s for s in sample_utilization(inv.ids)} if inv.source == "nvml" else {}
     try:
-        from autorl_tui.engine.executors.docker import DockerExecutor
+        from autorl_tui.executors.docker import DockerExecutor
 
         docker_ok, docker_detail = DockerExecutor().available()
     except Exception as exc:  # the docker SDK missing, say

@@ -21,7 +21,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from autorl_tui.commands._runs import resolve_runs
-    from autorl_tui.engine.client import engine_is_running
+    from autorl_tui.daemon.client import engine_is_running
     from autorl_tui.home import Home
 
     home = Home.open(args.home)
@@ -32,7 +32,7 @@ def run(args) -> int:
 
 
 async def _hand_over(home, run_id: str) -> int:
-    from autorl_tui.engine.client import EngineClient
+    from autorl_tui.daemon.client import EngineClient
 
     client = await EngineClient.connect(home.root)
     try:
@@ -47,7 +47,7 @@ async def _retry_here(args, run_id: str) -> int:
     from autorl_tui.commands._batch import engine_from_args
     from autorl_tui.commands._display import follow_to_end
 
-    from autorl_tui.engine.server import serving
+    from autorl_tui.daemon.server import serving
 
     engine = engine_from_args(args, role="retry")
     await engine.start()

@@ -1,7 +1,7 @@
 """`autorl-tui runs list [--json] [--limit N [--offset N]]`: the queue and history of this home
 (a page of it with --limit).
 `autorl-tui runs prune [RUN ...] [--keep-last N] [--dry-run] [--json]`: reclaim snapshot disk of
-ended runs (policy: engine/snapshot_retention.py)."""
+ended runs (policy: grading_host/snapshot_retention.py)."""
 
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ def fit_columns(table: list[tuple[str, list[str]]], width: int) -> tuple[list, l
 
 
 def prune_runs(args) -> int:
-    from autorl_tui.engine import snapshot_retention as sr
+    from autorl_tui.grading_host import snapshot_retention as sr
     from autorl_tui.home import Home
     from autorl_tui.store.db import StoreError
     from autorl_tui.store.queries import StoreReader

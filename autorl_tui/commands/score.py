@@ -71,7 +71,7 @@ def _code_server(card, scratch: Path):
     """Generated code runs where the engine runs it: in the engine's code server (its sandbox
     root shows no host folder beyond the system, the runtime and the package), started for a scorer
     that executes code."""
-    from autorl_tui.engine.grading_client import RUNS_GENERATED_CODE, scoring_code_server
+    from autorl_tui.grading_host.grading_client import RUNS_GENERATED_CODE, scoring_code_server
 
     if card.scorer not in RUNS_GENERATED_CODE:
         return contextlib.nullcontext()

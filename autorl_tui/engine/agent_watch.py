@@ -11,17 +11,17 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from autorl_tui.engine import events as ev
-from autorl_tui.engine.instrument.filetail import FileTail
-from autorl_tui.engine.instrument.log_ingest import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, LogIngest
-from autorl_tui.engine.instrument.metrics import MetricsCollector
-from autorl_tui.engine.instrument.resources import ProcessTreeSampler
-from autorl_tui.engine.instrument.sessions import SessionTracker
+from autorl_tui.instrument.filetail import FileTail
+from autorl_tui.instrument.log_ingest import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, LogIngest
+from autorl_tui.instrument.metrics import MetricsCollector
+from autorl_tui.instrument.resources import ProcessTreeSampler
+from autorl_tui.instrument.sessions import SessionTracker
 from autorl_tui.engine.run_outcomes import InfraRetry
 from autorl_tui.engine.run_revisions import revision_tracker, snapshot_revision
 
 if TYPE_CHECKING:
     from autorl_tui.catalog.agents import AgentSpec
-    from autorl_tui.engine.executors.base import AgentHandle
+    from autorl_tui.executors.base import AgentHandle
     from autorl_tui.engine.run_host import RunHost
     from autorl_tui.engine.run_journal import RunJournal
     from autorl_tui.engine.workspace import Workspace
@@ -192,7 +192,7 @@ class AgentWatch:
         if store:
             self.journal.log("action", message, level="error" if data.get("kind") in ("error", "malformed") else "info",
                              data=data)
-        if data.get("kind") == "usage":      # usage actions are increments (engine/instrument/actions.py)
+        if data.get("kind") == "usage":      # usage actions are increments (instrument/actions.py)
             run = self.journal.run
             fields = {col: (getattr(run, col) or 0) + data[col] for col in ("tokens_in", "tokens_out", "cost_usd")
                       if data.get(col) is not None}

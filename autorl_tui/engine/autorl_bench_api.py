@@ -11,7 +11,7 @@ import json
 import time
 from pathlib import Path
 
-from autorl_tui.engine.safe_files import write_replace
+from autorl_tui.safe_files import write_replace
 from autorl_tui.interop.autorl_bench_ledger import GRADED, entry, iso, ledger, parse_iso, response_as_of
 
 __all__ = ["GRADED", "GpuRefused", "choose_gpus", "entry", "iso", "ledger", "parse_iso", "response_as_of",

@@ -20,11 +20,11 @@ from autorl_tui.catalog.plans import Plan, RunRequest, isolation_of
 from autorl_tui.catalog.tasks import (DataUnavailable, find_task, local_data_root, provider_data_missing,
                                      task_search_path)
 from autorl_tui.engine import events as ev
-from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
-from autorl_tui.engine.agent_runtime import find as find_agent_runtime
+from autorl_tui.executors.agent_runtime import AgentRuntimeMissing
+from autorl_tui.executors.agent_runtime import find as find_agent_runtime
 from autorl_tui.engine.events import EventBus
-from autorl_tui.engine.grading_queue import GradingQueue, default_slots
-from autorl_tui.engine.executors import Executor, executor_class
+from autorl_tui.grading_host.grading_queue import GradingQueue, default_slots
+from autorl_tui.executors import Executor, executor_class
 from autorl_tui.run_states import ACTIVE_STATES, FINAL_STATES, UNSUCCESSFUL_STATES
 from autorl_tui.engine.supervisor import RunSupervisor
 from autorl_tui.catalog.overlays import exposure, overlay_env
@@ -125,7 +125,7 @@ class Engine:
             t.cancel()
         if sup_tasks:
             await asyncio.gather(*sup_tasks, return_exceptions=True)
-        from autorl_tui.engine import grader_service
+        from autorl_tui.grading_host import grader_service
 
         await asyncio.to_thread(grader_service.close_all)    # the warm graders end with their engine
         for ex in list(self._executors.values()):     # and an executor's graders elsewhere (a cluster's nodes)
@@ -182,7 +182,7 @@ class Engine:
         if output_format == "text":
             return None
         try:
-            from autorl_tui.engine.instrument.parsers import get_parser
+            from autorl_tui.instrument.parsers import get_parser
         except ImportError:
             return None
         return get_parser(output_format)
@@ -190,7 +190,7 @@ class Engine:
     def gpu_samples(self, gpus: list[str]) -> list[dict] | None:
         if not gpus:
             return None
-        from autorl_tui.engine.gpus import sample_utilization
+        from autorl_tui.executors.gpus import sample_utilization
 
         return [s.__dict__ if hasattr(s, "__dict__") else dict(s) for s in sample_utilization(gpus)] or None
 
@@ -229,7 +229,7 @@ class Engine:
             check_model_fits(card, req.model, req.options.get("model_mismatch"))
         ex = self.executor(req.executor)
         if not (ex.takes_images and (req.options.get("image") or agent.image)):
-            # the agent runs on the agent runtime (engine/agent_runtime.py), never on the harness's
+            # the agent runs on the agent runtime (executors/agent_runtime.py), never on the harness's
             try:
                 find_agent_runtime()
             except AgentRuntimeMissing as exc:
@@ -285,7 +285,7 @@ class Engine:
         one per task folder of the user's), started in the background as soon as a run of it is
         queued: a run then never waits for a server's start (docs/grading.md, "The warm grader").
         runs: (executor, GPUs asked for, spec) of the runs queued."""
-        from autorl_tui.engine.grading_client import prestart_warm
+        from autorl_tui.grading_host.grading_client import prestart_warm
 
         tasks = {json.dumps(spec.task, sort_keys=True): spec.task for executor, gpus, spec in runs
                  if not executor_class(executor).grades_remotely and not gpus and spec.task
@@ -411,7 +411,7 @@ class Engine:
     def cluster_state(self) -> dict | None:
         """The Ray cluster as the console shows it (nodes, GPUs, which attempt holds which), from the
         background view: never waits on Ray. None while this engine uses no cluster."""
-        from autorl_tui.engine.executors import cluster_executors
+        from autorl_tui.executors import cluster_executors
         from autorl_tui.store.queries import StoreReader
 
         for name, cls in cluster_executors():
@@ -587,7 +587,7 @@ class Engine:
     def _reap_orphan_containers(self, live: set[str]) -> None:
         """Containers of this home that no live run owns are leftovers of a crash: remove them."""
         from autorl_tui import registry
-        from autorl_tui.engine.executors import executor_class
+        from autorl_tui.executors import executor_class
 
         removed = []
         for name in registry.names("executors"):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from autorl_tui.engine.loopback_web import web
 from autorl_tui.engine.submission_desk import (GpuRequestRefused, GradingFailed, SubmissionLimit, SubmissionRefused,
                                                SubmissionsClosed)
-from autorl_tui.engine.submissions import SubmissionRejected
+from autorl_tui.grading_host.submissions import SubmissionRejected
 
 if TYPE_CHECKING:
     from autorl_tui.engine.submission_desk import SubmissionDesk

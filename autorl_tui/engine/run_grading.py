@@ -1,4 +1,4 @@
-"""Grading for one run: the grader requests it makes (engine/grading_client.py runs them), their time
+"""Grading for one run: the grader requests it makes (grading_host/grading_client.py runs them), their time
 limits and progress lines, the samples they return, and the run's baselines (the base model on dev
 and on the held-out test split, cached per task, model, protocol and grader version)."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from autorl_tui.durations import format_duration
-from autorl_tui.engine.grading_client import GradingOutcome, prestart_warm, run_grader
-from autorl_tui.engine.grading_placement import grading_devices, place
+from autorl_tui.grading_host.grading_client import GradingOutcome, prestart_warm, run_grader
+from autorl_tui.grading_host.grading_placement import grading_devices, place
 from autorl_tui.engine.run_outcomes import RunFailure
 from autorl_tui.grading import GRADER_VERSION
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:   # annotations only: these modules import nothing of the engine
     from autorl_tui.engine.events import EventBus
-    from autorl_tui.engine.grading_queue import GradingQueue
+    from autorl_tui.grading_host.grading_queue import GradingQueue
     from autorl_tui.engine.scheduling import RetryPolicy
     from autorl_tui.home import Home
     from autorl_tui.store.db import Store

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autorl_tui.engine.instrument.revisions import RevisionTracker
+from autorl_tui.instrument.revisions import RevisionTracker
 
 if TYPE_CHECKING:
     from autorl_tui.engine.run_journal import RunJournal

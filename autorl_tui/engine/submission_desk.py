@@ -3,7 +3,7 @@ revision), grades it on dev or joins the grading of identical content, records t
 answers. It also answers the agent's time, submissions and health questions.
 
 Refusals are typed domain errors (`SubmissionRefused` and its kinds here, `SubmissionRejected` from
-engine/submissions.py); only the HTTP edge, engine/run_api.py, turns them into statuses."""
+grading_host/submissions.py); only the HTTP edge, engine/run_api.py, turns them into statuses."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from autorl_tui.engine import autorl_bench_api as abapi
 from autorl_tui.engine import events as ev
 from autorl_tui.engine import trust_provenance
 from autorl_tui.engine.run_revisions import revision_tracker, snapshot_revision
-from autorl_tui.engine.submissions import (SubmissionRejected, check_model_path_text, folder_bytes, hash_snapshot,
+from autorl_tui.grading_host.submissions import (SubmissionRejected, check_model_path_text, folder_bytes, hash_snapshot,
                                            hash_snapshot_folder, snapshot_cap, take_submission)
 from autorl_tui.engine.workspace import write_run_meta
 
 if TYPE_CHECKING:
     from autorl_tui.catalog.agents import AgentSpec
     from autorl_tui.catalog.tasks import TaskCard
-    from autorl_tui.engine.grading_client import GradingOutcome
+    from autorl_tui.grading_host.grading_client import GradingOutcome
     from autorl_tui.engine.run_grading import RunGrading
     from autorl_tui.engine.run_journal import RunJournal
     from autorl_tui.engine.workspace import Workspace

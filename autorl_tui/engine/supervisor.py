@@ -22,19 +22,19 @@ from typing import TYPE_CHECKING
 from autorl_tui.catalog.agents import AgentSpec, find_agent, passthrough_env
 from autorl_tui.catalog.overlays import overlay_env, place_copies, place_home_files
 from autorl_tui.catalog.tasks import TaskCard, load_task_card
-from autorl_tui.engine.agent_runtime import AgentRuntimeMissing
-from autorl_tui.engine.agent_runtime import find as find_agent_runtime
+from autorl_tui.executors.agent_runtime import AgentRuntimeMissing
+from autorl_tui.executors.agent_runtime import find as find_agent_runtime
 from autorl_tui.catalog.plans import host_ports_of
 from autorl_tui.engine import honey_tokens, trust_sweep
 from autorl_tui.engine.agent_watch import AgentWatch
-from autorl_tui.engine.executors.base import (AgentHandle, AgentStartError, ClusterLaunch, ContainerLaunch, Executor,
+from autorl_tui.executors.base import (AgentHandle, AgentStartError, ClusterLaunch, ContainerLaunch, Executor,
                                               ExecutorError, LaunchSpec, Mount, SandboxLaunch)
 from autorl_tui.engine.finalization import finalize
 from autorl_tui.engine.run_api import RunApiServer
 from autorl_tui.engine.run_grading import RunGrading
 from autorl_tui.engine.run_journal import RunJournal
 from autorl_tui.engine.run_outcomes import InfraRetry, RunCancelled, RunFailure, RunLost
-from autorl_tui.engine.safe_files import write_replace
+from autorl_tui.safe_files import write_replace
 from autorl_tui.engine.submission_desk import SubmissionDesk
 from autorl_tui.engine.workspace import AGENT_WRITABLE, Workspace, agent_environment, build_workspace, write_run_meta
 from autorl_tui.exitcodes import UsageError
@@ -282,7 +282,7 @@ class RunSupervisor:
         return self.spec.option("image") or self.agent.image
 
     def _agent_python(self) -> str:
-        """`{python}`: the agent runtime's interpreter (engine/agent_runtime.py), or a named image's python3."""
+        """`{python}`: the agent runtime's interpreter (executors/agent_runtime.py), or a named image's python3."""
         if self._image() and self.executor.takes_images:
             return "python3"
         try:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from autorl_tui.catalog.tasks import TaskCard
 from autorl_tui.durations import format_duration
-from autorl_tui.engine.safe_files import write_replace
+from autorl_tui.safe_files import write_replace
 
 INSTRUCTIONS_TEMPLATE = Path(__file__).resolve().parents[1] / "builtin" / "prompts" / "instructions.md.j2"
 AGENT_WRITABLE = ("code", "output", "logs", ".home")
@@ -168,7 +168,7 @@ def agent_environment(ws: Workspace, *, task_id: str, grading_url: str, deadline
         "GRADING_SERVER_URL": grading_url,
         "METRICS_FILE": str(ws.metrics_file),
         "CUDA_VISIBLE_DEVICES": ",".join(gpus),
-        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",      # indices are NVML's (engine/gpus.py PCI_BUS_ORDER)
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",      # indices are NVML's (executors/gpus.py PCI_BUS_ORDER)
         "RUN_DEADLINE": str(deadline),
         "RUN_SEED": str(seed),
         "HF_HUB_OFFLINE": "1",

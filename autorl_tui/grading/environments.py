@@ -4,7 +4,7 @@ An environment is a plugin (`autorl_tui/registry.py`, kind `environments`): a na
 `scorer_options.env`) -> a class built with no arguments. The scorer owns the policy (the submitted
 model) and the protocol; the environment owns the episodes: what one is, how its prompts read,
 how a reply becomes an action, and when it is won. Episodes run batched: every live episode
-advances by one step per `generate` call. ALFWorld (`tasks/alfworld/environment.py`) is the
+advances by one step per `generate` call. ALFWorld (`tasks/alfworld/grader_env.py`) is the
 reference implementation; its `run_episodes` is the generic batched runner
 (`grading/episodes.py`) with ALFWorld's prompt and reply hooks. docs/tasks.md ("Add an
 interactive task") describes how to add one.

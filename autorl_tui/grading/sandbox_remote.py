@@ -1,7 +1,7 @@
 """Generated code run by a separate process: the grader worker asks, the code server runs.
 
 The grader worker loads an untrusted model and holds the held-out tests, so it runs sandboxed as
-an unprivileged uid with no capabilities (engine/grading_client.py). It cannot give generated code
+an unprivileged uid with no capabilities (grading_host/grading_client.py). It cannot give generated code
 a uid and namespaces of its own; the code server can: `python -m autorl_tui.grading.sandbox_remote
 FD UID...`, started by the engine next to the worker, in a bubblewrap sandbox of its own (no
 network, a view of only the system, the Python runtime and the package, task folders covered),

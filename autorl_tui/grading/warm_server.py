@@ -1,5 +1,5 @@
 """The warm grader's fork server: imports the inference stack once, then forks one grading child
-per request. Started and spoken to by `engine/grader_service.py`; knows nothing of runs.
+per request. Started and spoken to by `grading_host/grader_service.py`; knows nothing of runs.
 
     python -m autorl_tui.grading.warm_server
 

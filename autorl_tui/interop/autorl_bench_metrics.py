@@ -67,7 +67,7 @@ HASH_LIMIT_BYTES = 64 * 1024 * 1024
 
 
 def folder_hash(folder: Path) -> str | None:
-    """The content hash our submission snapshots get (engine/submissions.py): sha256 over sorted
+    """The content hash our submission snapshots get (grading_host/submissions.py): sha256 over sorted
     (relative path, file sha256). None for a missing folder or one over HASH_LIMIT_BYTES."""
     import hashlib
 

@@ -192,7 +192,7 @@ MIGRATIONS.append(
 
 MIGRATIONS.append(
     # 3: training sessions: every training metric point belongs to one trainer run (one `trl sft`,
-    # one GRPO stage...), stored once whichever sources reported it (engine/instrument/sessions.py)
+    # one GRPO stage...), stored once whichever sources reported it (instrument/sessions.py)
     """
     CREATE TABLE training_sessions (
         id INTEGER PRIMARY KEY,

@@ -16,7 +16,7 @@ from textual.app import App
 from textual.css.query import NoMatches
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from autorl_tui.engine.client import EngineClient, EngineNotRunning, Lagged
+from autorl_tui.daemon.client import EngineClient, EngineNotRunning, Lagged
 from autorl_tui.exitcodes import InfraError, UsageError
 from autorl_tui.home import EngineLock, Home
 from autorl_tui.run_states import ACTIVE_STATES

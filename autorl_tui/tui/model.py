@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autorl_tui.engine.client import Disconnected, Lagged
+from autorl_tui.daemon.client import Disconnected, Lagged
 from autorl_tui.engine.events import (ClusterChanged, MetricPoint, QueueChanged, ResourceSample, RunEventAppended,
                                       RunStateChanged, RunUpdated, SubmissionUpdated)
 from autorl_tui.tui.formatting import FINISHED_STATES
@@ -72,7 +72,7 @@ def note_liveness(run: dict, ev) -> None:
         run["progress"] = ev.message
 
 
-TREND_POINTS = 16     # dev scores kept per run (the snapshot sends as many: engine/run_summaries.py)
+TREND_POINTS = 16     # dev scores kept per run (the snapshot sends as many: daemon/run_summaries.py)
 
 
 def note_dev_score(run: dict, sub: dict) -> bool:

@@ -4,7 +4,7 @@ offline runtime image) lists every file it can read; the harness, as root outsid
 reads those files through the agent's own view (/proc/<pid>/root) and greps them, gzip files and
 zip members decompressed, for the ids and prompt lines of every installed task's dev and test
 splits, materialized here by the harness (tests/support/runtime_scan.py). Must find none. It also
-checks what the runtime is: the agent runtime (engine/agent_runtime.py), with the training stack
+checks what the runtime is: the agent runtime (executors/agent_runtime.py), with the training stack
 and nothing of the harness."""
 
 import json
@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from autorl_tui.catalog.tasks import DataUnavailable, list_tasks, materialize, task_search_path
-from autorl_tui.engine.agent_runtime import find as find_agent_runtime
+from autorl_tui.executors.agent_runtime import find as find_agent_runtime
 from tests.support.harness import REPO, TASKS, TEST_AGENTS, home_with_tiny, write_plan
 from tests.support.runtime_scan import held_out_needles, scan
 from tests.support.waiting import wait_for
@@ -111,7 +111,7 @@ def _check(run: dict, held_out_splits: dict) -> None:
     assert any(w.startswith("humaneval/test") for w in needles.texts.values())
     assert any(w.startswith("humaneval/test") for w in needles.ids.values())
     # The one file the host may fail to read back is the loopback forwarder the shim writes for the
-    # run (a copy of engine/executors/container_init.py, nothing of any task; sandbox_net.py): its
+    # run (a copy of isolation/container_init.py, nothing of any task; sandbox_net.py): its
     # folder belongs to the sandbox's uid and goes when the shim closes the network.
     assert result.files > 1000 and set(result.unreadable) <= {"/run/autorl-net/init.py"}, result.unreadable[:10]
     assert not result.too_big_not_elf, result.too_big_not_elf

@@ -12,8 +12,8 @@ from pathlib import Path
 
 
 from autorl_tui.catalog.agents import builtin_agents_dir, load_agent_spec
-from autorl_tui.engine.instrument.actions import UsageTotals
-from autorl_tui.engine.instrument.parsers import get_parser
+from autorl_tui.instrument.actions import UsageTotals
+from autorl_tui.instrument.parsers import get_parser
 from tests.support.agent_session import TRAIN_SCRIPT, executor_env, make_workspace, run_agent
 from tests.support.standin_grading import StandinGrading
 from tests.support.standin_llm import Step, StandinLLM

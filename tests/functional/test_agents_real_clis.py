@@ -22,7 +22,7 @@ import pytest
 
 from autorl_tui.catalog.agents import builtin_agents_dir, load_agent_spec
 from autorl_tui.catalog.readiness import agent_readiness
-from autorl_tui.engine.instrument.actions import UsageTotals
+from autorl_tui.instrument.actions import UsageTotals
 from tests.support.agent_session import (LOOK, RUN, SUBMIT, WRITE, executor_env, make_workspace,
                                          record_in_store, run_agent)
 from tests.support.agent_clis import install_agent_clis

@@ -380,7 +380,7 @@ def test_reference_collect_writes_reactive_trajectories_that_win(all_types_train
     moves; replaying each episode wins in the engine. The expert's choices follow from the prompt:
     searches go through the room list in order from where it stands, and the object goes to the
     first place of the needed type in the room list."""
-    from autorl_tui.tasks.alfworld.env import AlfworldGame
+    from autorl_tui.tasks.alfworld.game import AlfworldGame
     from autorl_tui.tasks.alfworld.prompts import build_messages
 
     _, train = all_types_train

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from autorl_tui.engine.agent_runtime import find as find_agent_runtime
+from autorl_tui.executors.agent_runtime import find as find_agent_runtime
 from tests.support.agent_clis import install_agent_clis
 from tests.support.agent_session import SUBMIT
 from tests.support.batch_run import COPY_BASE_MODEL, folder_home, run_folder, the_done_run  # noqa: F401

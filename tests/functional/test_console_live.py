@@ -13,8 +13,8 @@ import sys
 import psutil
 import pytest
 
-from autorl_tui.engine.client import EngineClient
-from autorl_tui.engine.daemon import EngineOptions, start_daemon, stop_daemon
+from autorl_tui.daemon.client import EngineClient
+from autorl_tui.daemon.daemon import EngineOptions, start_daemon, stop_daemon
 from autorl_tui.home import Home
 from autorl_tui.tui.app import ConsoleApp
 from autorl_tui.tui.screens.new_plan import NewPlanScreen

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from autorl_tui.engine.client import EngineClient
+from autorl_tui.daemon.client import EngineClient
 from autorl_tui.engine.events import SubmissionUpdated
-from autorl_tui.engine.server import CatalogSources, EngineServer
+from autorl_tui.daemon.server import CatalogSources, EngineServer
 from autorl_tui.home import Home
 from autorl_tui.tui.app import ConsoleApp
 from tests.functional.test_console_actions import until

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from autorl_tui.engine.client import EngineClient, EngineCommandError, EngineNotRunning, Lagged
+from autorl_tui.daemon.client import EngineClient, EngineCommandError, EngineNotRunning, Lagged
 from autorl_tui.engine.events import RunEventAppended
-from autorl_tui.engine.server import CatalogSources, EngineServer
+from autorl_tui.daemon.server import CatalogSources, EngineServer
 from autorl_tui.home import Home
 from tests.support.static_engine import StaticEngine, fill_demo_store
 
@@ -142,8 +142,8 @@ async def test_shutdown_is_answered_then_triggered(served):
 
 def test_headless_paths_import_no_textual():
     code = ("import sys, importlib, importlib.util\n"
-            "mods = ['autorl_tui.cli', 'autorl_tui.engine', 'autorl_tui.engine.server', 'autorl_tui.engine.client',\n"
-            "        'autorl_tui.engine.daemon', 'autorl_tui.commands.engine', 'autorl_tui.store.revisions']\n"
+            "mods = ['autorl_tui.cli', 'autorl_tui.engine', 'autorl_tui.daemon.server', 'autorl_tui.daemon.client',\n"
+            "        'autorl_tui.daemon.daemon', 'autorl_tui.commands.engine', 'autorl_tui.store.revisions']\n"
             "for extra in ('autorl_tui.commands._batch', 'autorl_tui.engine.engine'):\n"
             "    if importlib.util.find_spec(extra): mods.append(extra)\n"
             "for m in mods: importlib.import_module(m)\n"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from autorl_tui.engine.executors.base import ContainerLaunch, ExecutorError, LaunchSpec, Mount
-from autorl_tui.engine.executors.docker_logs import POSITIONS_FILE
-from autorl_tui.engine.executors.docker import LABEL_ATTEMPT, LABEL_HOME, LABEL_RUN, DockerExecutor
+from autorl_tui.executors.base import ContainerLaunch, ExecutorError, LaunchSpec, Mount
+from autorl_tui.executors.docker_logs import POSITIONS_FILE
+from autorl_tui.executors.docker import LABEL_ATTEMPT, LABEL_HOME, LABEL_RUN, DockerExecutor
 from tests.support.docker_engine import docker_client  # noqa: F401 (fixture)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -223,7 +223,7 @@ async def test_memory_limit_is_enforced(harness):
 CRASHING_ENGINE = """
 import asyncio, sys, time, pickle
 sys.path.insert(0, {repo!r})
-from autorl_tui.engine.executors.docker import DockerExecutor
+from autorl_tui.executors.docker import DockerExecutor
 spec = pickle.load(open({spec!r}, "rb"))
 async def main():
     handle = await DockerExecutor(home={home!r}).start(spec)
@@ -331,7 +331,7 @@ async def test_unreadable_mount_is_refused_with_the_fix(harness):
 
 
 async def test_a_named_image_gets_no_host_runtime(harness):
-    from autorl_tui.engine.executors.images import ensure_runtime_image
+    from autorl_tui.executors.images import ensure_runtime_image
 
     h = harness
     # the empty runtime image named as a user image: nothing of the host is mounted, so no python3

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from autorl_tui.engine.grading_client import run_grader
+from autorl_tui.grading_host.grading_client import run_grader
 from autorl_tui.grading.inference import TransformersPolicy
 from tests.functional.test_grader_bounds import request
 

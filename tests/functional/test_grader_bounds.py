@@ -15,8 +15,8 @@ import psutil
 import pytest
 
 from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
-from autorl_tui.engine.grader_service import group_running
-from autorl_tui.engine.grading_client import run_grader, sandbox_probe
+from autorl_tui.grading_host.grader_service import group_running
+from autorl_tui.grading_host.grading_client import run_grader, sandbox_probe
 from tests.support.fixed_model import build_fixed_answer_model
 from tests.support.harness import REPO
 from tests.support.waiting import holds_within
@@ -59,7 +59,7 @@ def group_alive(pgid: int) -> bool:
 
 def grading_processes(server_pid: int) -> list[psutil.Process]:
     """The processes under a warm server that run as a grading's uid (zombies run nothing)."""
-    from autorl_tui.engine.executors.sandbox_bwrap import UID_BASE
+    from autorl_tui.isolation.sandbox_bwrap import UID_BASE
 
     out = []
     for p in psutil.Process(server_pid).children(recursive=True):
@@ -209,7 +209,7 @@ def attack_completion(body: str, *, split: Path, work: Path, port: int) -> str:
 @pytest.mark.skipif(not sandbox_probe()[0], reason="needs root and bubblewrap (the sandboxed grader)")
 @pytest.mark.parametrize("solution", ["canonical", "wrong"])
 def test_generated_code_attacks_fail_and_the_score_stays_true(tmp_path, solution):
-    from autorl_tui.engine.executors.sandbox_bwrap import UID_BASE, UID_COUNT
+    from autorl_tui.isolation.sandbox_bwrap import UID_BASE, UID_COUNT
     from autorl_tui.tasks.humaneval.provider import bundled_problems
 
     problem = bundled_problems()[0]
@@ -282,7 +282,7 @@ def test_generated_code_that_sleeps_or_allocates_past_its_limit_is_stopped_and_f
 
 @pytest.mark.parametrize("warm", ["1", "0"])
 def test_a_grading_that_allocates_without_bound_fails_at_the_memory_limit(tmp_path, monkeypatch, warm):
-    from autorl_tui.engine.grader_service import DISABLE_ENV
+    from autorl_tui.grading_host.grader_service import DISABLE_ENV
     from autorl_tui.grading.memory_limit import ENV
 
     monkeypatch.setenv(DISABLE_ENV, warm)

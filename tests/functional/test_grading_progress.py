@@ -8,7 +8,7 @@ import os
 import pytest
 
 from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
-from autorl_tui.engine.grading_client import read_progress, run_grader
+from autorl_tui.grading_host.grading_client import read_progress, run_grader
 
 
 @pytest.mark.slow

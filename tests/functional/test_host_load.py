@@ -6,7 +6,7 @@ real engine server and console."""
 import os
 
 from autorl_tui.engine.events import ResourceSample, event_from_dict
-from autorl_tui.engine.instrument.resources import ProcessTreeSampler
+from autorl_tui.instrument.resources import ProcessTreeSampler
 from autorl_tui.home import Home
 from autorl_tui.store.db import Store
 from autorl_tui.tui.app import ConsoleApp

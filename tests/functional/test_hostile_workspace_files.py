@@ -86,7 +86,7 @@ def test_output_replaced_by_a_link_to_root_copies_nothing_and_leaks_nothing(exec
     a valid submission afterwards is scored."""
     if executor == "docker" and not docker_available:
         pytest.skip("DOCKER ENGINE NOT REACHABLE: the docker output-link test did not run")
-    from autorl_tui.engine.submissions import snapshot_folder
+    from autorl_tui.grading_host.submissions import snapshot_folder
 
     home, tiny_model_dir = tiny_home
     private = tmp_path / "private"

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autorl_tui.engine.executors.sandbox_bwrap import UID_BASE, UID_COUNT
+from autorl_tui.isolation.sandbox_bwrap import UID_BASE, UID_COUNT
 from tests.support.harness import (REPO, TASKS, TEST_AGENTS, cli, home_with_tiny, load_json, make_reachable_home,
                                    sandbox_leftovers, write_plan)
 from tests.support.waiting import wait_for, wait_for_async
@@ -198,10 +198,10 @@ def test_a_docker_runs_token_is_invisible_to_a_concurrent_local_agent(home, tmp_
 
 async def test_the_grader_worker_runs_sandboxed_as_a_leased_uid(tmp_path, tiny_model_dir, monkeypatch):
     from autorl_tui.catalog.tasks import find_task, materialize
-    from autorl_tui.engine.grader_service import DISABLE_ENV
+    from autorl_tui.grading_host.grader_service import DISABLE_ENV
 
     monkeypatch.setenv(DISABLE_ENV, "0")   # the cold worker (the warm one: tests/functional/test_warm_grader.py)
-    from autorl_tui.engine.grading_client import run_grader
+    from autorl_tui.grading_host.grading_client import run_grader
 
     card = find_task("arith-small", [TASKS])
     split_path = materialize(card, "dev", tmp_path / "cache")

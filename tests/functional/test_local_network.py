@@ -1,4 +1,4 @@
-"""The local sandbox's own network namespace (executors/sandbox_net.py), attacked for real: a
+"""The local sandbox's own network namespace (isolation/sandbox_net.py), attacked for real: a
 sandboxed local agent (real shim, bwrap, leased uid) tries the host's loopback services, a Ray
 head with token authentication off, an abstract unix socket of the host and the host's own
 addresses; it still reaches its grading API and the host ports the plan names, and under
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autorl_tui.engine.executors.ray_auth import token_auth_enforced
+from autorl_tui.executors.ray_auth import token_auth_enforced
 from tests.support.harness import make_reachable_home
 from tests.support.local_agent import AbstractSocketServer, HttpServer, probe, run_local_agent
 
@@ -175,7 +175,7 @@ def test_a_local_agent_sees_only_its_own_gpu_nodes(root, standin_gpus):
 
 
 def test_the_grader_sandbox_binds_only_its_gpu(root, standin_gpus):
-    from autorl_tui.engine.executors.sandbox_bwrap import Sandbox, UidLease
+    from autorl_tui.isolation.sandbox_bwrap import Sandbox, UidLease
 
     with UidLease.acquire() as lease:
         argv = Sandbox(uid=lease.uid, chdir=Path("/"), gpus=["2"]).argv(["/usr/bin/python3", "-c", LIST_DEV])
@@ -190,7 +190,7 @@ USERNS = ("unshare -U true; echo userns=$?; "
 
 
 def test_user_namespaces_are_closed_inside_the_local_sandbox(root):
-    from autorl_tui.engine.executors.sandbox_bwrap import Sandbox, UidLease
+    from autorl_tui.isolation.sandbox_bwrap import Sandbox, UidLease
 
     with UidLease.acquire() as lease:       # the same sandbox without the filter: user namespaces are open
         argv = Sandbox(uid=lease.uid, chdir=Path("/")).argv(["/bin/sh", "-c", USERNS])

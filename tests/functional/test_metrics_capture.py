@@ -20,7 +20,7 @@ AGENTS = ["test-trl-sft", "test-trl-sft-tb", "test-trl-sft-twice", "test-bad-met
 
 @pytest.fixture(scope="module")
 def batch(tiny_model_dir, tmp_path_factory):
-    from autorl_tui.engine.agent_runtime import find as find_agent_runtime
+    from autorl_tui.executors.agent_runtime import find as find_agent_runtime
 
     if shutil.which("trl", path=str(find_agent_runtime().bin_dir)) is None:
         pytest.skip("LOUD SKIP: the `trl` command line is not installed in the agent runtime (requirements/agent.txt)")

@@ -9,8 +9,8 @@ import secrets
 import pytest
 
 from autorl_tui.exitcodes import UsageError
-from autorl_tui.engine.executors.base import ExecutorError
-from autorl_tui.engine.executors.ray_auth import check_cluster_auth, token_auth_enforced
+from autorl_tui.executors.base import ExecutorError
+from autorl_tui.executors.ray_auth import check_cluster_auth, token_auth_enforced
 from autorl_tui.store.isolation import recorded_exposures
 from tests.support.harness import TASKS, cli, write_plan
 

@@ -19,7 +19,7 @@ import pytest
 
 from autorl_tui.catalog.plans import parse_plan
 from autorl_tui.engine.engine import Engine
-from autorl_tui.engine.executors.docker import LABEL_HOME, LABEL_RUN
+from autorl_tui.executors.docker import LABEL_HOME, LABEL_RUN
 from autorl_tui.engine.scheduling import RetryPolicy
 from autorl_tui.home import Home
 from tests.support.docker_engine import docker_client  # noqa: F401 (fixture)
@@ -150,7 +150,7 @@ def _until_gone(docker_client, ray_home, run_id, address):
     process asks Ray itself (the engine's driver was a child process of the engine)."""
     import ray
 
-    from autorl_tui.engine.executors.ray import NAMESPACE, actor_name
+    from autorl_tui.executors.ray import NAMESPACE, actor_name
 
     if not ray.is_initialized():
         ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")

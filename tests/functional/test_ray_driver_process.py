@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from autorl_tui.engine.executors.ray_client import ClusterUnreachable, DriverProcess
+from autorl_tui.executors.ray_client import ClusterUnreachable, DriverProcess
 
 pytestmark = pytest.mark.subprocess
 

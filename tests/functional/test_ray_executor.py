@@ -20,10 +20,10 @@ import pytest
 from functools import partial
 
 from autorl_tui.catalog.plans import parse_plan
-from autorl_tui.engine.client import EngineClient
-from autorl_tui.engine.daemon import EngineOptions, pid_alive, start_daemon, stop_daemon
+from autorl_tui.daemon.client import EngineClient
+from autorl_tui.daemon.daemon import EngineOptions, pid_alive, start_daemon, stop_daemon
 from autorl_tui.engine.engine import Engine
-from autorl_tui.engine.executors.sandbox_bwrap import visible_devices
+from autorl_tui.isolation.sandbox_bwrap import visible_devices
 from autorl_tui.engine.scheduling import RetryPolicy
 from autorl_tui.exitcodes import ExitCode
 from autorl_tui.home import Home
@@ -246,7 +246,7 @@ def _graded_where(store, run_id, baselines: bool = False) -> dict:
 
 async def _local_score(home, snapshot: str, split: str) -> float:
     from autorl_tui.catalog.tasks import find_task, materialize
-    from autorl_tui.engine.grading_client import run_grader
+    from autorl_tui.grading_host.grading_client import run_grader
 
     card = find_task("arith-small", [TASKS])
     request = {"task": card.to_dict(), "split": split, "model_path": snapshot, "protocol": card.protocol.to_dict(),

@@ -364,13 +364,13 @@ def test_hidden_paths_are_invisible_to_the_program(forkserver):
 
 @root_only
 def test_two_programs_in_the_engines_code_server_cannot_talk():
-    """The same pair inside the code server's own bubblewrap box (engine/grading_client.py: root
+    """The same pair inside the code server's own bubblewrap box (grading_host/grading_client.py: root
     there with CODE_SERVER_CAPS only, no network), where the engine runs generated code."""
     import subprocess
     import sys
 
-    from autorl_tui.engine.executors import sandbox_bwrap as sb
-    from autorl_tui.engine.grading_client import CODE_SERVER_CAPS
+    from autorl_tui.isolation import sandbox_bwrap as sb
+    from autorl_tui.grading_host.grading_client import CODE_SERVER_CAPS
 
     leases = [sb.UidLease.acquire() for _ in range(2)]
     try:

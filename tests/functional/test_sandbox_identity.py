@@ -40,7 +40,7 @@ def _no_passwd_entry(uid: int) -> bool:
 
 
 def test_a_bare_sandbox_gives_user_and_logname_and_the_callers_home():
-    from autorl_tui.engine.executors.sandbox_bwrap import Sandbox, UidLease, chown_tree
+    from autorl_tui.isolation.sandbox_bwrap import Sandbox, UidLease, chown_tree
 
     home = Path(make_reachable_home("autorl-who-"))
     home.mkdir()
@@ -63,7 +63,7 @@ def test_a_bare_sandbox_gives_user_and_logname_and_the_callers_home():
 def test_the_grader_environment_carries_its_identity():
     """The cold grader and the warm grader's children run with this environment (their env is
     replaced wholesale in the warm server's child, so bwrap's --setenv alone would not reach it)."""
-    from autorl_tui.engine.executors.sandbox_bwrap import Sandbox, UidLease, chown_tree
+    from autorl_tui.isolation.sandbox_bwrap import Sandbox, UidLease, chown_tree
 
     work = Path(make_reachable_home("autorl-who-"))
     work.mkdir()

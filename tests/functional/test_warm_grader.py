@@ -1,5 +1,5 @@
 """The warm grader (issue 18): real sandboxed fork servers grading the real tiny model, as the
-engine starts them (engine/grading_client.run_grader)."""
+engine starts them (grading_host/grading_client.run_grader)."""
 
 import asyncio
 import json
@@ -15,9 +15,9 @@ import psutil
 import pytest
 
 from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
-from autorl_tui.engine import grader_service
-from autorl_tui.engine.executors import sandbox_bwrap
-from autorl_tui.engine.grading_client import run_grader
+from autorl_tui.grading_host import grader_service
+from autorl_tui.isolation import sandbox_bwrap
+from autorl_tui.grading_host.grading_client import run_grader
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -228,7 +228,7 @@ def test_a_dead_spare_child_is_replaced_by_a_fresh_one(tmp_path, tiny_model_dir)
 def test_a_server_started_ahead_serves_the_first_grading(tmp_path, tiny_model_dir):
     """A run's server is started when it enters preparing; its first baseline takes that server,
     even while it is still starting, rather than start a second one."""
-    from autorl_tui.engine.grading_client import prestart_warm
+    from autorl_tui.grading_host.grading_client import prestart_warm
 
     req, work = request(tmp_path, tiny_model_dir), tmp_path / "gradings" / "baseline-dev"
     assert prestart_warm(req, work)

@@ -58,8 +58,8 @@ def test_transformers_inference_runs_on_cuda_and_agrees_with_the_cpu(tmp_path, t
 def test_the_placement_decision_follows_real_nvml_free_memory():
     import torch
 
-    from autorl_tui.engine.gpus import Nvml, discover
-    from autorl_tui.engine.grading_placement import gpu_memory
+    from autorl_tui.executors.gpus import Nvml, discover
+    from autorl_tui.grading_host.grading_placement import gpu_memory
 
     inv = discover(Nvml())
     assert inv.source == "nvml" and inv.gpus, inv.note
@@ -89,8 +89,8 @@ def test_a_ray_gradings_placement_on_its_node_uses_the_real_gpu(tiny_model_dir):
     """What a Ray node's grading actor decides (ray_grading.node_placement) on a real GPU: the plan's
     backend on the GPU Ray gave it, sized from this card's NVML, never the CPU; a `pool` choice is
     decided as shared over that GPU."""
-    from autorl_tui.engine.gpus import Nvml, discover
-    from autorl_tui.engine.ray_grading import node_placement
+    from autorl_tui.executors.gpus import Nvml, discover
+    from autorl_tui.grading_host.ray_grading import node_placement
 
     inv = discover(Nvml())
     assert inv.source == "nvml" and inv.gpus, inv.note
@@ -106,7 +106,7 @@ def test_a_ray_gradings_placement_on_its_node_uses_the_real_gpu(tiny_model_dir):
 
 
 def test_a_vllm_grading_stays_on_the_gpu_whether_vllm_starts_or_not(tmp_path, tiny_model_dir):
-    from autorl_tui.engine.grading_placement import gpu_memory, read_model_facts, vllm_installed
+    from autorl_tui.grading_host.grading_placement import gpu_memory, read_model_facts, vllm_installed
 
     card, _ = _split(tmp_path)
     mem = gpu_memory(["0"])
@@ -125,9 +125,9 @@ def test_a_vllm_grading_stays_on_the_gpu_whether_vllm_starts_or_not(tmp_path, ti
 
 
 def test_a_sandboxed_warm_grading_runs_on_the_runs_gpu(tmp_path, tiny_model_dir):
-    from autorl_tui.engine import grader_service
-    from autorl_tui.engine.executors import sandbox_bwrap
-    from autorl_tui.engine.grading_client import run_grader
+    from autorl_tui.grading_host import grader_service
+    from autorl_tui.isolation import sandbox_bwrap
+    from autorl_tui.grading_host.grading_client import run_grader
 
     ok, why = sandbox_bwrap.probe()
     if not ok:

@@ -68,7 +68,7 @@ def run_agent(spec: AgentSpec, ws: Path, env: dict[str, str], values: dict[str, 
 def record_in_store(db_path: Path, agent: str, output_format: str, stdout: str, driver: str):
     """Feed an agent's stdout through the ActionRecorder into a real store, as the run supervisor
     does. Returns (actions, store, run_id)."""
-    from autorl_tui.engine.instrument.action_log import ActionRecorder
+    from autorl_tui.instrument.action_log import ActionRecorder
     from autorl_tui.store.db import Store
 
     store = Store(db_path)

@@ -12,8 +12,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from autorl_tui.engine.executors.base import LaunchSpec, SandboxLaunch
-from autorl_tui.engine.executors.local import LocalExecutor
+from autorl_tui.executors.base import LaunchSpec, SandboxLaunch
+from autorl_tui.executors.local import LocalExecutor
 
 # What an agent runs to probe a list of addresses: one JSON line {"target": "ok" | "error ..."}.
 PROBE = r"""

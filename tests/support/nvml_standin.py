@@ -1,5 +1,5 @@
 """A stand-in of the pynvml API (NVML cannot run on a machine without an NVIDIA driver) describing
-a given box: whole GPUs and GPUs in MIG mode with their instances. Only what engine/gpus.py calls."""
+a given box: whole GPUs and GPUs in MIG mode with their instances. Only what executors/gpus.py calls."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from autorl_tui.engine.executors import sandbox_net
+from autorl_tui.isolation import sandbox_net
 
 
 def drop_from(port: int) -> None:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from autorl_tui.engine.run_api import RunApiServer
-from autorl_tui.engine.submissions import resolve_submission_path
+from autorl_tui.grading_host.submissions import resolve_submission_path
 
 
 class FixedScoreDesk:

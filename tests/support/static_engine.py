@@ -9,8 +9,8 @@ import asyncio
 import threading
 
 from autorl_tui.engine.events import ClusterChanged, EventBus, QueueChanged, RunStateChanged
-from autorl_tui.engine.executors.ray_view import cluster_state
-from autorl_tui.engine.server import CatalogSources, EngineServer
+from autorl_tui.executors.ray_view import cluster_state
+from autorl_tui.daemon.server import CatalogSources, EngineServer
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.home import Home
 from autorl_tui.store.db import Store, decode_row

@@ -3,7 +3,7 @@
 import time
 from pathlib import Path
 
-from autorl_tui.engine.instrument.action_log import ActionRecorder
+from autorl_tui.instrument.action_log import ActionRecorder
 from autorl_tui.store.db import Store, decode_row
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"

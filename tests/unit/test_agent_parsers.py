@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from autorl_tui.catalog.agents import known_output_formats, load_agent_spec
-from autorl_tui.engine.instrument.actions import Action, UsageTotals
-from autorl_tui.engine.instrument.parsers import get_parser, output_formats
+from autorl_tui.instrument.actions import Action, UsageTotals
+from autorl_tui.instrument.parsers import get_parser, output_formats
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 

@@ -1,4 +1,4 @@
-"""The agent runtime's setting (engine/agent_runtime.py): found where the setting points, refused
+"""The agent runtime's setting (executors/agent_runtime.py): found where the setting points, refused
 with the fix named when missing or when it is the harness's own environment, and a plan that
 needs it is refused at validation (not run on the harness's venv). Real virtualenvs, a real CLI."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autorl_tui.engine.agent_runtime import ENV_VAR, AgentRuntimeMissing, find, location, path_first, report
+from autorl_tui.executors.agent_runtime import ENV_VAR, AgentRuntimeMissing, find, location, path_first, report
 from tests.support.harness import TASKS, cli, write_plan
 
 

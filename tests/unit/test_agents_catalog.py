@@ -138,7 +138,7 @@ def test_every_builtin_command_renders_to_valid_shell(driver_url, tmp_path):
 
 
 def test_text_format_yields_no_actions():
-    from autorl_tui.engine.instrument.parsers import get_parser
+    from autorl_tui.instrument.parsers import get_parser
 
     p = get_parser("text")
     assert p.feed("hello") == [] and p.feed("{not json") == [] and p.finish() == []

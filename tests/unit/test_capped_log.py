@@ -1,9 +1,9 @@
-"""The on-disk cap of an agent's raw log (engine/executors/capped_log.py), on real files and pipes."""
+"""The on-disk cap of an agent's raw log (executors/capped_log.py), on real files and pipes."""
 
 import os
 import re
 
-from autorl_tui.engine.executors.capped_log import CappedLog, agent_pipe, copy_pipe
+from autorl_tui.executors.capped_log import CappedLog, agent_pipe, copy_pipe
 
 
 def test_under_the_cap_everything_is_kept_unchanged(tmp_path):

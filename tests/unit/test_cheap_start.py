@@ -28,7 +28,7 @@ async def main():
     print(json.dumps({"aiohttp_tls": aiohttp.connector._SSL_CONTEXT_VERIFIED is not None,
                       "ssl_ok": ctx.verify_mode == ssl.CERT_REQUIRED,
                       "asyncio_ssl": __import__("asyncio.sslproto").sslproto.ssl is not None,
-                      "executors": sorted(m for m in sys.modules if m.startswith("autorl_tui.engine.executors."))}))
+                      "executors": sorted(m for m in sys.modules if m.startswith("autorl_tui.executors."))}))
 
 asyncio.run(main())
 """

@@ -89,7 +89,7 @@ async def test_a_full_ring_is_not_tracked_by_the_garbage_collector():
 
 
 def test_a_chunk_of_lines_is_decoded_in_one_call_and_a_bad_line_still_fails():
-    from autorl_tui.engine.client import decode_lines
+    from autorl_tui.daemon.client import decode_lines
 
     assert decode_lines([b'{"event": {"a": 1}}', b"", b'{"id": 2, "ok": true}']) == [
         {"event": {"a": 1}}, {"id": 2, "ok": True}]

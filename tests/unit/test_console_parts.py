@@ -7,7 +7,7 @@ import pytest
 from textual.app import App
 
 from autorl_tui.catalog.plans import parse_plan
-from autorl_tui.engine.client import Disconnected, Lagged
+from autorl_tui.daemon.client import Disconnected, Lagged
 from autorl_tui.engine.events import (MetricPoint, QueueChanged, RunEventAppended, RunStateChanged,
                                       RunUpdated)
 from autorl_tui.exitcodes import UsageError

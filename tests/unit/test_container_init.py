@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-INIT = Path(__file__).resolve().parents[2] / "autorl_tui" / "engine" / "executors" / "container_init.py"
+INIT = Path(__file__).resolve().parents[2] / "autorl_tui" / "isolation" / "container_init.py"
 
 
 async def run_init(*args, timeout=30):

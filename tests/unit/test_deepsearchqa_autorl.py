@@ -19,7 +19,7 @@ import pytest
 from autorl_tui.catalog.tasks import load_task_card
 from autorl_tui.tasks.deepsearchqa import provider
 from autorl_tui.tasks.deepsearchqa.api import open_backend
-from autorl_tui.tasks.deepsearchqa.env import SearchEpisode
+from autorl_tui.tasks.deepsearchqa.tool_loop import SearchEpisode
 from autorl_tui.tasks.deepsearchqa.judging import AnswerGrader
 from autorl_tui.tasks.deepsearchqa.official import gold_items, read_official
 

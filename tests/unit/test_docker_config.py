@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("docker")
 
-from autorl_tui.engine.executors.base import ContainerLaunch, ExecutorError, LaunchSpec, Mount  # noqa: E402
-from autorl_tui.engine.executors.docker import FORWARD_PORT, build_container_config  # noqa: E402
-from autorl_tui.engine.executors.images import host_runtime_mounts, runtime_image_tag  # noqa: E402
+from autorl_tui.executors.base import ContainerLaunch, ExecutorError, LaunchSpec, Mount  # noqa: E402
+from autorl_tui.executors.docker import FORWARD_PORT, build_container_config  # noqa: E402
+from autorl_tui.executors.images import host_runtime_mounts, runtime_image_tag  # noqa: E402
 
 
 def spec(tmp_path, **kw):
@@ -64,8 +64,8 @@ def test_runtime_mounts_are_the_agent_runtime_not_the_harness_and_tag_is_stable(
     import os
     import sys
 
-    from autorl_tui.engine.agent_runtime import find
-    from autorl_tui.engine.executors.images import hidden_tmpfs
+    from autorl_tui.executors.agent_runtime import find
+    from autorl_tui.executors.images import hidden_tmpfs
 
     # a stand-in agent runtime: a virtualenv of this interpreter's installation (no packages needed)
     import venv
@@ -88,7 +88,7 @@ def test_runtime_mounts_are_the_agent_runtime_not_the_harness_and_tag_is_stable(
 
 
 def test_docker_log_timestamps_parse_to_nanoseconds():
-    from autorl_tui.engine.executors.docker_logs import parse_ts_ns
+    from autorl_tui.executors.docker_logs import parse_ts_ns
 
     base = parse_ts_ns("2026-11-22T01:30:00Z")
     assert base == 1795311000 * 10**9

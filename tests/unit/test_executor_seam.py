@@ -1,4 +1,4 @@
-"""Executors carry their behaviour: nothing outside `autorl_tui/engine/executors/` decides anything
+"""Executors carry their behaviour: nothing outside `autorl_tui/executors/` decides anything
 from an executor's name (`== "ray"`, `executor("docker")`, `!= "local"`, ...). It asks the
 `Executor` interface instead (executors/base.py), so a new executor is its own files plus a
 registry line (docs/ARCHITECTURE.md, "Adding an executor").
@@ -17,7 +17,7 @@ from pathlib import Path
 from autorl_tui import registry
 
 PACKAGE = Path(__file__).resolve().parents[2] / "autorl_tui"
-EXECUTORS = PACKAGE / "engine" / "executors"
+EXECUTORS = PACKAGE / "executors"
 NAMES = set(registry.BUILTINS["executors"])
 AMBIGUOUS = {"local"}                 # also a data provider's name (`provider: local`)
 PACKAGE_LOOKUPS = ("sys.modules.get", "importlib.import_module", "find_spec")
@@ -74,7 +74,7 @@ def test_no_executor_name_branches_outside_the_executors_package():
         if EXECUTORS in path.parents:
             continue
         found += branches(path.read_text(), str(path.relative_to(PACKAGE.parent)))
-    assert found == [], "executor-name branches outside engine/executors/ (ask the Executor interface):\n" + \
+    assert found == [], "executor-name branches outside executors/ (ask the Executor interface):\n" + \
         "\n".join(found)
 
 

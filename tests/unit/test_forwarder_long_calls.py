@@ -1,5 +1,5 @@
 """The forwarders from an agent's sandbox or container to the engine's TCP grading API
-(executors/sandbox_net.py `upstream_to_tcp`: the local sandbox's network and the Ray node's
+(isolation/sandbox_net.py `upstream_to_tcp`: the local sandbox's network and the Ray node's
 docker shim) carry a call as long as the engine takes to answer it (a synchronous `/submit`
 waits for its dev grading), and still end a call whose peer died without closing."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autorl_tui.engine.executors import sandbox_net
+from autorl_tui.isolation import sandbox_net
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST = b"POST /tok/submit HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autorl_tui.engine.gpus import Nvml, device_uuids, discover, inventory
+from autorl_tui.executors.gpus import Nvml, device_uuids, discover, inventory
 from autorl_tui.engine.scheduling import QueuedRun, plan_starts
 from autorl_tui.exitcodes import UsageError
 from tests.support.nvml_standin import Card, StandInNvml, eight_gpus
@@ -83,8 +83,8 @@ def test_declared_ids_are_still_checked_and_win_over_discovery():
 
 
 def test_docker_device_requests_carry_uuids():
-    from autorl_tui.engine.executors.base import LaunchSpec
-    from autorl_tui.engine.executors.docker import build_container_config
+    from autorl_tui.executors.base import LaunchSpec
+    from autorl_tui.executors.docker import build_container_config
 
     nv = eight_gpus()
     uuids = device_uuids(["3", "5"], Nvml(nv))
@@ -108,7 +108,7 @@ def test_without_nvml_ids_are_kept_as_given():
 
 
 def test_children_get_pci_bus_order(tmp_path):
-    from autorl_tui.engine.grading_client import _grader_env
+    from autorl_tui.grading_host.grading_client import _grader_env
     from autorl_tui.engine.workspace import Workspace, agent_environment
 
     ws = Workspace(root=tmp_path, model_name="tiny")
@@ -120,8 +120,8 @@ def test_children_get_pci_bus_order(tmp_path):
 
 
 def test_the_local_sandbox_refuses_mig_instances_clearly_and_docker_takes_them():
-    from autorl_tui.engine.executors.docker import DockerExecutor
-    from autorl_tui.engine.executors.local import LocalExecutor
+    from autorl_tui.executors.docker import DockerExecutor
+    from autorl_tui.executors.local import LocalExecutor
 
     why = LocalExecutor().check_host("sandbox", ["0", "MIG-aaaa-1111"])
     assert "MIG-aaaa-1111" in why and "executor: docker" in why and "\n" not in why

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from autorl_tui.engine.gpus import Nvml, discover, inventory, sample_utilization
+from autorl_tui.executors.gpus import Nvml, discover, inventory, sample_utilization
 from autorl_tui.exitcodes import UsageError
 
 

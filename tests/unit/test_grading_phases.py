@@ -1,6 +1,6 @@
-"""The phase breakdown of a grading's wall time (engine/grading_client.phase_breakdown)."""
+"""The phase breakdown of a grading's wall time (grading_host/grading_client.phase_breakdown)."""
 
-from autorl_tui.engine.grading_client import PHASES, phase_breakdown
+from autorl_tui.grading_host.grading_client import PHASES, phase_breakdown
 
 
 def stamps_every(step: float) -> dict:

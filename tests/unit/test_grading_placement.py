@@ -7,8 +7,8 @@ import pytest
 
 from autorl_tui.catalog.grading_choice import GradingChoice, PlacementError
 from autorl_tui.catalog.plans import parse_plan
-from autorl_tui.engine import grading_placement
-from autorl_tui.engine.gpus import Nvml
+from autorl_tui.grading_host import grading_placement
+from autorl_tui.executors.gpus import Nvml
 from autorl_tui.exitcodes import UsageError
 from autorl_tui.grading.placement import GIB, GpuMemory, ModelFacts, decide, model_facts
 
@@ -232,7 +232,7 @@ def test_a_ray_grading_applies_the_plan_s_placement_on_its_node(tmp_path):
     """ray_grading.node_placement (on the node, for the GPUs Ray gave the grading): the plan's
     backend choice applied there, a `pool` decided as shared over the grading's own GPUs, and GPUs
     declared to Ray only (no device on the node) graded on the CPU with the reason said (issue 35)."""
-    from autorl_tui.engine.ray_grading import node_placement
+    from autorl_tui.grading_host.ray_grading import node_placement
 
     (tmp_path / "config.json").write_text(json.dumps({"num_attention_heads": 4, "max_position_embeddings": 256}))
     request = {"model_path": str(tmp_path), "protocol": {"max_tokens": 32}}

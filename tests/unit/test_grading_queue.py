@@ -1,11 +1,11 @@
-"""The engine's grading queue (engine/grading_queue.py): slots, each run's order, fairness
+"""The engine's grading queue (grading_host/grading_queue.py): slots, each run's order, fairness
 between runs, the position a waiting grading is told, and cancellation."""
 
 import asyncio
 
 import pytest
 
-from autorl_tui.engine.grading_queue import GradingQueue, default_slots
+from autorl_tui.grading_host.grading_queue import GradingQueue, default_slots
 from autorl_tui.exitcodes import UsageError
 
 

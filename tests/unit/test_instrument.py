@@ -1,8 +1,8 @@
 import json
 
-from autorl_tui.engine.instrument.filetail import FileTail
-from autorl_tui.engine.instrument.metrics import MetricsCollector, parse_metrics_line
-from autorl_tui.engine.instrument.revisions import RevisionTracker
+from autorl_tui.instrument.filetail import FileTail
+from autorl_tui.instrument.metrics import MetricsCollector, parse_metrics_line
+from autorl_tui.instrument.revisions import RevisionTracker
 
 
 def test_filetail_returns_only_complete_new_lines_and_resumes_from_offset(tmp_path):

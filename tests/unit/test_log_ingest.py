@@ -1,8 +1,8 @@
 """Bounded log ingestion: batches are bounded, lines past a batch are read again (never lost or
 duplicated), and the per-run cap stores one clean prefix and counts the rest."""
 
-from autorl_tui.engine.instrument.filetail import FileTail
-from autorl_tui.engine.instrument.log_ingest import BATCH_LINES, LogIngest
+from autorl_tui.instrument.filetail import FileTail
+from autorl_tui.instrument.log_ingest import BATCH_LINES, LogIngest
 
 
 def _write(path, start, n):

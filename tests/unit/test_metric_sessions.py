@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from autorl_tui.engine.instrument.metrics import MetricsCollector
-from autorl_tui.engine.instrument.sessions import SessionTracker, canonical, kind_of
-from autorl_tui.engine.instrument.trainer_log import parse_log_dict
+from autorl_tui.instrument.metrics import MetricsCollector
+from autorl_tui.instrument.sessions import SessionTracker, canonical, kind_of
+from autorl_tui.instrument.trainer_log import parse_log_dict
 from autorl_tui.store.db import Store, decode_row
 
 # What transformers 5.23 / TRL 1.16 print with `trl sft ... --logging_steps 2` (captured here).
@@ -240,7 +240,7 @@ def test_log_dicts_survive_merged_streams_after_the_last_carriage_return_and_ans
 
 
 def test_a_dict_after_more_than_a_line_cap_of_progress_redraws_is_still_read(tmp_path):
-    from autorl_tui.engine.instrument.filetail import FileTail
+    from autorl_tui.instrument.filetail import FileTail
 
     f = tmp_path / "stdout.log"
     redraws = "".join(BAR.format(p=k % 100, i=k % 10) for k in range(2000))      # ~100 KB without a newline

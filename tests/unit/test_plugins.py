@@ -146,7 +146,7 @@ def test_a_plugin_may_not_take_a_builtin_name(tmp_path):
 
 def test_every_builtin_resolves_to_what_its_kind_expects():
     from autorl_tui import registry
-    from autorl_tui.engine.instrument.parsers import get_parser
+    from autorl_tui.instrument.parsers import get_parser
 
     for name in registry.names("output_parsers"):
         assert get_parser(name).output_format == name

@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from autorl_tui.engine.executors.base import ClusterLaunch, ContainerLaunch, LaunchSpec, Mount, SandboxLaunch
-from autorl_tui.engine.executors.docker import FORWARD_PORT, GRADING_TARGET, build_container_config
-from autorl_tui.engine.executors.docker_shim import _api_forwarder, container_launch, node_spec
+from autorl_tui.executors.base import ClusterLaunch, ContainerLaunch, LaunchSpec, Mount, SandboxLaunch
+from autorl_tui.executors.docker import FORWARD_PORT, GRADING_TARGET, build_container_config
+from autorl_tui.executors.docker_shim import _api_forwarder, container_launch, node_spec
 
 
 def _spec(tmp_path, **kw) -> LaunchSpec:
@@ -84,7 +84,7 @@ def test_the_nodes_socket_forwards_to_the_engines_api():
 
 
 def test_a_grading_url_without_a_port_is_refused():
-    from autorl_tui.engine.executors.base import ExecutorError
+    from autorl_tui.executors.base import ExecutorError
 
     with pytest.raises(ExecutorError, match="names no HOST:PORT"):
         _api_forwarder("http:///tok")

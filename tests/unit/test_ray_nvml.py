@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autorl_tui.engine.executors.ray import RayExecutor
-from autorl_tui.engine.executors.ray_node import nvml_probe, nvml_verdict
+from autorl_tui.executors.ray import RayExecutor
+from autorl_tui.executors.ray_node import nvml_probe, nvml_verdict
 from autorl_tui.exitcodes import UsageError
 
 NODES = {"gpu-node-1": {"NodeManagerHostname": "gpu1", "Resources": {"CPU": 16.0, "GPU": 8.0}},

@@ -1,7 +1,7 @@
-"""Admission of Ray runs (engine/executors/ray_placement.py): strict queue order, whole requests
+"""Admission of Ray runs (executors/ray_placement.py): strict queue order, whole requests
 on one node, what is held or pending counted, custom resources matched."""
 
-from autorl_tui.engine.executors.ray_placement import Request, admit, feasible
+from autorl_tui.executors.ray_placement import Request, admit, feasible
 
 TWO_WORKERS = {"head": {"CPU": 1.0}, "w1": {"CPU": 3.0, "GPU": 2.0}, "w2": {"CPU": 3.0, "GPU": 2.0}}
 
@@ -41,8 +41,8 @@ def test_admission_reads_the_background_view_and_never_waits_for_the_cluster():
     import threading
     import time
 
-    from autorl_tui.engine.executors.ray import RayExecutor
-    from autorl_tui.engine.executors.ray_view import ClusterView
+    from autorl_tui.executors.ray import RayExecutor
+    from autorl_tui.executors.ray_view import ClusterView
 
     release, calls = threading.Event(), []
     nodes = [{"NodeID": n, "Alive": True, "Resources": dict(t)} for n, t in TWO_WORKERS.items()]

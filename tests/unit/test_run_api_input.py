@@ -3,7 +3,7 @@
 import pytest
 
 from autorl_tui.engine.run_api import MAX_JSON_DEPTH, _nesting
-from autorl_tui.engine.submissions import SubmissionRejected, check_model_path_text
+from autorl_tui.grading_host.submissions import SubmissionRejected, check_model_path_text
 
 
 @pytest.mark.parametrize("value,fragment", [

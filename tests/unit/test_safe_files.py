@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from autorl_tui.engine.safe_files import FileTooLarge, UnsafeFile, open_regular, read_regular, write_replace
+from autorl_tui.safe_files import FileTooLarge, UnsafeFile, open_regular, read_regular, write_replace
 
 
 def test_read_regular_reads_a_plain_file(tmp_path):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from autorl_tui.engine.gpus import inventory, parse_gpu_ids
+from autorl_tui.executors.gpus import inventory, parse_gpu_ids
 from autorl_tui.engine.scheduling import (ActiveRun, Policy, QueuedRun, RetryPolicy, decide, next_retry_delay,
                                           order_key, pick_gpus, plan_starts, should_retry, unsatisfiable)
 from autorl_tui.engine.scheduling_sim import Job, simulate, workload

@@ -67,7 +67,7 @@ def test_the_docs_table_lists_exactly_the_settings_fields():
 
 # Copied into agents' workspaces, where nothing of autorl_tui may be imported (test_alfworld's
 # "without the harness installed"): they read their one variable themselves.
-STANDALONE = {"autorl_tui/tasks/alfworld/env.py"}
+STANDALONE = {"autorl_tui/tasks/alfworld/game.py"}
 
 
 def test_no_module_but_settings_reads_an_autorl_variable():

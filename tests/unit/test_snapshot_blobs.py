@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autorl_tui.engine.submissions import BLOBS, snapshot_folder
+from autorl_tui.grading_host.submissions import BLOBS, snapshot_folder
 from autorl_tui.home import Home
 from autorl_tui.store.db import Store
 from tests.support.harness import cli
@@ -112,7 +112,7 @@ def test_runs_prune_refuses_bad_input_with_clear_errors(tmp_path):
 
 
 def test_a_file_rewritten_with_the_same_size_and_mtime_is_hashed_again(tmp_path, monkeypatch):
-    from autorl_tui.engine import submissions
+    from autorl_tui.grading_host import submissions
 
     monkeypatch.setattr(submissions, "RACY_NS", 0)          # trust the recorded stat as soon as it is written
     src = _model(tmp_path / "out" / "v1", os.urandom(1 << 20))
@@ -131,7 +131,7 @@ def test_a_file_rewritten_with_the_same_size_and_mtime_is_hashed_again(tmp_path,
 
 
 def test_a_snapshot_is_in_place_before_its_hash_and_hashing_files_the_copies(tmp_path, monkeypatch):
-    from autorl_tui.engine import submissions
+    from autorl_tui.grading_host import submissions
 
     monkeypatch.setattr(submissions, "RACY_NS", 0)
     src = _model(tmp_path / "out" / "v1", os.urandom(2 << 20))
@@ -153,7 +153,7 @@ def test_a_snapshot_is_in_place_before_its_hash_and_hashing_files_the_copies(tmp
 def test_snapshots_of_one_run_taken_at_once_keep_both_stat_records(tmp_path, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
-    from autorl_tui.engine import submissions
+    from autorl_tui.grading_host import submissions
 
     monkeypatch.setattr(submissions, "RACY_NS", 0)
     folders = [_model(tmp_path / "out" / f"v{i}", os.urandom(1 << 20)) for i in range(4)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autorl_tui.engine.submissions import (MIN_SNAPSHOT_CAP_BYTES, SubmissionRejected, check_snapshot_size,
+from autorl_tui.grading_host.submissions import (MIN_SNAPSHOT_CAP_BYTES, SubmissionRejected, check_snapshot_size,
                                            folder_bytes, snapshot_cap, snapshot_folder)
 
 GiB = 1024**3
@@ -60,7 +60,7 @@ def test_a_folder_within_the_cap_is_copied_and_one_that_grows_past_it_is_refused
 def test_the_copy_opens_a_fifo_without_blocking_and_refuses_it(tmp_path):
     """A FIFO swapped in after the folder was listed (the listing refuses FIFOs): the open used by
     the copy returns at once and refuses it."""
-    from autorl_tui.engine.submitted_folder import hold_folder
+    from autorl_tui.grading_host.submitted_folder import hold_folder
 
     folder = _model(tmp_path / "v1")
     with hold_folder(folder) as held:

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from autorl_tui.engine.submissions import BLOBS, SubmissionRejected, snapshot_folder, take_submission
+from autorl_tui.grading_host.submissions import BLOBS, SubmissionRejected, snapshot_folder, take_submission
 
 SECRET = b"ROOT-ONLY SECRET 4b1d"
 SPLIT = b'{"id": "test-0001", "prompt": "held-out item"}\n'

@@ -10,7 +10,7 @@ from autorl_tui.catalog.tasks import load_task_card, materialize
 from autorl_tui.cli import main
 from autorl_tui.tasks.webshop import catalog as C
 from autorl_tui.tasks.webshop.api import list_episodes, run_episodes, summarize_rewards
-from autorl_tui.tasks.webshop.environment import WebshopEnvironment
+from autorl_tui.tasks.webshop.grader_env import WebshopEnvironment
 from autorl_tui.tasks.webshop.experts import expert_generate
 from autorl_tui.tasks.webshop.shop import Shop, ShopEpisode
 

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from .env import AlfworldGame
+from .game import AlfworldGame
 from .episodes import EpisodeRecord, EpisodeState, Generate, Parsed
 from .episodes import run_episodes as run_generic
 from .prompts import INVALID_FEEDBACK, THOUGHT_FEEDBACK, build_messages, match_action, parse_reply

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from autorl_tui.tasks.alfworld.env import AlfworldGame, ensure_alfworld_data
+from autorl_tui.tasks.alfworld.game import AlfworldGame, ensure_alfworld_data
 
 TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
               "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")

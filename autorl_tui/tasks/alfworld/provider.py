@@ -35,7 +35,7 @@ from autorl_tui.tasks.alfworld.react import PROMPTS_ENV, PROMPTS_FILE, ReactProm
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
 # the workspace's alfworld_api/: file name -> source (the generic runner is the grader's own file)
-API_FILES = {"env.py": PACKAGE_DIR / "env.py", "prompts.py": PACKAGE_DIR / "prompts.py", "react.py": PACKAGE_DIR / "react.py",
+API_FILES = {"game.py": PACKAGE_DIR / "game.py", "prompts.py": PACKAGE_DIR / "prompts.py", "react.py": PACKAGE_DIR / "react.py",
              "api.py": PACKAGE_DIR / "api.py", "episodes.py": Path(generic_runner.__file__)}
 
 
@@ -219,7 +219,7 @@ def add_workspace_extras(card, split_dir: Path, items: list[dict]) -> None:
     (api / "__init__.py").write_text(
         '"""ALFWorld episode runner (the grader\'s own code). See api.py."""\n'
         "from .api import EpisodeResult, list_games, run_episodes  # noqa: F401\n"
-        "from .env import AlfworldGame, Observation, ensure_alfworld_data  # noqa: F401\n"
+        "from .game import AlfworldGame, Observation, ensure_alfworld_data  # noqa: F401\n"
         "from .prompts import FEW_SHOT, build_messages, match_action, messages_to_text, parse_reply  # noqa: F401\n")
     (split_dir / "README.md").write_text(
         f"# ALFWorld train split\n\n{len(items)} games in games/ (index: items.jsonl); "

@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from .env import AlfworldGame, Observation
+from .game import AlfworldGame, Observation
 from .episodes import Parsed
 
 PROMPTS_ENV = "ALFWORLD_REACT_PROMPTS"

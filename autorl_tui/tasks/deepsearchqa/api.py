@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from .env import PAGE_CHARS, SearchEpisode
+from .tool_loop import PAGE_CHARS, SearchEpisode
 from .episodes import EpisodeRecord, EpisodeState, Generate, Parsed
 from .episodes import run_episodes as run_generic
 from .prompts import INVALID_FEEDBACK, THOUGHT_FEEDBACK, build_messages, format_action, parse_reply

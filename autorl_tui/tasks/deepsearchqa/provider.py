@@ -25,7 +25,7 @@ from autorl_tui.tasks.deepsearchqa.official import CUTS, ENV, official_file, off
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # the workspace's deepsearchqa_api/: file name -> source (the generic runner is the grader's own file)
-API_FILES = {**{name: PACKAGE_DIR / name for name in ("api.py", "env.py", "prompts.py", "react.py", "search.py",
+API_FILES = {**{name: PACKAGE_DIR / name for name in ("api.py", "tool_loop.py", "prompts.py", "react.py", "search.py",
                                                      "scoring.py", "experts.py")},
              "episodes.py": Path(generic_runner.__file__)}
 WORLD_KEYS = ("countries", "cities_per_country", "companies_per_city", "people_per_city")
@@ -126,7 +126,7 @@ def add_workspace_extras(card, split_dir: Path, questions: list[dict], docs: lis
         '"""DeepSearchQA episode runner (the grader\'s own code). See api.py."""\n'
         "from .api import EpisodeResult, list_questions, load_corpus, open_backend, run_episodes  # noqa: F401\n"
         "from .api import run_react_episodes  # noqa: F401\n"
-        "from .env import SearchEpisode  # noqa: F401\n"
+        "from .tool_loop import SearchEpisode  # noqa: F401\n"
         "from .experts import ExpertPolicy, expert_script  # noqa: F401\n"
         "from .prompts import SYSTEM_PROMPT, build_messages, messages_to_text, parse_reply  # noqa: F401\n"
         "from .scoring import score_answer  # noqa: F401\n")

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .env import PLACEHOLDER, PLACEHOLDER_FEEDBACK, Observation, SearchEpisode
+from .tool_loop import PLACEHOLDER, PLACEHOLDER_FEEDBACK, Observation, SearchEpisode
 from .episodes import Parsed
 
 SYSTEM_PROMPT = """You are a research assistant that answers questions by searching the web.

@@ -49,7 +49,7 @@ def _fixed_texts() -> tuple[list[str], set[str]]:
     """Texts of the prompts, tools and articles, and the words that are generated names."""
     from autorl_tui.tasks.deepsearchqa import corpus as C
     from autorl_tui.tasks.deepsearchqa import prompts as P
-    from autorl_tui.tasks.deepsearchqa import env as E
+    from autorl_tui.tasks.deepsearchqa import tool_loop as E
     from autorl_tui.tasks.deepsearchqa import react as R
 
     world = C.build_world(seed=987654)        # a world no card uses: only its template words are kept

@@ -1,5 +1,5 @@
 """Our stdout protocol (`react_json`): one JSON object a line, {"type": <action kind>, ...}, the
-fields of autorl_tui/engine/instrument/actions.py. Nothing else is written to stdout."""
+fields of autorl_tui/instrument/actions.py. Nothing else is written to stdout."""
 
 from __future__ import annotations
 

@@ -1,0 +1,100 @@
+"""Which submission snapshots an ended run keeps, and reclaiming the rest (`autorl-tui runs prune`).
+
+Kept: the selected submission (the run's `best_submission_id`, the one scored on test), the best
+on dev, and the last N by sequence. Every submission keeps its content hash in the store, and a
+pruned snapshot's per-file hashes are appended to `pruned.json` beside the snapshots, so what was
+graded stays provable after its bytes are gone. Snapshot files are hard links to the run's blob
+store (`grading_host/submissions.py`); a blob is freed when no kept snapshot links to it any more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autorl_tui.grading_host.submissions import BLOBS
+
+DEFAULT_KEEP_LAST = 3
+
+
+@dataclass
+class RunPrune:
+    run_id: str
+    keep: list[int] = field(default_factory=list)          # seqs kept
+    drop: list[int] = field(default_factory=list)          # seqs whose snapshot goes
+    freed_bytes: int = 0
+
+
+def choose(run: dict, submissions: list[dict], keep_last: int) -> tuple[list[int], list[int]]:
+    """(kept seqs, dropped seqs) among the submissions that have a snapshot."""
+    with_snap = [s for s in submissions if s.get("snapshot_path")]
+    keep: set[int] = set()
+    for s in with_snap:
+        if s["id"] == run.get("best_submission_id"):
+            keep.add(s["seq"])
+    scored = [s for s in with_snap if s.get("status") == "scored" and s.get("score") is not None]
+    if scored:
+        keep.add(max(scored, key=lambda s: (s["score"], -s["seq"]))["seq"])
+    keep.update(sorted(s["seq"] for s in with_snap)[-keep_last:] if keep_last > 0 else [])
+    drop = sorted(s["seq"] for s in with_snap if s["seq"] not in keep)
+    return sorted(keep), drop
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def plan_run(snap_root: Path, run: dict, submissions: list[dict], keep_last: int) -> RunPrune:
+    keep, drop = choose(run, submissions, keep_last)
+    plan = RunPrune(run_id=run["id"], keep=keep, drop=[s for s in drop if (snap_root / f"{s:03d}").is_dir()])
+    # A file's bytes are freed when every link to its inode, but the blob store's own, goes.
+    going: dict[int, int] = {}
+    sizes: dict[int, tuple[int, int]] = {}
+    for seq in plan.drop:
+        for p in _files(snap_root / f"{seq:03d}"):
+            st = p.stat()
+            going[st.st_ino] = going.get(st.st_ino, 0) + 1
+            sizes[st.st_ino] = (st.st_nlink, st.st_size)
+    has_blobs = (snap_root / BLOBS).is_dir()
+    for ino, n in going.items():
+        nlink, size = sizes[ino]
+        if nlink - n <= (1 if has_blobs else 0):
+            plan.freed_bytes += size
+    return plan
+
+
+def apply(snap_root: Path, plan: RunPrune) -> None:
+    """Remove the dropped snapshots (their file hashes recorded first), then the orphaned blobs."""
+    record = snap_root / "pruned.json"
+    try:
+        pruned = json.loads(record.read_text()) if record.exists() else {}
+    except ValueError:
+        pruned = {}
+    blobs = snap_root / BLOBS
+    by_inode = {p.stat().st_ino: p.name for p in _files(blobs)} if blobs.is_dir() else {}
+    for seq in plan.drop:
+        folder = snap_root / f"{seq:03d}"
+        pruned[str(seq)] = {str(p.relative_to(folder)): by_inode.get(p.stat().st_ino) or _sha256(p)
+                            for p in _files(folder)}
+    tmp = record.with_name(".pruned.json.tmp")
+    tmp.write_text(json.dumps(pruned, indent=1, sort_keys=True))
+    os.replace(tmp, record)
+    for seq in plan.drop:
+        shutil.rmtree(snap_root / f"{seq:03d}")
+    if blobs.is_dir():
+        for p in _files(blobs):
+            if p.stat().st_nlink == 1 and not p.name.startswith(".incoming-"):
+                p.unlink()
+
+
+def _sha256(p: Path) -> str:
+    """A file's content hash, for snapshots taken before the blob store."""
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        while chunk := fh.read(8 << 20):
+            h.update(chunk)
+    return h.hexdigest()

@@ -1,1 +1,1 @@
-"""The Textual console. Talks to the engine only through `engine.client.EngineClient`."""
+"""The Textual console. Talks to the engine only through `daemon.client.EngineClient`."""

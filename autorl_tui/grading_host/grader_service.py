@@ -352,6 +352,19 @@ def close_all() -> None:
     POOL.close()
 
 
+def task_data_env(request: dict) -> list[str]:
+    """The environment variables the graded task's card names as its grader's data folders
+    (`data.grader_env`, e.g. ALFWorld's games): passed to the worker, their folders bound read-only."""
+    names = ((request.get("task") or {}).get("data") or {}).get("grader_env") or []
+    return [str(n) for n in ([names] if isinstance(names, str) else names)]
+
+
+def task_data_folders(request: dict) -> tuple[Path, ...]:
+    """The existing folders those variables name in the engine's environment."""
+    return tuple(Path(os.environ[n]) for n in task_data_env(request)
+                 if os.environ.get(n) and os.path.isdir(os.environ[n]))
+
+
 def server_key(request: dict, work_dir: Path, gpus: list[str] | None, threads: int, python: str | None,
                grading_root: Path | None = None) -> ServerKey:
     """The server a grading in work_dir uses: that of its grading folder (`grading_root`, an
@@ -363,7 +376,7 @@ def server_key(request: dict, work_dir: Path, gpus: list[str] | None, threads: i
         task_dir = None
     # Only folders that exist now: the sandbox binds no missing path, so a server started before the
     # data was made (a prestart while the run prepares) must not serve a grading that needs it.
-    extra = tuple(Path(p) for p in [os.environ.get("ALFWORLD_DATA")] if p and os.path.isdir(p))
+    extra = task_data_folders(request)
     root = Path(os.path.abspath(grading_root)) if grading_root else Path(os.path.abspath(work_dir)).parent
     return ServerKey(grading_root=root, task_dir=Path(task_dir) if task_dir else None,
                      gpus=tuple(gpus or ()), threads=int(threads), python=python or sys.executable, extra_ro=extra)

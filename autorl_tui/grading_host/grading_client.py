@@ -103,8 +103,9 @@ def _grader_sandbox(request: dict, work_dir: Path, uid: int, gpus: list[str]):
     ro = [package, Path(request["model_path"]), Path(request["split_path"])]
     if request.get("task", {}).get("dir"):
         ro.append(Path(request["task"]["dir"]))
-    if os.environ.get("ALFWORLD_DATA"):
-        ro.append(Path(os.environ["ALFWORLD_DATA"]))
+    from autorl_tui.grading_host.grader_service import task_data_folders
+
+    ro.extend(task_data_folders(request))
     rw = [work_dir]
     cache = request.get("scorer_options", {}).get("cache_path")
     if cache:   # the judge's answer cache (its own folder: see the supervisor)
@@ -336,7 +337,9 @@ def _write_request(req_path: Path, request: dict) -> None:
 
 
 def _grader_env(request: dict, gpus: list[str] | None, threads: int) -> dict:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", "ALFWORLD_DATA")}
+    from autorl_tui.grading_host.grader_service import task_data_env
+
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", *task_data_env(request))}
     env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
                 "OMP_NUM_THREADS": str(threads),
                 "MKL_NUM_THREADS": str(threads), "GOMP_SPINCOUNT": "1000", "TOKENIZERS_PARALLELISM": "false",

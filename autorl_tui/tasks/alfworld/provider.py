@@ -27,16 +27,15 @@ import os
 import shutil
 from pathlib import Path
 
-from autorl_tui.grading import episodes as generic_runner
 from autorl_tui.tasks.alfworld import games as G
 from autorl_tui.tasks.alfworld.official import copy_official_game, official_games, official_root
 from autorl_tui.tasks.alfworld.react import PROMPTS_ENV, PROMPTS_FILE, ReactPromptsError, prompts_path
+from autorl_tui.tasks import kit
 
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
-# the workspace's alfworld_api/: file name -> source (the generic runner is the grader's own file)
-API_FILES = {"game.py": PACKAGE_DIR / "game.py", "prompts.py": PACKAGE_DIR / "prompts.py", "react.py": PACKAGE_DIR / "react.py",
-             "api.py": PACKAGE_DIR / "api.py", "episodes.py": Path(generic_runner.__file__)}
+# the workspace's alfworld_api/: these files beside the grader's generic runner (tasks/kit.py)
+API_FILES = ("game.py", "prompts.py", "react.py", "api.py")
 
 
 class AlfworldDataError(RuntimeError):
@@ -212,15 +211,11 @@ def add_workspace_extras(card, split_dir: Path, items: list[dict]) -> None:
         shots.mkdir(exist_ok=True)
         for task_type, text in FEW_SHOT.items():
             (shots / f"{task_type}.txt").write_text(text + "\n")
-    api = split_dir / "alfworld_api"
-    api.mkdir(exist_ok=True)
-    for name, source in API_FILES.items():
-        shutil.copy2(source, api / name)
-    (api / "__init__.py").write_text(
-        '"""ALFWorld episode runner (the grader\'s own code). See api.py."""\n'
-        "from .api import EpisodeResult, list_games, run_episodes  # noqa: F401\n"
-        "from .game import AlfworldGame, Observation, ensure_alfworld_data  # noqa: F401\n"
-        "from .prompts import FEW_SHOT, build_messages, match_action, messages_to_text, parse_reply  # noqa: F401\n")
+    kit.agent_package(split_dir / "alfworld_api", [PACKAGE_DIR / name for name in API_FILES], {
+        "api": ["EpisodeResult", "list_games", "run_episodes"],
+        "game": ["AlfworldGame", "Observation", "ensure_alfworld_data"],
+        "prompts": ["FEW_SHOT", "build_messages", "match_action", "messages_to_text", "parse_reply"]},
+        "ALFWorld episode runner")
     (split_dir / "README.md").write_text(
         f"# ALFWorld train split\n\n{len(items)} games in games/ (index: items.jsonl); "
         f"{counts['sft_examples']} expert steps as SFT data ({files}); "

@@ -19,15 +19,13 @@ import os
 import shutil
 from pathlib import Path
 
-from autorl_tui.grading import episodes as generic_runner
 from autorl_tui.tasks.deepsearchqa import corpus as C
 from autorl_tui.tasks.deepsearchqa.official import CUTS, ENV, official_file, official_split
+from autorl_tui.tasks import kit
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-# the workspace's deepsearchqa_api/: file name -> source (the generic runner is the grader's own file)
-API_FILES = {**{name: PACKAGE_DIR / name for name in ("api.py", "tool_loop.py", "prompts.py", "react.py", "search.py",
-                                                     "scoring.py", "experts.py")},
-             "episodes.py": Path(generic_runner.__file__)}
+# the workspace's deepsearchqa_api/: these files beside the grader's generic runner (tasks/kit.py)
+API_FILES = ("api.py", "tool_loop.py", "prompts.py", "react.py", "search.py", "scoring.py", "experts.py")
 WORLD_KEYS = ("countries", "cities_per_country", "companies_per_city", "people_per_city")
 
 
@@ -118,18 +116,12 @@ def materialize(card, split: str, out_dir: Path) -> Path:
 def add_workspace_extras(card, split_dir: Path, questions: list[dict], docs: list[dict]) -> None:
     """Beside the train questions: the expert's trajectories as SFT data and the episode runner."""
     from autorl_tui.tasks.deepsearchqa.experts import write_sft_files
-    api = split_dir / "deepsearchqa_api"
-    api.mkdir(exist_ok=True)
-    for name, source in API_FILES.items():
-        shutil.copy2(source, api / name)
-    (api / "__init__.py").write_text(
-        '"""DeepSearchQA episode runner (the grader\'s own code). See api.py."""\n'
-        "from .api import EpisodeResult, list_questions, load_corpus, open_backend, run_episodes  # noqa: F401\n"
-        "from .api import run_react_episodes  # noqa: F401\n"
-        "from .tool_loop import SearchEpisode  # noqa: F401\n"
-        "from .experts import ExpertPolicy, expert_script  # noqa: F401\n"
-        "from .prompts import SYSTEM_PROMPT, build_messages, messages_to_text, parse_reply  # noqa: F401\n"
-        "from .scoring import score_answer  # noqa: F401\n")
+    kit.agent_package(split_dir / "deepsearchqa_api", [PACKAGE_DIR / name for name in API_FILES], {
+        "api": ["EpisodeResult", "list_questions", "load_corpus", "open_backend", "run_episodes",
+                "run_react_episodes"],
+        "tool_loop": ["SearchEpisode"], "experts": ["ExpertPolicy", "expert_script"],
+        "prompts": ["SYSTEM_PROMPT", "build_messages", "messages_to_text", "parse_reply"],
+        "scoring": ["score_answer"]}, "DeepSearchQA episode runner")
     if not docs:        # official questions: no corpus, so no expert to play them
         (split_dir / "README.md").write_text(
             f"# DeepSearchQA train split\n\n{len(questions)} official questions (items.jsonl: question, answers, "

@@ -29,17 +29,16 @@ import shutil
 from pathlib import Path
 
 from autorl_tui.catalog import partition_secret
-from autorl_tui.grading import episodes as generic_runner
 from autorl_tui.tasks.webshop import catalog as C
 from autorl_tui.tasks.webshop.official import load_official, official_root
 from autorl_tui.tasks.webshop.webagent import shop_at
+from autorl_tui.tasks import kit
 
 _log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
-API_FILES = {**{name: PACKAGE_DIR / name for name in ("api.py", "experts.py", "prompts.py", "reward.py", "search.py",
-                                                    "shop.py", "webagent.py", "lucene.py", "porter.py",
-                                                    "react_prompt.py")},
-             "episodes.py": Path(generic_runner.__file__)}
+# the workspace's webshop_api/: these files beside the grader's generic runner (tasks/kit.py)
+API_FILES = ("api.py", "experts.py", "prompts.py", "reward.py", "search.py", "shop.py", "webagent.py", "lucene.py",
+             "porter.py", "react_prompt.py")
 DEFAULT_FRACTIONS = {"train": 0.7, "dev": 0.1, "test": 0.2}
 SESSION_DATA = "webshop_data"    # a sessions split's copy of the official files
 SECRET_PARTITION = True     # the protocol hash records the home's partition-secret commitment
@@ -192,17 +191,10 @@ def add_workspace_extras(card, split_dir: Path, goals: list[dict], log) -> None:
     counts = write_sft_files(split_dir, max_steps=int(card.protocol.max_steps or 15),
                              history_len=int(opts.get("history_len", 8)), prompt=str(opts.get("prompt", "chat")))
     log(f"webshop train: expert won {counts['won']}/{counts['episodes']} episodes, {counts['sft_examples']} steps")
-    api = split_dir / "webshop_api"
-    api.mkdir(exist_ok=True)
-    for name, source in API_FILES.items():
-        shutil.copy2(source, api / name)
-    (api / "__init__.py").write_text(
-        '"""WebShop episode runner (the grader\'s own code). See api.py."""\n'
-        "from .api import EpisodeResult, list_episodes, open_episode, run_episodes, summarize_rewards  # noqa: F401\n"
-        "from .experts import expert_action  # noqa: F401\n"
-        "from .prompts import build_messages, messages_to_text, parse_reply  # noqa: F401\n"
-        "from .reward import reward  # noqa: F401\n"
-        "from .shop import Shop, ShopEpisode  # noqa: F401\n")
+    kit.agent_package(split_dir / "webshop_api", [PACKAGE_DIR / name for name in API_FILES], {
+        "api": ["EpisodeResult", "list_episodes", "open_episode", "run_episodes", "summarize_rewards"],
+        "experts": ["expert_action"], "prompts": ["build_messages", "messages_to_text", "parse_reply"],
+        "reward": ["reward"], "shop": ["Shop", "ShopEpisode"]}, "WebShop episode runner")
     shop = "webshop_data/: WebShop sessions" if (split_dir / SESSION_DATA).is_dir() else "catalog.jsonl"
     (split_dir / "README.md").write_text(
         f"# WebShop train split\n\n{len(goals)} instructions (items.jsonl) over the shop's catalog "

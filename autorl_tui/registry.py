@@ -10,6 +10,10 @@ theirs in their packaging metadata under the group `autorl_tui.<kind>`:
     [project.entry-points."autorl_tui.tasks"]
     my_lab = "my_lab_tasks:tasks_dir"          # a callable returning a folder of task folders
 
+A task folder declares the plugins its code provides in its card (`provides:`, the module a file
+of the folder: `models: {tiny-alfworld: "tiny_model:build"}`); the folders of every `tasks` plugin
+(the built-in ones included) are read for them, so no task has a central entry here.
+
 The harness's own built-ins are declared below in the same form and loaded by the same code
 (`EntryPoint.load()`), so a built-in is never special: a lab's plugin is found, listed, validated
 and loaded exactly like one. A plugin may not reuse a built-in's name (that would silently change a
@@ -43,7 +47,6 @@ BUILTINS: dict[str, dict[str, str]] = {
         "judge": "autorl_tui.grading.scorers.judge:JudgeScorer",
         "alpaca_eval": "autorl_tui.grading.scorers.alpaca_eval:AlpacaEvalScorer",
         "env_success": "autorl_tui.grading.scorers.env_success:EnvSuccessScorer",
-        "deepsearchqa": "autorl_tui.tasks.deepsearchqa.scorer:DeepSearchQAScorer",
     },
     "executors": {
         "local": "autorl_tui.executors.local:LocalExecutor",
@@ -63,29 +66,12 @@ BUILTINS: dict[str, dict[str, str]] = {
         "transformers": "autorl_tui.grading.inference:TransformersPolicy",
         "vllm": "autorl_tui.grading.inference:VLLMPolicy",
     },
-    "data_providers": {
-        "alfworld": "autorl_tui.tasks.alfworld.provider:materialize",
-        "humaneval": "autorl_tui.tasks.humaneval.provider:materialize",
-        "webshop": "autorl_tui.tasks.webshop.provider:materialize",
-        "deepsearchqa": "autorl_tui.tasks.deepsearchqa.provider:materialize",
-    },
-    "environments": {
-        "alfworld": "autorl_tui.tasks.alfworld.grader_env:AlfworldEnvironment",
-        "deepsearchqa": "autorl_tui.tasks.deepsearchqa.grader_env:DeepSearchQAEnvironment",
-        "webshop": "autorl_tui.tasks.webshop.grader_env:WebshopEnvironment",
-    },
-    "generators": {
-        "arith": "autorl_tui.tasks.arith.generator:generate",
-    },
-    "item_normalizers": {
-        "gsm8k": "autorl_tui.tasks.gsm8k.normalize:normalize",
-    },
-    "models": {
-        "tiny": "autorl_tui.tasks.arith.tiny_model:build_tiny_model",
-        "tiny-alfworld": "autorl_tui.tasks.alfworld.tiny_model:build",
-        "tiny-webshop": "autorl_tui.tasks.webshop.tiny_model:build",
-        "tiny-dsqa": "autorl_tui.tasks.deepsearchqa.tiny_model:build",
-    },
+    # declared by task folders (their cards' `provides:`), none built in here
+    "data_providers": {},
+    "environments": {},
+    "generators": {},
+    "item_normalizers": {},
+    "models": {},
     "commands": {
         **{name: f"autorl_tui.commands.{name}:register"
            for name in ("agents", "cancel", "compare", "data", "demo", "doctor", "engine", "export", "gpus", "models",
@@ -96,6 +82,9 @@ BUILTINS: dict[str, dict[str, str]] = {
 }
 
 KINDS = tuple(BUILTINS)
+# the kinds a task folder may provide (`provides:` in its card)
+FOLDER_KINDS = ("scorers", "data_providers", "environments", "generators", "item_normalizers", "models")
+CARD = "task.yaml"
 
 
 class PluginError(LookupError):
@@ -114,11 +103,76 @@ def _installed():
     return entry_points()
 
 
+def _task_roots() -> list[Path]:
+    roots = []
+    for name in sorted(entries("tasks")):
+        try:
+            roots.append(Path(entries("tasks")[name].load()()))
+        except Exception as exc:   # a broken tasks plugin is reported where tasks are listed
+            print(f"autorl-tui: tasks plugin {name!r} could not be loaded ({exc}); its folders' plugins are skipped",
+                  file=sys.stderr)
+    return roots
+
+
+@lru_cache(maxsize=1)
+def folder_declared() -> dict[str, dict[str, tuple[str, Path]]]:
+    """kind -> {name: (module:attribute, the task folder declaring it)} from the cards of every
+    `tasks` plugin's folders. A name two folders declare differently is an error."""
+    import yaml
+
+    found: dict[str, dict[str, tuple[str, Path]]] = {kind: {} for kind in FOLDER_KINDS}
+    for root in _task_roots():
+        for card in sorted(root.glob(f"*/{CARD}")):
+            try:
+                provides = (yaml.safe_load(card.read_text()) or {}).get("provides") or {}
+            except (OSError, yaml.YAMLError, AttributeError):
+                continue                   # the card's own checks report it (`tasks validate`)
+            for kind, declared in provides.items():
+                if kind not in found or not isinstance(declared, dict):
+                    raise PluginError(f"{card}: provides.{kind} is not a plugin kind a task folder may provide "
+                                      f"({', '.join(FOLDER_KINDS)}); fix the card")
+                for name, ref in declared.items():
+                    value = folder_module_ref(card.parent, str(ref))
+                    if name in found[kind] and found[kind][name][0] != value:
+                        raise PluginError(f"{card}: provides {kind} {name!r}, already provided by "
+                                          f"{found[kind][name][1]}; rename one")
+                    found[kind][str(name)] = (value, card.parent)
+    return found
+
+
+def folder_module_ref(folder: Path, ref: str) -> str:
+    """`module:attr` of a task folder's file as an importable reference: through the package the
+    folder is part of when it is one (a built-in task), else a package private to the folder."""
+    module, _, attr = ref.partition(":")
+    if not _in_folder(folder, module):
+        return ref
+    return f"{_package_of(folder.resolve())}.{module}:{attr}"
+
+
+def _package_of(folder: Path) -> str:
+    parts: list[str] = []
+    here = folder
+    while (here / "__init__.py").is_file() and re.fullmatch(r"[A-Za-z_]\w*", here.name):
+        parts.insert(0, here.name)
+        here = here.parent
+    if parts:
+        dotted = ".".join(parts)
+        spec = importlib.util.find_spec(dotted)
+        if spec is not None and folder in {Path(p).resolve() for p in spec.submodule_search_locations or []}:
+            return dotted
+    return folder_package(folder)
+
+
 @lru_cache(maxsize=None)
 def entries(kind: str) -> dict[str, EntryPoint]:
-    """Built-ins first, then installed plugins, by name (stable, sorted within each)."""
+    """Built-ins first (with what task folders provide), then installed plugins, by name."""
     grp = group(kind)
     found = {name: EntryPoint(name=name, value=value, group=grp) for name, value in BUILTINS[kind].items()}
+    if kind in FOLDER_KINDS:
+        for name, (value, folder) in sorted(folder_declared()[kind].items()):
+            if name in found and found[name].value != value:
+                raise PluginError(f"task folder {folder} provides {kind} {name!r}, a built-in name; rename it")
+            found[name] = EntryPoint(name=name, value=value, group=grp)
     for ep in sorted(_installed().select(group=grp), key=lambda e: e.name):
         if ep.name in found and found[ep.name].value != ep.value:
             dist = getattr(ep.dist, "name", "an installed package")
@@ -151,7 +205,7 @@ def resolve(kind: str, ref: str, folder: str | Path | None = None) -> Any:
     module, _, attr = ref.partition(":")
     if folder is None or not _in_folder(Path(folder), module):
         return EntryPoint(name=ref, value=ref, group=group(kind)).load()
-    ref = f"{folder_package(Path(folder))}.{module}:{attr}"
+    ref = folder_module_ref(Path(folder), ref)
     saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # no __pycache__ in a task's folder
     try:
         return EntryPoint(name=ref, value=ref, group=group(kind)).load()
@@ -180,3 +234,4 @@ def refresh() -> None:
     """Forget the cached scan (after installing a plugin into a running process)."""
     _installed.cache_clear()
     entries.cache_clear()
+    folder_declared.cache_clear()

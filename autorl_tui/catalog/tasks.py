@@ -25,7 +25,8 @@ A card fixes the evaluation protocol. Data comes from a *provider* named in the 
 
 Data providers and generators are plugins (`autorl_tui/registry.py`, kinds `data_providers` and
 `generators`), or `module:attribute` references to the task folder's own code
-(`provider:materialize` is `provider.py` beside the card; `registry.resolve(kind, ref, card.dir)`).
+(`provider:materialize` is `provider.py` beside the card; `registry.resolve(kind, ref, card.dir)`; a name
+is one a task folder `provides:` or an installed plugin).
 Folders of task cards come from `--tasks-dir`, $AUTORL_TASKS_DIR, the home's `tasks/` and the
 `tasks` plugins (the built-in `tasks/` folder is one).
 

@@ -1,8 +1,9 @@
 """Jinja rendering for reports, and where the templates are found.
 
-Templates live in the repository's top-level `templates/` folder. An installed copy looks, in
-order: $AUTORL_TEMPLATES, the source checkout's `templates/` (editable installs), then
-`<sys.prefix>/share/autorl-tui/templates`; the first folder holding the template wins.
+Templates live in the repository's top-level `templates/` folder, and are found by one rule,
+installed or in a checkout: the package's `templates` (`autorl_tui/templates`, a link to
+`../templates` in the repository; the installed package holds a copy as package data). Folders
+in $AUTORL_TEMPLATES are searched first (a user's own templates).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,18 +23,21 @@ from autorl_tui.units import fmt_bytes
 from autorl_tui import settings
 
 
+PACKAGE_TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+
+
 def template_dirs() -> list[Path]:
     dirs = []
     dirs.extend(settings.current().templates)
-    dirs.append(Path(__file__).resolve().parents[2] / "templates")
-    dirs.append(Path(sys.prefix) / "share" / "autorl-tui" / "templates")
+    dirs.append(PACKAGE_TEMPLATES)
     return [d for d in dirs if d.is_dir()]
 
 
 def environment() -> jinja2.Environment:
     dirs = template_dirs()
     if not dirs:
-        raise InfraError("report templates not found: set AUTORL_TEMPLATES to the repository's templates/ folder")
+        raise InfraError(f"report templates not found in {PACKAGE_TEMPLATES}: reinstall autorl-tui, or set "
+                         "AUTORL_TEMPLATES to the repository's templates/ folder")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)

@@ -1,5 +1,7 @@
 """Test agent for engine crash recovery: submission 1, numbered ticks (stdout + metrics) for
-TICKS x 0.5 s, then submission 2 (same weights, a changed config so the content differs)."""
+TICKS x 0.5 s, then submission 2 (same weights, a changed config so the content differs).
+With HOLD_FILE set (a plan's agent_overlays passes it and binds its folder), it says `holding`
+after tick 2 and goes on only once that file exists: a test acts on a run known to be mid-run."""
 
 import json
 import os
@@ -30,6 +32,10 @@ for i in range(int(os.environ.get("TICKS", "40"))):
     with open(os.environ["METRICS_FILE"], "a") as fh:
         fh.write(json.dumps({"step": i, "metrics": {"tick": i}}) + "\n")
     time.sleep(0.5)
+    if i == 2 and os.environ.get("HOLD_FILE"):
+        print("holding", flush=True)
+        while not os.path.exists(os.environ["HOLD_FILE"]):
+            time.sleep(0.1)
 shutil.copytree(model, os.path.join(out, "v2"))
 cfg = json.load(open(os.path.join(out, "v2", "config.json")))
 cfg["autorl_probe"] = 2

@@ -29,7 +29,7 @@ from autorl_tui.exitcodes import ExitCode
 from autorl_tui.home import Home
 from tests.support.harness import REPO, TASKS, TEST_AGENTS, cli, write_plan
 from tests.support.ray_cluster import GPUS_PER_NODE, ray_cluster, ray_home  # noqa: F401 (fixtures)
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_for, wait_for_async
 
 pytestmark = pytest.mark.slow
 
@@ -374,9 +374,17 @@ def test_a_node_that_cannot_see_the_home_refuses_the_plan(ray_cluster, ray_home,
     _wait_for(lambda: not any("blind" in n["resources"] for n in nodes()), 120, "the blind node to leave")
 
 
-def test_worker_removed_mid_run_loses_only_its_run_which_is_retried(ray_cluster, ray_home):
-    """Last in this module: it takes a worker away."""
+def test_worker_removed_mid_run_loses_only_its_run_which_is_retried(ray_cluster, ray_home, monkeypatch):
+    """Last in this module: it takes a worker away. Both runs hold after tick 2 until the test
+    releases them (HOLD_FILE, crash_probe.py), so the victim is surely mid-run when its node goes,
+    however slowly a loaded machine starts the other; the retry, started after the release, runs through."""
     cluster, workers, _ = ray_cluster
+    gate = ray_home.parent / "gate"           # under the home's 0711 folder: the agents' uids reach it
+    gate.mkdir(mode=0o755)
+    monkeypatch.setenv("HOLD_FILE", str(gate / "released"))
+    plan = parse_plan(f"name: ray-2\ntasks: [arith-small]\nagents: [test-crash-probe]\nmodels: [tiny]\nseeds: [0, 1]\n"
+                      f"budget: 900s\nexecutor: ray\ngpus_per_run: 2\ncluster: {{address: '{cluster.address}'}}\n"
+                      f"agent_overlays: {{test-crash-probe: {{env: [HOLD_FILE], binds: ['{gate}']}}}}\n")
 
     async def go():
         engine = Engine(Home.open(str(ray_home)), tasks_dirs=[TASKS], agents_dirs=[TEST_AGENTS])
@@ -384,21 +392,24 @@ def test_worker_removed_mid_run_loses_only_its_run_which_is_retried(ray_cluster,
         await engine.start()
         try:
             # Two GPUs each: one run per worker node.
-            ids = await engine.enqueue_plan(_plan(cluster.address, "test-crash-probe", 2, [0, 1]))
+            ids = await engine.enqueue_plan(plan)
             store = engine.store
-            t0 = time.time()
-            while not all(len(_stdout(store, r, "tick ")) >= 3 for r in ids):
-                assert time.time() - t0 < 300, "the two runs did not both start ticking"
-                await asyncio.sleep(0.5)
+            await wait_for_async(lambda: all(_stdout(store, r, "holding") for r in ids), 600,
+                                 "both runs to hold after tick 2", interval=0.5)
             victim, other = ids
             node_id = _ray_json(_attempts(store, victim)[0])["node_id"]
             assert node_id != _ray_json(_attempts(store, other)[0])["node_id"]
             [node] = [w for w in workers if w.node_id == node_id]
             await asyncio.to_thread(cluster.remove_node, node, False)
+            # Ray's verdict on the node, however long a loaded head takes to give it.
+            lost = await wait_for_async(lambda: [a for a in _attempts(store, victim) if a["state"] == "lost"], 600,
+                                        "the victim's attempt to be lost", interval=0.5)
+            assert "left the Ray cluster" in lost[0]["error"]
+            assert [a["state"] for a in _attempts(store, other)] == ["running"]
+            (gate / "released").touch()
             rows = {r["id"]: r for r in await asyncio.wait_for(engine.wait_runs(ids), 900)}
             attempts = {r: _attempts(store, r) for r in ids}
             assert [a["state"] for a in attempts[victim]] == ["lost", "exited"]
-            assert "left the Ray cluster" in attempts[victim][0]["error"]
             assert rows[victim]["state"] == "done" and rows[victim]["test_score"] is not None
             # The retry ran on the remaining worker.
             assert _ray_json(attempts[victim][1])["node_id"] != node_id

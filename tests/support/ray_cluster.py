@@ -2,7 +2,9 @@
 and two worker nodes declaring GPUS_PER_NODE (fake) GPUs each, started once per test module,
 with Ray's token authentication on (as the engine requires: executors/ray_auth.py), with the
 session's token (RAY_AUTH_MODE, RAY_AUTH_TOKEN: tests/conftest.py sets them before ray is
-imported), so the engines the tests start carry it. Ray's files stay under a temporary folder; the cluster is shut down at the end."""
+imported), so the engines the tests start carry it. Ray's files stay under a temporary folder; the cluster is shut down at the end.
+On a loaded machine Ray may give up on a node it starts ("node timed out during startup": its own
+fixed 30 s for the raylet to register): that node's processes are ended and it is started again."""
 
 import contextlib
 import os
@@ -10,11 +12,32 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.support.harness import install_model, make_reachable_home
 
 GPUS_PER_NODE = 2
+NODE_START_TRIES = 3
+
+
+def start_node(cluster, **node_args):
+    """`cluster.add_node(**node_args)`, tried again (NODE_START_TRIES in all) when Ray says the node
+    timed out during startup; the processes the failed try left (its raylet and agents, children
+    of this process) are ended first, so that they never join the cluster later."""
+    me = psutil.Process()
+    for tries in range(1, NODE_START_TRIES + 1):
+        before = {c.pid for c in me.children()}
+        try:
+            return cluster.add_node(**node_args)
+        except Exception as exc:
+            if "timed out during startup" not in str(exc) or tries == NODE_START_TRIES:
+                raise
+            left = [c for c in me.children() if c.pid not in before]
+            for proc in left:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    proc.kill()
+            psutil.wait_procs(left, timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -26,14 +49,14 @@ def ray_cluster():
     assert os.environ.get("RAY_AUTH_MODE") == "token", "tests/conftest.py turns Ray's token authentication on"
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "num_gpus": 0, "include_dashboard": False, "temp_dir": str(tmp / "ray"),
-        # A removed node is declared dead in seconds rather than the default ~30 s.
-        "_system_config": {"health_check_initial_delay_ms": 0, "health_check_period_ms": 1000,
-                           "health_check_failure_threshold": 3}})
+    cluster = Cluster()
     try:
-        workers = [cluster.add_node(num_cpus=3, num_gpus=GPUS_PER_NODE) for _ in range(2)]
-        cluster.wait_for_nodes()
+        start_node(cluster, num_cpus=1, num_gpus=0, include_dashboard=False, temp_dir=str(tmp / "ray"),
+                   # A removed node is declared dead in seconds rather than the default ~30 s.
+                   _system_config={"health_check_initial_delay_ms": 0, "health_check_period_ms": 1000,
+                                   "health_check_failure_threshold": 3})
+        workers = [start_node(cluster, num_cpus=3, num_gpus=GPUS_PER_NODE) for _ in range(2)]
+        cluster.wait_for_nodes(timeout=300)
         yield cluster, workers, tmp
     finally:
         import ray

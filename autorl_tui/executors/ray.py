@@ -35,7 +35,8 @@ NAMESPACE = "autorl-tui"
 INSTALL = "install the extra: pip install 'autorl-tui[ray]'"
 PING_EVERY_S = 2.0
 UNREACHABLE_LIMIT = 15        # consecutive failed pings on an alive node before the run counts as lost
-NODE_VERDICT_S = 15           # after its actor died, how long to wait for Ray to say whether the node is gone
+NODE_VERDICT_S = 60.0         # after its actor died, how long (wall time) to wait for Ray to say whether the node
+                              # is gone (its health checks take ~15 s idle, longer on a loaded head)
 CONNECT_TIMEOUT_S = 120.0     # a head that accepts connections but never answers
 KILL_GRACE_S = 5.0            # for the shim to end the agent before the actor itself is killed
 KILL_GRACE_CONTAINER_S = 30.0  # a container's: Docker kills it, the log pumps drain, exit.json is written
@@ -233,7 +234,8 @@ class RayHandle(AgentHandle):
                 return failures
             if exc.kind == "actor_died":
                 # Usually its node went away; Ray's health checks may declare that a little later.
-                for _ in range(NODE_VERDICT_S):
+                deadline = time.monotonic() + NODE_VERDICT_S
+                while time.monotonic() < deadline:
                     if await self._node_gone():
                         return failures
                     await asyncio.sleep(1)
@@ -248,7 +250,8 @@ class RayHandle(AgentHandle):
         """A container shim saw its actor die (exit.json: node_lost) before Ray declared its node
         dead: wait for that verdict (NODE_VERDICT_S at most; the node may live on) so that the
         retry is not placed on the node that is going away."""
-        for _ in range(NODE_VERDICT_S):
+        deadline = time.monotonic() + NODE_VERDICT_S
+        while time.monotonic() < deadline:
             try:
                 if await self._node_gone():
                     return

@@ -143,7 +143,8 @@ async def _node_left(ray, node_id: str) -> bool:
     after a raylet dies; an actor's death may be reported first)."""
     from autorl_tui.executors.ray import NODE_VERDICT_S, alive_nodes
 
-    for _ in range(NODE_VERDICT_S):
+    deadline = time.monotonic() + NODE_VERDICT_S
+    while time.monotonic() < deadline:
         if node_id not in await off_loop(alive_nodes, ray):
             return True
         await asyncio.sleep(1)

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return int(run_console(args))
         return int(args.func(args) or 0)
-    except UsageError as exc:
+    except (UsageError, registry.PluginError) as exc:     # PluginError: a card or plan names a plugin that is not there
         print(f"autorl-tui: error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
     except InfraError as exc:

@@ -204,7 +204,15 @@ def resolve(kind: str, ref: str, folder: str | Path | None = None) -> Any:
         return load(kind, ref)
     module, _, attr = ref.partition(":")
     if folder is None or not _in_folder(Path(folder), module):
-        return EntryPoint(name=ref, value=ref, group=group(kind)).load()
+        try:
+            return EntryPoint(name=ref, value=ref, group=group(kind)).load()
+        except ModuleNotFoundError as exc:
+            if folder is None or "." in module or exc.name != module:
+                raise
+            raise PluginError(f"{kind.rstrip('s').replace('_', ' ')} {ref!r}: {Path(folder) / module}.py does not "
+                              f"exist (a task card copied without its folder's code?): copy the task folder's "
+                              f"code beside the card, or name the plugin by its registered name; known: "
+                              f"{', '.join(names(kind))}") from None
     ref = folder_module_ref(Path(folder), ref)
     saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # no __pycache__ in a task's folder
     try:

@@ -68,3 +68,16 @@ def test_a_folder_may_not_take_a_built_in_name_or_an_unknown_kind(tmp_path, root
     registry.refresh()
     with pytest.raises(registry.PluginError, match="not a plugin kind a task folder may provide"):
         registry.names("models")
+
+
+def test_a_card_copied_without_its_folders_code_is_told_what_to_do(tmp_path):
+    """A shipped card copied alone into a user's tasks folder names `provider:materialize`, a file
+    it does not have: one clear PluginError (the CLI's exit 2), not a ModuleNotFoundError."""
+    folder = tmp_path / "webshop"
+    folder.mkdir()
+    with pytest.raises(registry.PluginError) as caught:
+        registry.resolve("data_providers", "provider:materialize", folder)
+    message = str(caught.value)
+    assert str(folder / "provider.py") in message and "registered name" in message and "webshop" in message
+    with pytest.raises(ModuleNotFoundError):          # a dotted module that is missing is not a folder's file
+        registry.resolve("data_providers", "no_such_pkg.mod:f", folder)

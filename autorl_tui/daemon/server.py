@@ -304,7 +304,7 @@ class EngineServer:
         if run is None:
             raise UsageError(f"no run {run_id!r} in this home")
         return {"run": run, "events": store.events_tail(run_id, events_limit), "events_total": store.count_events(run_id),
-                "metrics": store.metrics_tail(run_id, metrics_limit), "submissions": store.submissions(run_id),
+                "metrics": store.metrics_tail(run_id, metrics_limit), "submissions": [s.to_dict() for s in store.submissions(run_id)],
                 "revisions": store.revision_list(run_id), "resources": store.last_resource_sample(run_id)}
 
     def cmd_revisions(self, conn, run_id: str) -> list[dict]:

@@ -32,20 +32,20 @@ async def finalize(journal: "RunJournal", grading: "RunGrading", home: "Home",
         why = {"deadline": "the budget ran out", "exited": f"the agent exited (code {code})"}.get(reason, reason)
         source = "budget" if reason == "deadline" or "budget exhausted" in reason else "agent"
         raise RunFailure(source, f"no valid submission: {why} without one")
-    test_score = best.get("test_score")
+    test_score = best.test_score
     if test_score is None:
-        work = grading.work_dir(f"test-{best['seq']}")
-        outcome = await grading.grade(Path(best["snapshot_path"]), "test", work)
+        work = grading.work_dir(f"test-{best.seq}")
+        outcome = await grading.grade(Path(best.snapshot_path), "test", work)
         if not outcome.ok:
             raise RunFailure("grader", f"held-out test grading failed: {outcome.error}")
-        journal.store.delete_samples(best["id"], "test")
-        grading.store_samples(outcome.samples, "test", submission_id=best["id"])
+        journal.store.delete_samples(best.id, "test")
+        grading.store_samples(outcome.samples, "test", submission_id=best.id)
         test_score = outcome.score
         # the test grading's details sit beside the dev ones (a task's own figures included)
-        journal.set_submission(best["id"], test_score=test_score,
-                               metrics={**(best.get("metrics") or {}), "test": outcome.metrics})
+        journal.set_submission(best.id, test_score=test_score,
+                               metrics={**(best.metrics or {}), "test": outcome.metrics})
     baseline = journal.run.baseline_score
     improvement = None if baseline is None else test_score - baseline
     end_reason = {"deadline": "deadline reached", "exited": f"agent finished (exit code {code})"}.get(reason, reason)
     return FinalResult(end_reason, {"test_score": test_score, "improvement": improvement,
-                                    "best_submission_id": best["id"], "best_dev_score": best["score"]})
+                                    "best_submission_id": best.id, "best_dev_score": best.score})

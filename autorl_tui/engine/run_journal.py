@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from autorl_tui.engine import events as ev
 from autorl_tui.run_states import FINAL_STATES
-from autorl_tui.store.records import RunRecord
+from autorl_tui.store.records import RunRecord, SubmissionRecord
 
 if TYPE_CHECKING:
     from autorl_tui.engine.events import EventBus
     from autorl_tui.store.db import Store
-    from autorl_tui.store.engine_records import SubmissionRow
 
 
 class RunJournal:
@@ -82,7 +81,7 @@ class RunJournal:
         if extra:
             self.bus.publish(ev.RunUpdated(self.run_id, fields=extra))
 
-    def set_submission(self, sub_id: int, **fields) -> "SubmissionRow":
+    def set_submission(self, sub_id: int, **fields) -> SubmissionRecord:
         row = self.store.update_submission(sub_id, fields)
-        self.bus.publish(ev.SubmissionUpdated(self.run_id, submission=row))
+        self.bus.publish(ev.SubmissionUpdated(self.run_id, submission=row.to_dict()))
         return row

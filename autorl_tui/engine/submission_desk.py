@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from autorl_tui.engine.run_journal import RunJournal
     from autorl_tui.engine.workspace import Workspace
     from autorl_tui.home import Home
-    from autorl_tui.store.engine_records import SubmissionRow
+    from autorl_tui.store.records import SubmissionRecord
 
 
 # Intake refusals AutoRL-Bench's server does not refuse: its evaluator fails on such a folder and
@@ -145,12 +145,12 @@ class SubmissionDesk:
         task, first = taken
         row = await asyncio.shield(task)
         if first is not None:          # identical content submitted while it was being graded: one grading
-            if row["status"] == "scored":
+            if row.status == "scored":
                 return self._mark_duplicate(sub_id, seq, row)
-            row = journal.set_submission(sub_id, status="error", duplicate_of=row["id"], graded_at=time.time(),
-                                         error=f"same content as submission {row['seq']}, which could not be "
-                                               f"graded: {row['error']}")
-        if row["status"] == "error":
+            row = journal.set_submission(sub_id, status="error", duplicate_of=row.id, graded_at=time.time(),
+                                         error=f"same content as submission {row.seq}, which could not be "
+                                               f"graded: {row.error}")
+        if row.status == "error":
             return self._failed_answer(row, seq)
         return self._response(row)
 
@@ -213,7 +213,7 @@ class SubmissionDesk:
         content_hash = str(snap.content_hash)
         earlier = self.store.scored_with_content(self.run_id, content_hash, sub_id)
         if earlier:
-            self._stop_early(early, seq, earlier["seq"])
+            self._stop_early(early, seq, earlier.seq)
             return self._mark_duplicate(sub_id, seq, earlier)
         trust_provenance.check_in_background(self, sub_id, seq, snap.path)
         task = self._grading_by_hash.get(content_hash)
@@ -269,34 +269,34 @@ class SubmissionDesk:
         factor = self.card.submission_cap.get("size_factor")
         return self._base_model_bytes, snapshot_cap(self._base_model_bytes, factor), factor
 
-    def _mark_duplicate(self, sub_id: int, seq: int, earlier: "SubmissionRow") -> dict:
-        self.journal.set_submission(sub_id, status="duplicate", duplicate_of=earlier["id"], score=earlier["score"],
-                                    improvement=earlier["improvement"], graded_at=time.time())
-        self.journal.log("submission", f"submission {seq} has the same content as submission {earlier['seq']}: "
+    def _mark_duplicate(self, sub_id: int, seq: int, earlier: "SubmissionRecord") -> dict:
+        self.journal.set_submission(sub_id, status="duplicate", duplicate_of=earlier.id, score=earlier.score,
+                                    improvement=earlier.improvement, graded_at=time.time())
+        self.journal.log("submission", f"submission {seq} has the same content as submission {earlier.seq}: "
                                        f"returning its result",
-                         data={"submission_id": sub_id, "duplicate_of": earlier["id"]})
-        return {**self._response(earlier, duplicate=True), "duplicate_of": earlier["seq"]}
+                         data={"submission_id": sub_id, "duplicate_of": earlier.id})
+        return {**self._response(earlier, duplicate=True), "duplicate_of": earlier.seq}
 
     # ------------------------------------------------------------------ grading
     def regrade_interrupted(self) -> None:
         """After an engine restart: grade again what the stop interrupted (its snapshot is there),
         or close it as an error (it is not)."""
         for row in self.store.interrupted_submissions(self.run_id):
-            if row["snapshot_path"] and Path(row["snapshot_path"]).exists():
-                self.journal.log("harness", f"re-grading submission {row['seq']} interrupted by the engine restart")
+            if row.snapshot_path and Path(row.snapshot_path).exists():
+                self.journal.log("harness", f"re-grading submission {row.seq} interrupted by the engine restart")
                 task = asyncio.create_task(self._regrade(row))
                 self._inflight.add(task)
                 task.add_done_callback(self._inflight.discard)
             else:
-                self.journal.set_submission(row["id"], status="error",
+                self.journal.set_submission(row.id, status="error",
                                             error="the engine stopped before the snapshot was taken")
 
-    async def _regrade(self, row: "SubmissionRow") -> "SubmissionRow":
-        snapshot = Path(row["snapshot_path"])
-        if not row["content_hash"]:      # stopped before its copy was hashed
+    async def _regrade(self, row: "SubmissionRecord") -> "SubmissionRecord":
+        snapshot = Path(row.snapshot_path)
+        if not row.content_hash:      # stopped before its copy was hashed
             digest = await asyncio.to_thread(hash_snapshot_folder, snapshot)
-            self.journal.set_submission(row["id"], content_hash=digest)
-        return await self._grade_submission(row["id"], snapshot, row["content_hash"], row["seq"])
+            self.journal.set_submission(row.id, content_hash=digest)
+        return await self._grade_submission(row.id, snapshot, row.content_hash, row.seq)
 
     async def _grade_only(self, snapshot: Path, seq: int, gpus: list[str] | None) -> "GradingOutcome":
         work = self.grading.work_dir(f"submission-{seq:03d}")
@@ -304,7 +304,7 @@ class SubmissionDesk:
 
     async def _grade_submission(self, sub_id: int, snapshot: Path, content_hash: str | None, seq: int,
                                 gpus: list[str] | None = None,
-                                started: "asyncio.Task[GradingOutcome] | None" = None) -> "SubmissionRow":
+                                started: "asyncio.Task[GradingOutcome] | None" = None) -> "SubmissionRecord":
         """Grade (or finish the grading `started`) and record; whatever happens, the submission ends
         `scored` or `error`."""
         try:
@@ -313,7 +313,7 @@ class SubmissionDesk:
             self.journal.log("error", f"submission {seq}: grading failed in the harness: {type(exc).__name__}: {exc}",
                              level="error", data={"submission_id": sub_id, "traceback": traceback.format_exc()})
             row = self.store.submission(sub_id)
-            if row["status"] == "scored":
+            if row is not None and row.status == "scored":
                 return row
             return self.journal.set_submission(sub_id, status="error", graded_at=time.time(),
                                                error=f"the harness failed while grading it "
@@ -322,7 +322,7 @@ class SubmissionDesk:
             self.mirror_scores()
 
     async def _grade_and_record(self, sub_id: int, snapshot: Path, seq: int, gpus: list[str] | None = None,
-                                started: "asyncio.Task[GradingOutcome] | None" = None) -> "SubmissionRow":
+                                started: "asyncio.Task[GradingOutcome] | None" = None) -> "SubmissionRecord":
         journal = self.journal
         outcome = await (started if started is not None else self._grade_only(snapshot, seq, gpus))
         if outcome.queue is not None:
@@ -341,7 +341,7 @@ class SubmissionDesk:
         journal.bus.publish(ev.MetricPoint(self.run_id, name="dev_score", value=outcome.score, step=seq,
                                            source="grading"))
         best = self.store.best_submission(self.run_id)
-        if best and best["id"] == sub_id:
+        if best and best.id == sub_id:
             journal.update_run(best_dev_score=outcome.score, best_submission_id=sub_id, dev_improvement=improvement)
         journal.log("submission", f"submission {seq} scored {outcome.score:.2f} on dev"
                                   + (f" ({improvement:+.2f} vs baseline)" if improvement is not None else ""),
@@ -359,24 +359,25 @@ class SubmissionDesk:
         except OSError as exc:   # the agent owns the folder: a mirror it broke is its loss, never the run's
             self.journal.log("harness", f"scores.json mirror not written: {exc}", level="warning")
 
-    def _response(self, row: "SubmissionRow", duplicate: bool = False) -> dict:
+    def _response(self, row: "SubmissionRecord", duplicate: bool = False) -> dict:
         """The answer to a submission: AutoRL-Bench's fields as of `row` (for a duplicate, `row` is the
         earlier submission, so its answer comes back unchanged) plus ours."""
-        answer = abapi.response_as_of(self.store.graded_submissions(self.run_id), row, self.grading.baseline_dev)
-        if row["status"] == "scored":
-            answer["improvement"] = row["improvement"]
+        answer = abapi.response_as_of(self.store.graded_submissions(self.run_id), row.to_dict(),
+                                      self.grading.baseline_dev)
+        if row.status == "scored":
+            answer["improvement"] = row.improvement
         started_at = self.journal.started_at
-        queue = None if duplicate else self._queue_info.get(row["id"])
+        queue = None if duplicate else self._queue_info.get(row.id)
         if queue is not None:      # where it waited for a grading slot (position 0: it did not wait)
             answer["grading_queue"] = queue
-        return {**answer, "duplicate": duplicate, "status": "duplicate" if duplicate else row["status"],
+        return {**answer, "duplicate": duplicate, "status": "duplicate" if duplicate else row.status,
                 "run_elapsed_seconds": round(time.time() - (started_at or time.time()), 1)}
 
-    def _failed_answer(self, row: "SubmissionRow", seq: int) -> dict:
+    def _failed_answer(self, row: "SubmissionRecord", seq: int) -> dict:
         """A failed grading: AutoRL-Bench answers 200 with score 0.0 and `error`; our own contract
         answers 422 `grading_failed` with the same body (docs/autorl-bench.md)."""
         body = {**self._response(row), "code": "grading_failed",
-                "error": f"submission {seq} could not be graded: {row['error']}"}
+                "error": f"submission {seq} could not be graded: {row.error}"}
         if getattr(self.agent, "grading_api", "autorl-tui") == "autorl-bench":
             return body
         raise GradingFailed(body.pop("error"), body.pop("code"), body)

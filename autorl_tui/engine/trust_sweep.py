@@ -91,8 +91,8 @@ def collect_sources(store, run_id: str, workspace_root: Path | None) -> _Sources
         if not NOT_DATA.search(path):
             src.add(f"code/{path} (revision {seq})", store.get_blob(digest))
     for sub in store.submissions(run_id):
-        if sub.get("snapshot_path"):
-            src.add_tree(f"submission {sub['seq']}: ", Path(sub["snapshot_path"]))
+        if sub.snapshot_path:
+            src.add_tree(f"submission {sub.seq}: ", Path(sub.snapshot_path))
     if workspace_root is not None:
         src.add_tree("workspace: ", Path(workspace_root), skip_top=HARNESS_OWNED)
     return src

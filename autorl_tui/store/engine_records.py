@@ -2,7 +2,8 @@
 
 Full rows stay dicts (they travel as they are in events and over the engine's socket), typed here
 so that a column's name is written in one place; narrow results are dataclasses. A `runs` row has
-one typed form, store/records.py's RunRecord (the engine's live run is one: RunJournal.run)."""
+one typed form, store/records.py's RunRecord (the engine's live run is one: RunJournal.run), and
+so has a `submissions` row, store/records.py's SubmissionRecord."""
 
 from __future__ import annotations
 
@@ -27,29 +28,6 @@ class AttemptRow(TypedDict, total=False):
     log_dir: str | None
     offsets: dict[str, Any] | None
     grading_url: str | None
-
-
-class SubmissionRow(TypedDict, total=False):
-    """A `submissions` row, `metrics` decoded."""
-    id: int
-    run_id: str
-    attempt: int | None
-    seq: int
-    path: str
-    snapshot_path: str | None
-    content_hash: str | None
-    revision_id: int | None
-    received_at: float
-    graded_at: float | None
-    status: str      # received | grading | scored | rejected | error | duplicate
-    score: float | None
-    improvement: float | None
-    error: str | None
-    duplicate_of: int | None
-    metrics: dict[str, Any] | None
-    inference_s: float | None
-    grading_s: float | None
-    test_score: float | None
 
 
 class BaselineRow(TypedDict, total=False):

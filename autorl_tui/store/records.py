@@ -104,6 +104,9 @@ class RunRecord(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class SubmissionRecord(Record):
+    """A `submissions` row, `metrics` decoded: the one typed row of the table. The engine's
+    submission desk reads and writes these (store/run_state.py returns them); rows that travel
+    (the SubmissionUpdated event, the engine's socket) are its `to_dict()`."""
     TABLE = "submissions"
     JSON = ("metrics",)
 
@@ -117,12 +120,12 @@ class SubmissionRecord(Record):
     revision_id: int | None
     received_at: float
     graded_at: float | None
-    status: str
+    status: str      # received | grading | scored | rejected | error | duplicate
     score: float | None
     improvement: float | None
     error: str | None
     duplicate_of: int | None
-    metrics: Any
+    metrics: dict[str, Any] | None
     inference_s: float | None
     grading_s: float | None
     test_score: float | None

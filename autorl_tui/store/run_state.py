@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from autorl_tui.store.engine_records import (AttemptRow, BaselineRow, GpuHolder, LogVolume, QueueEntry,
-                                             RevisionMeta, SubmissionRow)
-from autorl_tui.store.records import RunRecord
+                                             RevisionMeta)
+from autorl_tui.store.records import RunRecord, SubmissionRecord
 
 RunRow = dict[str, Any]
 """A `runs` row as it travels (events, the engine's socket): RunRecord.to_dict()'s shape, `spec`
@@ -145,13 +145,18 @@ class RunStateQueries:
                                              "received_at": received_at, "status": "received"})
         return sub_id, seq
 
-    def submission(self, sub_id: int) -> SubmissionRow | None:
-        return self.get("submissions", sub_id)
+    def _submission_rows(self, where: str, params: Iterable = ()) -> list[SubmissionRecord]:
+        return [SubmissionRecord.from_row(r) for r in self.query(f"SELECT * FROM submissions WHERE {where}", params)]
 
-    def update_submission(self, sub_id: int, fields: dict[str, Any]) -> SubmissionRow:
+    def submission(self, sub_id: int) -> SubmissionRecord | None:
+        rows = self._submission_rows("id = ?", (sub_id,))
+        return rows[0] if rows else None
+
+    def update_submission(self, sub_id: int, fields: dict[str, Any]) -> SubmissionRecord:
         """Update, commit, and return the row as it now is."""
         self.update("submissions", sub_id, fields)
-        return self.get("submissions", sub_id)
+        [row] = self._submission_rows("id = ?", (sub_id,))
+        return row
 
     def capped_submission_times(self, run_id: str) -> list[float]:
         """When each submission that counts against the cap was received, in order."""
@@ -159,17 +164,16 @@ class RunStateQueries:
                           f"({', '.join('?' for _ in CAP_STATUSES)}) ORDER BY seq", (run_id, *CAP_STATUSES))
         return [r["received_at"] for r in rows]
 
-    def scored_with_content(self, run_id: str, content_hash: str, exclude_id: int) -> SubmissionRow | None:
+    def scored_with_content(self, run_id: str, content_hash: str, exclude_id: int) -> SubmissionRecord | None:
         """The first scored submission of the run with this content, other than `exclude_id`."""
-        rows = self.rows("submissions", "SELECT * FROM submissions WHERE run_id=? AND content_hash=? "
-                                        "AND status='scored' AND id != ? ORDER BY seq LIMIT 1",
-                         (run_id, content_hash, exclude_id))
+        rows = self._submission_rows("run_id=? AND content_hash=? AND status='scored' AND id != ? "
+                                     "ORDER BY seq LIMIT 1", (run_id, content_hash, exclude_id))
         return rows[0] if rows else None
 
-    def best_submission(self, run_id: str) -> SubmissionRow | None:
+    def best_submission(self, run_id: str) -> SubmissionRecord | None:
         """The selected submission: the best dev score, the earliest among equals."""
-        rows = self.rows("submissions", "SELECT * FROM submissions WHERE run_id=? AND status='scored' "
-                                        "ORDER BY score DESC, seq ASC LIMIT 1", (run_id,))
+        rows = self._submission_rows("run_id=? AND status='scored' ORDER BY score DESC, seq ASC LIMIT 1",
+                                     (run_id,))
         return rows[0] if rows else None
 
     def graded_submissions(self, run_id: str) -> list[dict[str, Any]]:
@@ -186,13 +190,12 @@ class RunStateQueries:
         return self.query("SELECT seq, path, status, score, improvement, error, received_at, graded_at, "
                           "content_hash FROM submissions WHERE run_id=? ORDER BY seq", (run_id,))
 
-    def submissions(self, run_id: str) -> list[SubmissionRow]:
-        return self.rows("submissions", "SELECT * FROM submissions WHERE run_id = ? ORDER BY seq", (run_id,))
+    def submissions(self, run_id: str) -> list[SubmissionRecord]:
+        return self._submission_rows("run_id = ? ORDER BY seq", (run_id,))
 
-    def interrupted_submissions(self, run_id: str) -> list[SubmissionRow]:
+    def interrupted_submissions(self, run_id: str) -> list[SubmissionRecord]:
         """Submissions an engine stop caught between intake and a grade."""
-        return self.rows("submissions", "SELECT * FROM submissions WHERE run_id=? AND status IN "
-                                        "('received', 'grading')", (run_id,))
+        return self._submission_rows("run_id=? AND status IN ('received', 'grading')", (run_id,))
 
     # ---------------------------------------------------------------- baselines and samples
     def cached_baseline(self, task: str, model: str, protocol_hash: str, grader_version: str,

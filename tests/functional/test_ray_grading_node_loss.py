@@ -49,10 +49,10 @@ def test_a_submission_whose_grading_node_dies_is_graded_on_another_node(ray_clus
             assert first["status"] == "grading"
             await asyncio.to_thread(cluster.remove_node, node, False)        # SIGKILL: raylet, workers
             [row] = await asyncio.wait_for(engine.wait_runs([run_id]), 900)
-            while store.submission(first["id"])["status"] == "grading":      # it may outlive the attempt
+            while store.submission(first["id"]).status == "grading":      # it may outlive the attempt
                 assert time.time() - t0 < 900, "the re-grading never ended"
                 await asyncio.sleep(0.2)
-            first = store.submission(first["id"])
+            first = store.submission(first["id"]).to_dict()
             assert first["status"] == "scored" and first["score"] is not None, first
             ends = [data for kind, _, data in _events(store, run_id)
                     if kind == "grading" and data.get("phase") == "end" and "lost_nodes" in (data.get("where") or {})]

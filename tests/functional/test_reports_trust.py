@@ -40,10 +40,10 @@ def store_path(tmp_path_factory):
     clean, substituted, contaminated = arith[0], arith[1], arith[2]
     for rid, verdict, median in ((clean, "derived", 0.05), (substituted, "not_derived", 1.41)):
         for sub in store.submissions(rid):
-            if sub["status"] == "scored":
+            if sub.status == "scored":
                 store.add_finding(rid, "provenance", "info" if verdict == "derived" else "critical",
-                                  f"submission {sub['seq']}: {verdict}", _provenance(verdict, median),
-                                  submission_id=sub["id"])
+                                  f"submission {sub.seq}: {verdict}", _provenance(verdict, median),
+                                  submission_id=sub.id)
     held_out = generate("test", {"max_n": 1000}, n=30, seed=1234)
     leaked = "\n".join(f"{x['prompt']} {x['solution']}" for x in held_out[:5])
     result = contamination.check(held_out, {"code/sft.jsonl (revision 3)": leaked})

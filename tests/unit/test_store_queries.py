@@ -52,11 +52,11 @@ def test_a_new_run_record_is_stored_and_read_back_as_itself(store):
 
 def test_the_engines_row_types_name_exactly_their_tables_columns(store):
     # The engine's rows of these tables stay dicts (events and the socket carry them as they are);
-    # their TypedDicts and the readers' records must name the same columns, so a migration cannot
-    # leave one behind. The runs table has one typed row, RunRecord (checked above).
-    from autorl_tui.store.engine_records import AttemptRow, BaselineRow, SubmissionRow
+    # their TypedDicts must name the table's columns, so a migration cannot leave one behind. The
+    # runs and submissions tables have one typed row each, RunRecord and SubmissionRecord (checked above).
+    from autorl_tui.store.engine_records import AttemptRow, BaselineRow
 
-    for table, row in (("attempts", AttemptRow), ("submissions", SubmissionRow), ("baselines", BaselineRow)):
+    for table, row in (("attempts", AttemptRow), ("baselines", BaselineRow)):
         columns = [r["name"] for r in store.query(f"PRAGMA table_info({table})")]
         assert list(row.__annotations__) == columns, row.__name__
 

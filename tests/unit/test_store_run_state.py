@@ -3,6 +3,7 @@ rules that pick rows (cap, selection, duplicates, GPU holders) and the rows' sha
 
 from autorl_tui.store import Store
 from autorl_tui.store.engine_records import GpuHolder, LogVolume
+from autorl_tui.store.records import SubmissionRecord
 
 
 def _run(store: Store, run_id: str, state: str = "queued", **fields) -> None:
@@ -17,7 +18,11 @@ def test_submissions_are_numbered_per_run_and_only_live_ones_count_against_the_c
     assert s.add_submission("r2", 1, "output/x", received_at=5.0)[1] == 1      # another run starts at 1
     s.update_submission(ids[1][0], {"status": "rejected"})
     row = s.update_submission(ids[2][0], {"status": "duplicate", "metrics": {"acc": 0.5}})
-    assert row["status"] == "duplicate" and row["metrics"] == {"acc": 0.5}     # returned as stored, decoded
+    assert isinstance(row, SubmissionRecord)                                     # the table's one typed row
+    assert row.status == "duplicate" and row.metrics == {"acc": 0.5}           # returned as stored, decoded
+    assert s.submission(ids[2][0]) == row and s.submission(999) is None
+    assert [r.status for r in s.submissions("r1")] == ["received", "rejected", "duplicate", "received"]
+    assert [r.seq for r in s.interrupted_submissions("r1")] == [1, 4]
     assert s.capped_submission_times("r1") == [100.0, 103.0]
     s.close()
 
@@ -29,9 +34,9 @@ def test_the_selected_submission_is_the_best_dev_score_and_the_earliest_among_eq
         s.update_submission(sub_id, {"status": "scored" if score is not None else "error", "score": score,
                                      "content_hash": "h" if score == 70.0 else None})
     best = s.best_submission("r1")
-    assert best["id"] == subs[1] and best["seq"] == 2
-    assert s.scored_with_content("r1", "h", exclude_id=subs[1])["id"] == subs[2]
-    assert s.scored_with_content("r1", "h", exclude_id=subs[2])["id"] == subs[1]
+    assert best is not None and best.id == subs[1] and best.seq == 2
+    assert getattr(s.scored_with_content("r1", "h", exclude_id=subs[1]), "id", None) == subs[2]
+    assert getattr(s.scored_with_content("r1", "h", exclude_id=subs[2]), "id", None) == subs[1]
     assert s.best_submission("r2") is None
     assert [r["seq"] for r in s.submission_summaries("r1")] == [1, 2, 3, 4]
     s.close()

@@ -92,7 +92,7 @@ PROTOCOLS = {   # protocol -> (alpaca-eval's packaged annotator, judge model, an
 
 
 @pytest.mark.parametrize("n,protocol", [(16, "autorl-bench"), (79, "autorl-bench"), (16, "leaderboard"),
-                                        pytest.param(805, "autorl-bench", marks=[pytest.mark.slow, pytest.mark.long])])
+                                        pytest.param(805, "autorl-bench", marks=pytest.mark.slow)])
 def test_lc_win_rate_equals_alpaca_evals_own(n, protocol, tmp_path, monkeypatch):
     packaged, model, name = PROTOCOLS[protocol]
     folder = official_folder(tmp_path / "official", n)

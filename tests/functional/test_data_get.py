@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path
-from tests.support.harness import REPO, cli, write_plan
+from tests.support.harness import REPO, card_without_code, cli, write_plan
 from tests.support.hub_server import HubServer
 
 GSM8K_CARD = REPO / "autorl_tui" / "tasks" / "gsm8k" / "task.yaml"
@@ -23,7 +23,7 @@ def gsm8k_rows(n, offset=0):
 
 def gsm8k_card_with(tasks_dir: Path, official: list[dict]) -> Path:
     """The real gsm8k card, its official files declared as the local server publishes them."""
-    card = yaml.safe_load(GSM8K_CARD.read_text())
+    card = card_without_code(yaml.safe_load(GSM8K_CARD.read_text()))     # the card alone, not its code
     card["data"]["official"] = official
     card["data"]["default"] = str(tasks_dir / "no-default-copy")
     folder = tasks_dir / "gsm8k"

@@ -47,6 +47,22 @@ def install_model(model_dir: Path, home: Path, name: str = "tiny") -> None:
         shutil.copytree(model_dir, dst)
 
 
+def card_without_code(card: dict) -> dict:
+    """A shipped card (parsed) ready to be copied alone, without its folder's code: what it names
+    folder-relative (`provider:materialize`, `normalize:normalize`) is named by the name its folder
+    registers (`provides:`) instead, and the copy declares nothing itself."""
+    registered = {ref: name for declared in (card.pop("provides", None) or {}).values()
+                  for name, ref in declared.items()}
+
+    def named(node):
+        if isinstance(node, dict):
+            return {key: named(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [named(value) for value in node]
+        return registered.get(node, node) if isinstance(node, str) else node
+    return named(card)
+
+
 def write_plan(path: Path, **fields) -> Path:
     import yaml
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.support.harness import REPO
+from tests.support.harness import REPO, card_without_code
 
 DSQA_COLUMNS = ["problem", "problem_category", "answer", "answer_type"]
 
@@ -64,11 +64,7 @@ def benchmark_card_on_hub(hub, task: str, files: dict[str, bytes], tasks_dir: Pa
                                 entry["path"])
         entries.append({**entry, "sha256": published["sha256"]})
     card["data"]["official"] = entries
-    # Only the card is copied, not its folder's code: what the card names folder-relative
-    # (`provider:materialize`) is named by the name its folder registers (`provides:`) instead.
-    registered = {ref: name for declared in (card.pop("provides", None) or {}).values()
-                  for name, ref in declared.items()}
-    card["data"]["function"] = registered.get(card["data"].get("function"), card["data"].get("function"))
+    card = card_without_code(card)          # only the card is copied, not its folder's code
     folder = Path(tasks_dir) / task
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "task.yaml").write_text(yaml.safe_dump(card, sort_keys=False))

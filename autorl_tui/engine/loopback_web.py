@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import asyncio  # noqa: F401  - before the window below: asyncio keeps its own `ssl`
 import sys
+import threading
 
 _MISSING = object()
 
-if "aiohttp" in sys.modules:       # imported already by someone else: as it is
+if "aiohttp" in sys.modules or threading.active_count() > 1:
+    # imported already, or other threads run: as it is (while `ssl` is hidden below, another
+    # thread's `import ssl` would fail: sys.modules is one for the process, no lock guards it)
     from aiohttp import web
 else:
     _saved = sys.modules.get("ssl", _MISSING)

@@ -41,3 +41,23 @@ def test_an_engine_start_builds_no_tls_context_and_imports_no_unused_executor(tm
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen["aiohttp_tls"] is False and seen["ssl_ok"] and seen["asyncio_ssl"], seen
     assert not [m for m in seen["executors"] if m.endswith((".docker", ".ray"))], seen["executors"]
+
+
+@pytest.mark.subprocess
+def test_importing_the_web_server_never_breaks_another_threads_import_of_ssl():
+    """Hiding `ssl` from aiohttp's import is safe only with no other thread: one importing `ssl`
+    meanwhile must never get an ImportError (it got ~700,000 in 0.2 s before the guard)."""
+    code = ("import threading, ssl, time\n"
+            "errors, stop = [], []\n"
+            "def spin():\n"
+            "    while not stop:\n"
+            "        try:\n"
+            "            import ssl as again\n"
+            "        except ImportError as exc:\n"
+            "            errors.append(exc)\n"
+            "t = threading.Thread(target=spin); t.start()\n"
+            "from autorl_tui.engine.loopback_web import web\n"
+            "stop.append(1); t.join(); print(len(errors))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"

@@ -27,6 +27,7 @@ from autorl_tui.instrument.filetail import FileTail  # noqa: E402
 from autorl_tui.instrument.log_ingest import LogIngest  # noqa: E402
 from autorl_tui.engine.run_journal import RunJournal  # noqa: E402
 from autorl_tui.store.db import Store  # noqa: E402
+from autorl_tui.store.records import RunRecord  # noqa: E402
 
 LINES = int(os.environ.get("BENCH_INGEST_LINES") or 200_000)
 RUN = "r0001-arith-flood-s0"
@@ -67,7 +68,8 @@ async def _engine_path(base: Path, attempt: Path) -> tuple[float, int]:
             seen += 1 + len(sub.drain())
 
     drain = asyncio.create_task(console())
-    journal = RunJournal(store, bus, {"id": RUN, "state": "running", "current_attempt": 1, "budget_s": 600, "seed": 0})
+    journal = RunJournal(store, bus, RunRecord(id=RUN, task="arith", agent="bench", model="tiny", state="running",
+                                               current_attempt=1, budget_s=600.0, created_at=time.time()))
     handle = SimpleNamespace(stdout_path=attempt / "stdout.log", stderr_path=attempt / "stderr.log")
     workspace = SimpleNamespace(root=attempt, metrics_file=attempt / "logs" / "metrics.jsonl")
     watch = AgentWatch(journal, SimpleNamespace(), handle, workspace=workspace, agent=SimpleNamespace(), spec={},

@@ -3,6 +3,7 @@
 import pytest
 
 from autorl_tui.grading.inference import InvalidModel, TransformersPolicy, check_model_dir, load_policy
+from tests.support.context_prompts import prompt_of
 
 PROMPTS = ["Tom has 3 apples. He buys 4 more apples. How many apples does Tom have now?",
            "There are 12 books on a shelf. Mia takes 5 books away. How many books are on the shelf now?",
@@ -62,17 +63,6 @@ def test_invalid_model_folders_are_explained(tmp_path, tiny_model_dir):
         load_policy("onnx", tiny_model_dir)
 
 
-def _prompt_of(policy, n_tokens: int) -> str:
-    """A plain prompt of exactly n_tokens tokens of the tiny model's tokenizer."""
-    text = ""
-    while len(policy.tokenizer(text, add_special_tokens=False)["input_ids"]) < n_tokens:
-        text += "Tom has 3 apples. "
-    while len(policy.tokenizer(text, add_special_tokens=False)["input_ids"]) > n_tokens:
-        text = text[:-1]
-    assert len(policy.tokenizer(text, add_special_tokens=False)["input_ids"]) == n_tokens
-    return text
-
-
 @pytest.fixture(scope="module")
 def plain(tiny_model_dir):
     return TransformersPolicy(tiny_model_dir, threads=1, seed=0, batch_size=8, prompt_format="plain")
@@ -85,7 +75,7 @@ def test_a_prompts_budget_and_completion_do_not_depend_on_its_batch(plain, tiny_
     the batch's padded width set every row's budget: 10 new tokens here."""
     limit = plain.max_positions
     short = "Question: Tom has 3 apples. He buys 4 more apples. How many apples does Tom have now?\nAnswer:"
-    long = _prompt_of(plain, limit - 10)
+    long = prompt_of(plain.tokenizer, limit - 10)
     alone = plain.generate([short], max_tokens=40)[0][0]
     batched = plain.generate([long, short], max_tokens=40)
     one_by_one = TransformersPolicy(tiny_model_dir, threads=1, batch_size=1, prompt_format="plain").generate(
@@ -105,8 +95,8 @@ def test_a_prompt_that_fills_the_context_is_refused_with_its_reason(plain):
     limit = plain.max_positions
     short = "Question: Sam had 9 coins and sold 2 of them. How many coins does Sam have now?\nAnswer:"
     alone = plain.generate([short], max_tokens=24)[0][0]
-    out = plain.generate([_prompt_of(plain, limit + 40), short, _prompt_of(plain, limit),
-                          _prompt_of(plain, limit - 1)], n=2, max_tokens=24)
+    out = plain.generate([prompt_of(plain.tokenizer, limit + 40), short, prompt_of(plain.tokenizer, limit),
+                          prompt_of(plain.tokenizer, limit - 1)], n=2, max_tokens=24)
     for refused, length in ((out[0], limit + 40), (out[2], limit)):
         assert len(refused) == 2 and refused[0].finish_reason == "prompt_too_long" and refused[0].text == ""
         assert f"the prompt has {length} tokens and the model's context holds {limit}" in refused[0].error

@@ -1,7 +1,8 @@
 """Score vocabulary shared by the grader (which writes it into sample results) and the reports
 (which read it back from the store): neither imports the other."""
 
-FAILURE_KINDS = ("wrong_answer", "format_error", "truncated", "empty", "runtime_error", "timeout")
+FAILURE_KINDS = ("wrong_answer", "format_error", "truncated", "empty", "runtime_error", "timeout",
+                 "prompt_too_long")
 
 # A task's own figures beside its score: the `env_success` scorer records what an environment's
 # `summary_metrics` returns under this key of a grading's metrics (WebShop: mean_reward,

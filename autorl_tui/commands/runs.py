@@ -28,7 +28,8 @@ def register(subparsers) -> None:
     lst.add_argument("--offset", type=int, default=0, metavar="N", help="with --limit: skip the newest N first")
     lst.set_defaults(func=list_runs)
     prune = sub.add_parser("prune", help="delete submission snapshots of ended runs, keeping the selected, the "
-                                         "best and the last N (every content hash stays)")
+                                         "best and the last N (every content hash stays), and partial copies "
+                                         "an interrupted snapshot left")
     prune.add_argument("runs", nargs="*", metavar="RUN", help="run ids (default: every ended run)")
     prune.add_argument("--keep-last", type=int, default=None, metavar="N",
                        help="also keep the last N snapshots of each run (default 3)")
@@ -155,12 +156,26 @@ def fit_columns(table: list[tuple[str, list[str]]], width: int) -> tuple[list, l
     return shown, hidden
 
 
+def _copies_older_than(home, started: float) -> float | None:
+    """Before when an orphaned partial copy was made, to be pruned: the start of the engine that
+    holds the home (its own copies are younger), or this prune's start when none does (an engine
+    that starts meanwhile makes younger ones). None, pruning none, when the holder's start is unknown."""
+    from autorl_tui.home import EngineLock
+
+    lock = EngineLock(home)
+    if not lock.held():
+        return started
+    since = (lock.holder() or {}).get("since")
+    return float(since) if isinstance(since, (int, float)) and not isinstance(since, bool) else None
+
+
 def prune_runs(args) -> int:
     from autorl_tui.grading_host import snapshot_retention as sr
     from autorl_tui.home import Home
     from autorl_tui.store.db import StoreError
     from autorl_tui.store.queries import StoreReader
 
+    started = time.time()
     keep_last = sr.DEFAULT_KEEP_LAST if args.keep_last is None else args.keep_last
     if keep_last < 0:
         raise UsageError(f"--keep-last must be 0 or more (got {keep_last})")
@@ -184,18 +199,19 @@ def prune_runs(args) -> int:
         raise UsageError(f"run {', '.join(active)} has not ended: its snapshots may still be graded; prune it "
                          f"after it ends")
     chosen = args.runs or sorted(r for r, row in runs.items() if row["state"] in FINAL_STATES)
+    incoming_before = _copies_older_than(home, started)
     plans = []
     for run_id in chosen:
-        plans.append(sr.plan_run(home.snapshots / run_id, runs[run_id], subs_of[run_id], keep_last))
+        plans.append(sr.plan_run(home.snapshots / run_id, runs[run_id], subs_of[run_id], keep_last, incoming_before))
     if not args.dry_run:
         for plan in plans:
-            if plan.drop:
+            if plan.drop or plan.orphans:
                 sr.apply(home.snapshots / plan.run_id, plan)
     total = sum(p.freed_bytes for p in plans)
     if args.json:
         json.dump({"dry_run": args.dry_run, "freed_bytes": total,
-                   "runs": [{"run": p.run_id, "keep": p.keep, "drop": p.drop, "freed_bytes": p.freed_bytes}
-                            for p in plans]}, sys.stdout, indent=1)
+                   "runs": [{"run": p.run_id, "keep": p.keep, "drop": p.drop, "orphans": p.orphans,
+                             "freed_bytes": p.freed_bytes} for p in plans]}, sys.stdout, indent=1)
         print()
         return 0
     verb = "would delete" if args.dry_run else "deleted"
@@ -203,6 +219,9 @@ def prune_runs(args) -> int:
         if p.drop:
             print(f"{p.run_id}: {verb} snapshots {', '.join(map(str, p.drop))} ({p.freed_bytes / 2**20:.1f} MiB); "
                   f"kept {', '.join(map(str, p.keep)) or 'none'}")
+        if p.orphans:
+            print(f"{p.run_id}: {verb} {len(p.orphans)} partial cop{'y' if len(p.orphans) == 1 else 'ies'} "
+                  f"an interrupted snapshot left in {sr.BLOBS}/")
     print(f"{verb} {sum(len(p.drop) for p in plans)} snapshot(s) of {len(plans)} run(s), "
           f"{total / 2**20:.1f} MiB {'to reclaim' if args.dry_run else 'reclaimed'}; content hashes are kept")
     return 0

@@ -31,7 +31,8 @@ Step accounting (every reply costs a step):
 - no action (`action` None): `invalid_steps` and `unmatched_steps`, feedback `invalid_feedback`
   ("Nothing happens."), no move;
 - otherwise the environment steps; a reply that was not `exact` also counts in `invalid_steps`.
-An episode ends when it is won, its observation is `done`, a step raised (`error`), or it took
+An episode ends when it is won, its observation is `done`, a step raised (`error`), its prompt
+was refused for the model's context (`error`, the step recorded with `refused`), or it took
 `max_steps` steps. `generate(prompts)` gets one prompt per live episode (up to `batch_size`;
 every live episode advances one step per call) and returns one reply per prompt: a string, or
 an object with `.text` (and `.tokens`, summed into `tokens`). A finished episode's slot goes to
@@ -50,6 +51,9 @@ from typing import Any, Callable, Protocol
 Generate = Callable[[list[list[dict]]], list]
 
 THOUGHT_FEEDBACK = "OK."
+# A reply whose prompt the backend refused (no room in the model's context) has this finish_reason
+# and its reason in `.error` (grading/context_budget.py): the episode ends there with that error.
+REFUSED = "prompt_too_long"
 INVALID_FEEDBACK = "Nothing happens."
 
 
@@ -137,8 +141,15 @@ def _play_step(ep: EpisodeState, messages: list[dict], reply, parse_reply, thoug
                invalid_feedback: str) -> bool:
     """Apply one reply to one episode; True when the step ended it (won, done or error)."""
     res = ep.record
+    refused = getattr(reply, "error", None) if getattr(reply, "finish_reason", None) == REFUSED else None
     reply, tokens = _reply_text(reply)
     res.tokens += tokens
+    if refused:     # the prompt outgrew the model's context: the episode ends failed, the reason kept
+        res.error = refused
+        res.steps += 1
+        res.trajectory.append({"step": res.steps, "observation": ep.obs.text, "admissible": ep.obs.admissible,
+                               "prompt": messages[-1]["content"], "raw_output": "", "refused": refused})
+        return True
     p = parse_reply(reply, ep.obs)
     record = {"step": res.steps + 1, "observation": ep.obs.text, "admissible": ep.obs.admissible,
               "prompt": messages[-1]["content"], "raw_output": reply, "thought": p.thought,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from autorl_tui import registry
+from autorl_tui.grading import context_budget
 from autorl_tui.grading.time_limits import RenderBudget, TimeLimitExceeded
 from autorl_tui.grading.types import Completion
 
@@ -173,6 +174,9 @@ class TransformersPolicy:
 
     def generate(self, prompts: list[Any], *, n: int = 1, temperature: float = 0.0, top_p: float = 1.0,
                  max_tokens: int = 64, stop: list[str] | None = None) -> list[list[Completion]]:
+        """Each prompt gets its own budget (context_budget.budget: max_tokens, capped so that
+        prompt + output fits the model's positions) whatever shares its batch: prompts are batched
+        only with prompts of the same budget. A prompt that leaves no room is refused, alone."""
         import torch
 
         texts = [_render(self.tokenizer, p, self.prompt_format, self.system_prompt, self.render_budget)
@@ -183,37 +187,60 @@ class TransformersPolicy:
         else:
             n_gen = n
             torch.manual_seed(self.seed)
-        eos = self.tokenizer.eos_token_id
-        results: list[list[Completion]] = []
+        rows = self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+        results: list[list[Completion] | None] = [None] * len(texts)
+        groups: dict[int, list[int]] = {}
+        for i, ids in enumerate(rows):
+            why = context_budget.refusal(len(ids), self.max_positions)
+            if why is not None:
+                results[i] = [Completion(text="", tokens=0, finish_reason=context_budget.REFUSED, error=why,
+                                         budget=0, prompt_tokens=len(ids))] * n
+            else:
+                groups.setdefault(context_budget.budget(len(ids), max_tokens, self.max_positions), []).append(i)
+        done = len(texts) - sum(len(g) for g in groups.values())
         per_batch = max(1, self.batch_size // n_gen)
-        for start in range(0, len(texts), per_batch):
-            chunk = texts[start:start + per_batch]
-            enc = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
-            width = enc["input_ids"].shape[1]
-            budget = max_tokens
-            if self.max_positions:
-                budget = max(1, min(max_tokens, self.max_positions - width))
-            config = protocol_generation_config(self.tokenizer, max_new_tokens=budget, n=n_gen,
-                                                temperature=temperature, top_p=top_p)
-            with torch.no_grad():
-                out = self.model.generate(**enc, generation_config=config)
-            new = out[:, width:]
-            for row_i in range(len(chunk)):
-                samples = []
-                for j in range(n_gen):
-                    ids = new[row_i * n_gen + j].tolist()
-                    finished = eos in ids
-                    if finished:
-                        ids = ids[: ids.index(eos)]
-                    ids = [t for t in ids if t != self.tokenizer.pad_token_id]
-                    text = self.tokenizer.decode(ids, skip_special_tokens=True)
-                    text, stopped = _cut_at_stop(text, stop)
-                    reason = "stop" if (finished or stopped or len(ids) < budget) else "length"
-                    samples.append(Completion(text=text, tokens=len(ids), finish_reason=reason))
-                results.append(samples * n if greedy else samples)
-            if self.on_batch is not None:
-                self.on_batch(len(results), len(texts))
-        return results
+        for budget, members in groups.items():
+            for start in range(0, len(members), per_batch):
+                chunk = members[start:start + per_batch]
+                for i, samples in zip(chunk, self._generate_rows([rows[i] for i in chunk], budget, n_gen,
+                                                                  temperature, top_p, stop)):
+                    results[i] = samples * n if greedy else samples
+                done += len(chunk)
+                if self.on_batch is not None:
+                    self.on_batch(done, len(texts))
+        return [r if r is not None else [] for r in results]
+
+    def _generate_rows(self, rows: list[list[int]], budget: int, n_gen: int, temperature: float, top_p: float,
+                       stop: list[str] | None) -> list[list[Completion]]:
+        """One batched generate call over token rows of the same budget, left-padded."""
+        import torch
+
+        pad = self.tokenizer.pad_token_id
+        width = max(len(r) for r in rows)
+        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=self.device)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
+        config = protocol_generation_config(self.tokenizer, max_new_tokens=budget, n=n_gen,
+                                            temperature=temperature, top_p=top_p)
+        with torch.no_grad():
+            out = self.model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config)
+        new = out[:, width:]
+        eos = self.tokenizer.eos_token_id
+        per_row = []
+        for row_i, row in enumerate(rows):
+            samples = []
+            for j in range(n_gen):
+                ids = new[row_i * n_gen + j].tolist()
+                finished = eos in ids
+                if finished:
+                    ids = ids[: ids.index(eos)]
+                ids = [t for t in ids if t != pad]
+                text = self.tokenizer.decode(ids, skip_special_tokens=True)
+                text, stopped = _cut_at_stop(text, stop)
+                reason = "stop" if (finished or stopped or len(ids) < budget) else "length"
+                samples.append(Completion(text=text, tokens=len(ids), finish_reason=reason, budget=budget,
+                                          prompt_tokens=len(row)))
+            per_row.append(samples)
+        return per_row
 
 
 # One vLLM engine per device group in a long-lived grading process: {CUDA_VISIBLE_DEVICES: (engine, signature)}.
@@ -270,6 +297,15 @@ def warm_vllm_engine(model_path: Path, seed: int, make_engine=None,
     return llm, "fresh"
 
 
+def vllm_max_model_len(llm) -> int | None:
+    """The engine's context (`max_model_len`), where this vLLM version keeps it."""
+    for holder in (getattr(llm, "llm_engine", None), llm):
+        config = getattr(holder, "model_config", None)
+        if config is not None and getattr(config, "max_model_len", None):
+            return int(config.max_model_len)
+    return None
+
+
 class VLLMPolicy:
     """vLLM backend (GPU). Same protocol, same prompt rendering. Untested on CPU-only machines.
     In a long-lived process the device group's engine is kept and reloaded in place
@@ -287,6 +323,7 @@ class VLLMPolicy:
         self.llm, self.load_mode = warm_vllm_engine(Path(model_path), seed, engine_args=engine_args)
         self.device_used = "cuda"
         self.tokenizer = self.llm.get_tokenizer()
+        self.max_positions = vllm_max_model_len(self.llm)
         self.prompt_format = prompt_format
         self.system_prompt = system_prompt
         self.render_budget = RenderBudget.from_dict(template_limits)
@@ -298,10 +335,25 @@ class VLLMPolicy:
         texts = [_render(self.tokenizer, p, self.prompt_format, self.system_prompt, self.render_budget)
                  for p in prompts]
         params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop)
-        outputs = self.llm.generate(texts, params)
-        return [[Completion(text=c.text, tokens=len(c.token_ids),
-                            finish_reason="length" if c.finish_reason == "length" else "stop")
-                 for c in o.outputs] for o in outputs]
+        # vLLM refuses a prompt that leaves no room (a ValueError that would end the whole call):
+        # such a prompt is refused here, alone, counted as vLLM counts it (a text prompt is encoded
+        # with the tokenizer's special tokens); the others go to vLLM, which caps each by itself.
+        limit = self.max_positions
+        lengths = [len(self.tokenizer.encode(t)) for t in texts]
+        results: list[list[Completion] | None] = [None] * len(texts)
+        for i, length in enumerate(lengths):
+            why = context_budget.refusal(length, limit)
+            if why is not None:
+                results[i] = [Completion(text="", tokens=0, finish_reason=context_budget.REFUSED, error=why,
+                                         budget=0, prompt_tokens=length)] * n
+        runnable = [i for i, r in enumerate(results) if r is None]
+        outputs = self.llm.generate([texts[i] for i in runnable], params) if runnable else []
+        for i, o in zip(runnable, outputs):
+            results[i] = [Completion(text=c.text, tokens=len(c.token_ids),
+                                     finish_reason="length" if c.finish_reason == "length" else "stop",
+                                     budget=context_budget.budget(lengths[i], max_tokens, limit),
+                                     prompt_tokens=lengths[i]) for c in o.outputs]
+        return [r if r is not None else [] for r in results]
 
 
 def load_policy(backend: str, model_path: str | Path, **kwargs) -> Any:

@@ -17,7 +17,10 @@ __all__ = ["FAILURE_KINDS", "EvalProtocol", "Completion", "Policy", "SampleResul
 class Completion:
     text: str
     tokens: int
-    finish_reason: str  # "stop" | "length"
+    finish_reason: str  # "stop" | "length" | "prompt_too_long" (refused: grading/context_budget.py)
+    error: str | None = None            # why the prompt was refused (finish_reason prompt_too_long)
+    budget: int | None = None           # the new tokens this prompt could get (max_tokens, capped by the context)
+    prompt_tokens: int | None = None
 
 
 class Policy(TypingProtocol):

@@ -36,20 +36,26 @@ class GradingError(Exception):
 
 
 class _TimedPolicy:
-    """Counts the time spent inside the backend so the worker can report inference vs scoring."""
+    """Counts the time spent inside the backend so the worker can report inference vs scoring,
+    and what the model's context did to the prompts (context_budget.Tally: `metrics.context`)."""
 
     def __init__(self, policy: Any):
+        from autorl_tui.grading.context_budget import Tally
+
         self._policy = policy
         self.seconds = 0.0
         self.calls = 0
+        self.context = Tally(getattr(policy, "max_positions", None))
 
     def generate(self, *args, **kwargs):
         t0 = time.perf_counter()
         try:
-            return self._policy.generate(*args, **kwargs)
+            out = self._policy.generate(*args, **kwargs)
         finally:
             self.seconds += time.perf_counter() - t0
             self.calls += 1
+        self.context.add(out, int(kwargs.get("max_tokens", 64)))
+        return out
 
     def __getattr__(self, name):        # interactive scorers may use backend extras (tokenizer, ...)
         return getattr(self._policy, name)
@@ -153,7 +159,7 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps
     timings = {"load_s": round(load_s, 4), "inference_s": round(timed.seconds, 4),
                "scoring_s": round(max(0.0, eval_s - timed.seconds), 4),
                "total_s": round(time.perf_counter() - t_start, 4)}
-    return {"ok": True, "score": result.score, "metrics": result.metrics,
+    return {"ok": True, "score": result.score, "metrics": {**result.metrics, "context": timed.context.to_dict()},
             "samples": [s.to_dict() for s in result.samples], "timings": timings,
             "grader_version": GRADER_VERSION, "scorer": request["scorer"],
             "scorer_version": getattr(scorer, "version", "?"), "n_items": len(items), "placement": placement}

@@ -5,6 +5,12 @@ on dev, and the last N by sequence. Every submission keeps its content hash in t
 pruned snapshot's per-file hashes are appended to `pruned.json` beside the snapshots, so what was
 graded stays provable after its bytes are gone. Snapshot files are hard links to the run's blob
 store (`grading_host/submissions.py`); a blob is freed when no kept snapshot links to it any more.
+
+A copy into the blob store is written under an INCOMING name until it is hashed; a crash mid-copy
+(or before the hash) leaves it behind. Such an orphan is removed when it was made before
+`incoming_before`: the start of the engine that holds the home, or the start of the prune when no
+engine does. A copy an alive engine is writing was made after that engine started, so it is never
+touched (a snapshot that links it keeps its bytes: only the blob store's name goes).
 """
 
 from __future__ import annotations
@@ -16,9 +22,12 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autorl_tui.grading_host.submissions import BLOBS
+from autorl_tui.grading_host.submissions import BLOBS, INCOMING
 
 DEFAULT_KEEP_LAST = 3
+# The kernel stamps ctime from a coarse clock (up to a tick behind time.time()): a copy counts as
+# made before a moment only when its ctime is this much earlier.
+CTIME_SLACK_S = 1.0
 
 
 @dataclass
@@ -27,6 +36,7 @@ class RunPrune:
     keep: list[int] = field(default_factory=list)          # seqs kept
     drop: list[int] = field(default_factory=list)          # seqs whose snapshot goes
     freed_bytes: int = 0
+    orphans: list[str] = field(default_factory=list)       # INCOMING blobs a crashed copy left (their names)
 
 
 def choose(run: dict, submissions: list[dict], keep_last: int) -> tuple[list[int], list[int]]:
@@ -48,9 +58,25 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def plan_run(snap_root: Path, run: dict, submissions: list[dict], keep_last: int) -> RunPrune:
+def orphaned_copies(snap_root: Path, incoming_before: float | None) -> list[Path]:
+    """The INCOMING blobs of the run made before `incoming_before` (their ctime, which only the
+    kernel sets: a copy being written, or written by the engine now alive, is younger); none when
+    it is None (an engine holds the home and its start is unknown)."""
+    blobs = snap_root / BLOBS
+    if incoming_before is None or not blobs.is_dir():
+        return []
+    return sorted(p for p in blobs.glob(INCOMING + "*")
+                  if p.is_file() and not p.is_symlink() and p.stat().st_ctime < incoming_before - CTIME_SLACK_S)
+
+
+def plan_run(snap_root: Path, run: dict, submissions: list[dict], keep_last: int,
+             incoming_before: float | None = None) -> RunPrune:
     keep, drop = choose(run, submissions, keep_last)
     plan = RunPrune(run_id=run["id"], keep=keep, drop=[s for s in drop if (snap_root / f"{s:03d}").is_dir()])
+    for p in orphaned_copies(snap_root, incoming_before):
+        st = p.stat()
+        plan.orphans.append(p.name)
+        plan.freed_bytes += st.st_size if st.st_nlink == 1 else 0
     # A file's bytes are freed when every link to its inode, but the blob store's own, goes.
     going: dict[int, int] = {}
     sizes: dict[int, tuple[int, int]] = {}
@@ -68,7 +94,12 @@ def plan_run(snap_root: Path, run: dict, submissions: list[dict], keep_last: int
 
 
 def apply(snap_root: Path, plan: RunPrune) -> None:
-    """Remove the dropped snapshots (their file hashes recorded first), then the orphaned blobs."""
+    """Remove the dropped snapshots (their file hashes recorded first), then the orphaned blobs and
+    the planned orphaned copies."""
+    for name in plan.orphans:
+        (snap_root / BLOBS / name).unlink(missing_ok=True)
+    if not plan.drop:
+        return
     record = snap_root / "pruned.json"
     try:
         pruned = json.loads(record.read_text()) if record.exists() else {}
@@ -87,7 +118,7 @@ def apply(snap_root: Path, plan: RunPrune) -> None:
         shutil.rmtree(snap_root / f"{seq:03d}")
     if blobs.is_dir():
         for p in _files(blobs):
-            if p.stat().st_nlink == 1 and not p.name.startswith(".incoming-"):
+            if p.stat().st_nlink == 1 and not p.name.startswith(INCOMING):
                 p.unlink()
 
 

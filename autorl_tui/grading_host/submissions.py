@@ -120,7 +120,7 @@ READ_CHUNK = 8 << 20
 COPY_CHUNK = 64 << 20  # bytes per copy_file_range call (the cap is checked between calls)
 HASH_THREADS = 4
 BLOBS = ".blobs"       # beside a run's snapshots: one read-only file per content hash, linked into them
-INCOMING = ".incoming-"  # a blob being copied or not hashed yet (in BLOBS; never pruned)
+INCOMING = ".incoming-"  # a blob being copied or not hashed yet (in BLOBS; pruned only once orphaned: snapshot_retention)
 
 STAT_CACHE = ".statcache.json"  # beside a run's snapshots: what each submitted file's stat was when hashed
 RACY_NS = 2_000_000_000         # a file changed this close to its hashing is hashed again (timestamps are coarse)

@@ -1,33 +1,51 @@
 """Everything about a run, machine-readable, read from the store only. The top level carries the
-headline numbers (scores on a 0-100 scale, improvement in points) so scripts need not dig."""
+headline numbers (scores on a 0-100 scale, improvement in points) so scripts need not dig.
+
+The run and its submissions are read as the house's typed records (store/records.py: RunRecord,
+SubmissionRecord) and exported as their `to_dict()`, the stored row with its JSON columns decoded;
+the tables without a record are their rows, decoded the same way."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 from autorl_tui.store.isolation import recorded_exposures, recorded_isolation
 from autorl_tui.store.db import decode_row
-from autorl_tui.store.records import Rows
-from autorl_tui.store.run_spec import RunSpec
+from autorl_tui.store.records import Record, Rows, RunRecord, SubmissionRecord
 
 EXPORT_FORMAT = "autorl-tui.run-export/1"
 
 
+def _as_stored(record: Record, row) -> dict:
+    """The record's `to_dict()` with the columns its row has: a store an older version wrote, read
+    before its migration, lacks the later columns, and its export leaves them out as before."""
+    keys = set(row.keys())
+    return {k: v for k, v in record.to_dict().items() if k in keys}
+
+
+def _decoded(table: str, row) -> dict:
+    """A row of a table without a record, its JSON columns decoded."""
+    return cast(dict, decode_row(table, row))
+
+
 def _rows(rows: Rows, table: str, sql: str, params=()) -> list[dict]:
-    return [decode_row(table, r) for r in rows(sql, params)]
+    return [_decoded(table, r) for r in rows(sql, params)]
 
 
 def export_run(rows: Rows, run_id: str, *, include_events: bool = True, include_samples: bool = True) -> dict:
     found = rows("SELECT * FROM runs WHERE id = ?", (run_id,))
     if not found:
         raise KeyError(run_id)
-    run = decode_row("runs", found[0])
-    submissions = _rows(rows, "submissions", "SELECT * FROM submissions WHERE run_id=? ORDER BY seq", (run_id,))
+    run = RunRecord.from_row(found[0])
+    sub_rows = rows("SELECT * FROM submissions WHERE run_id=? ORDER BY seq", (run_id,))
+    submissions = [SubmissionRecord.from_row(r) for r in sub_rows]
+    exported_subs = [_as_stored(s, r) for s, r in zip(submissions, sub_rows)]
     if include_samples:
-        for sub in submissions:
-            sub["samples"] = _rows(rows, "samples", "SELECT * FROM samples WHERE submission_id=? ORDER BY split, id",
-                                   (sub["id"],))
+        for sub, out_sub in zip(submissions, exported_subs):
+            out_sub["samples"] = _rows(rows, "samples",
+                                       "SELECT * FROM samples WHERE submission_id=? ORDER BY split, id", (sub.id,))
     baseline_ids = set()
     for ev in rows("SELECT data FROM events WHERE run_id=? AND kind='harness' AND data LIKE '%baseline_id%'",
                    (run_id,)):
@@ -37,33 +55,33 @@ def export_run(rows: Rows, run_id: str, *, include_events: bool = True, include_
             pass
     baselines = []
     for bid in sorted(baseline_ids):
-        b = decode_row("baselines", rows("SELECT * FROM baselines WHERE id=?", (bid,))[0])
+        b = _decoded("baselines", rows("SELECT * FROM baselines WHERE id=?", (bid,))[0])
         if include_samples:
             b["samples"] = _rows(rows, "samples", "SELECT * FROM samples WHERE baseline_id=? ORDER BY id", (bid,))
         baselines.append(b)
-    spec = RunSpec.from_dict(run.get("spec"))
+    spec = run.spec
     out = {
         "format": EXPORT_FORMAT,
         "run_id": run_id,
-        "task": run["task"], "agent": run["agent"], "model": run["model"], "seed": run["seed"],
-        "state": run["state"],
-        "isolation": recorded_isolation(spec, run["executor"]),   # "none": the agent ran unisolated
+        "task": run.task, "agent": run.agent, "model": run.model, "seed": run.seed,
+        "state": run.state,
+        "isolation": recorded_isolation(spec, run.executor),   # "none": the agent ran unisolated
         "protocol": spec.protocol_name or "default",   # the task card's named protocol
         "data_origin": spec.data_origin,
         "exposures": recorded_exposures(spec),     # e.g. "network: host"
-        "baseline_score": run["baseline_score"],
-        "baseline_dev_score": run["baseline_dev_score"],
-        "best_dev_score": run["best_dev_score"],
-        "test_score": run["test_score"],
-        "improvement": run["improvement"],
-        "dev_improvement": run["dev_improvement"],
-        "end_reason": run["end_reason"],
-        "failure_source": run["failure_source"],
-        "wall_time_s": (run["ended_at"] - run["created_at"]) if run["ended_at"] else None,
-        "agent_time_s": (run["ended_at"] - run["started_at"]) if run["ended_at"] and run["started_at"] else None,
-        "run": run,
+        "baseline_score": run.baseline_score,
+        "baseline_dev_score": run.baseline_dev_score,
+        "best_dev_score": run.best_dev_score,
+        "test_score": run.test_score,
+        "improvement": run.improvement,
+        "dev_improvement": run.dev_improvement,
+        "end_reason": run.end_reason,
+        "failure_source": run.failure_source,
+        "wall_time_s": run.wall_s,
+        "agent_time_s": (run.ended_at - run.started_at) if run.ended_at and run.started_at else None,
+        "run": _as_stored(run, found[0]),
         "attempts": _rows(rows, "attempts", "SELECT * FROM attempts WHERE run_id=? ORDER BY number", (run_id,)),
-        "submissions": submissions,
+        "submissions": exported_subs,
         "baselines": baselines,
         "revisions": _rows(rows, "revisions", "SELECT * FROM revisions WHERE run_id=? ORDER BY seq", (run_id,)),
         "metrics": rows("SELECT ts, step, name, value, source, phase FROM metrics WHERE run_id=? ORDER BY id",
@@ -86,7 +104,7 @@ def _resources(rows: Rows, run_id: str) -> list[dict]:
 
 def _findings(rows: Rows, run_id: str) -> list[dict]:
     """The run's trust findings with their evidence (store/findings.py); none in a store before them."""
-    if not rows("SELECT name FROM sqlite_master WHERE type='table' AND name='findings'"):
+    if not rows("SELECT name FROM sqlite_master WHERE type='table' AND name='findings'", ()):
         return []
     return _rows(rows, "findings", "SELECT * FROM findings WHERE run_id=? ORDER BY ts, id", (run_id,))
 

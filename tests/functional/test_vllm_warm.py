@@ -51,13 +51,17 @@ def _gpu_ready() -> str | None:
     return None
 
 
-def test_vllm_reloads_new_weights_in_place_and_scores_as_a_fresh_engine(tmp_path, tiny_model_dir):
+def _require_gpu(what: str) -> None:
     why = _gpu_ready()
     if why:
-        message = f"SKIPPED LOUDLY: {why}: the vLLM warm path (reload in place) is NOT tested here; run this on a GPU"
-        warnings.warn(message)
+        message = f"SKIPPED LOUDLY: {why}: {what} is NOT tested here; run this on a GPU"
+        warnings.warn(message, stacklevel=2)
         print(message)
         pytest.skip(message)
+
+
+def test_vllm_reloads_new_weights_in_place_and_scores_as_a_fresh_engine(tmp_path, tiny_model_dir):
+    _require_gpu("the vLLM warm path (reload in place)")
     from autorl_tui.grading import inference
     from safetensors.torch import load_file, save_file
 
@@ -76,3 +80,23 @@ def test_vllm_reloads_new_weights_in_place_and_scores_as_a_fresh_engine(tmp_path
     fresh = inference.VLLMPolicy(v2, prompt_format="chat")
     assert fresh.load_mode == "fresh"
     assert [c[0].text for c in fresh.generate(prompts, max_tokens=16)] == warm_out
+
+
+def test_vllm_refuses_alone_a_prompt_that_fills_the_context(tiny_model_dir):
+    """vLLM raises for a prompt of max_model_len tokens or more, which would end the whole call:
+    the backend refuses it alone (grading/context_budget.py) and generates the others, each capped
+    by the context by vLLM itself."""
+    _require_gpu("the vLLM backend's context refusal")
+    from autorl_tui.grading import inference
+    from tests.support.context_prompts import prompt_of
+
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
+    policy = inference.VLLMPolicy(tiny_model_dir, prompt_format="plain")
+    limit = policy.max_positions
+    assert limit == json.loads((tiny_model_dir / "config.json").read_text())["max_position_embeddings"]
+    short = "Question: Tom has 3 apples. He buys 4 more apples. How many apples does Tom have now?\nAnswer:"
+    near = prompt_of(policy.tokenizer, limit - 12)
+    out = policy.generate([prompt_of(policy.tokenizer, limit + 30), short, near], max_tokens=40)
+    assert out[0][0].finish_reason == "prompt_too_long" and f"holds {limit}" in out[0][0].error
+    assert out[1][0].error is None and out[1][0].budget == 40 and out[1][0].finish_reason in ("stop", "length")
+    assert out[2][0].prompt_tokens + out[2][0].tokens <= limit and out[2][0].budget == limit - out[2][0].prompt_tokens

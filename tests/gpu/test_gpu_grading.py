@@ -1,7 +1,8 @@
 """On a real NVIDIA GPU (issue 35): inference on cuda, the placement decision against real NVML,
-the worker's vLLM fallback staying on the GPU, a sandboxed warm grading on the run's GPU, and the
-reference agent's SFT step on cuda in bf16. Without CUDA every test here SKIPS, loudly: these paths
-are then untested on that machine (scripts/gpu-check.sh runs them on a GPU machine)."""
+the worker's vLLM fallback staying on the GPU, a sandboxed warm grading on the run's GPU, the
+reference agent's SFT step on cuda in bf16, and a prompt's own context budget on cuda. Without
+CUDA every test here SKIPS, loudly: these paths are then untested on that machine
+(scripts/gpu-check.sh runs them on a GPU machine)."""
 
 import asyncio
 import json
@@ -168,3 +169,20 @@ def test_the_reference_sft_step_trains_on_cuda_in_bf16(tmp_path, tiny_model_dir)
         assert summary["device"].endswith(" bf16"), summary
     assert (tmp_path / "v1" / "config.json").exists()
     print(f"\nreference SFT on {summary['device']}: 20 steps x 32 in {summary['train_s']} s")
+
+
+def test_on_cuda_a_prompts_budget_is_its_own_and_a_full_context_is_refused(tiny_model_dir):
+    """A prompt's budget is its own on cuda too (grading/context_budget.py), and a prompt that fills
+    the context is refused there as on the CPU."""
+    from autorl_tui.grading.inference import TransformersPolicy
+    from tests.support.context_prompts import prompt_of
+
+    gpu = TransformersPolicy(tiny_model_dir, device="cuda", batch_size=64, prompt_format="plain")
+    limit = gpu.max_positions
+    short = "Question: Tom has 3 apples. He buys 4 more apples. How many apples does Tom have now?\nAnswer:"
+    long, over = prompt_of(gpu.tokenizer, limit - 10), prompt_of(gpu.tokenizer, limit + 5)
+    alone = gpu.generate([short], max_tokens=40)[0][0]
+    batched = gpu.generate([long, short, over], max_tokens=40)
+    assert (batched[1][0].text, batched[1][0].tokens, batched[1][0].budget) == (alone.text, alone.tokens, 40)
+    assert batched[0][0].budget == 10 and batched[0][0].tokens <= 10
+    assert batched[2][0].finish_reason == "prompt_too_long" and f"holds {limit}" in batched[2][0].error

@@ -139,3 +139,20 @@ def test_the_runner_imports_only_the_standard_library():
     modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     modules |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
     assert modules and modules <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+def test_a_reply_whose_prompt_outgrew_the_context_ends_the_episode_with_the_reason():
+    """The backend refuses a prompt with no room left (grading/context_budget.py): that episode
+    ends failed, the reason its error and the step marked, its failure kind prompt_too_long."""
+    from autorl_tui.grading.scorers.env_success import to_sample
+    from autorl_tui.grading.types import Completion
+
+    why = "the prompt has 300 tokens and the model's context holds 256: no room for a single new token"
+    refused = Completion("", 0, "prompt_too_long", error=why, budget=0, prompt_tokens=300)
+    records, _, opened = play([{"id": "long", "target": 9}, {"id": "ok", "target": 2}],
+                              lambda goal, turn: refused if (goal, turn) == ("reach 9", 3) else "add 1")
+    long, ok = records
+    assert (long.won, long.steps, long.error) == (False, 3, why) and long.trajectory[-1]["refused"] == why
+    assert ok.won and ok.error is None and all(ep.closed for ep in opened)
+    sample = to_sample(long, {})
+    assert (sample.failure_kind, sample.error, sample.score) == ("prompt_too_long", why, 0.0)

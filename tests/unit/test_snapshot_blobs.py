@@ -163,3 +163,46 @@ def test_snapshots_of_one_run_taken_at_once_keep_both_stat_records(tmp_path, mon
     assert [s.content_hash for s in taken] == [_expected_hash(f) for f in folders]
     recorded = json.loads((snaps / submissions.STAT_CACHE).read_text())
     assert {key.split("/")[-2] for key in recorded} >= {"v0", "v1", "v2", "v3"}, recorded
+
+
+def _wait_past(path: Path, slack: float) -> None:
+    """Until the clock is past path's ctime by more than slack (the coarse-clock margin)."""
+    deadline = path.stat().st_ctime + slack
+    while time.time() <= deadline + 0.05:
+        time.sleep(0.05)
+
+
+@pytest.mark.subprocess
+def test_runs_prune_removes_copies_a_crash_left_never_one_an_alive_engine_is_writing(tmp_path):
+    """A crash mid-copy leaves an `.incoming-*` blob. `runs prune` removes it when it is older than
+    the engine that holds the home (here the test holds the real engine lock), and keeps the copy
+    that engine made since; once no engine holds the home, that one goes too."""
+    from autorl_tui.grading_host.snapshot_retention import CTIME_SLACK_S
+    from autorl_tui.grading_host.submissions import INCOMING
+    from autorl_tui.home import EngineLock
+
+    home, snaps = _home_with_run(tmp_path)
+    old = snaps / BLOBS / f"{INCOMING}crashed"
+    old.write_bytes(os.urandom(1 << 20))
+    _wait_past(old, CTIME_SLACK_S)
+    lock = EngineLock(home)
+    lock.acquire(role="test")
+    try:
+        alive = snaps / BLOBS / f"{INCOMING}being-copied"
+        alive.write_bytes(b"half a checkpoint")
+        dry = cli("runs", "prune", "--keep-last", "9", "--dry-run", "--json", home=home.root)
+        assert dry.returncode == 0, dry.stderr
+        [run] = json.loads(dry.stdout)["runs"]
+        assert run["orphans"] == [old.name] and run["drop"] == [] and run["freed_bytes"] == 1 << 20
+        assert old.exists()                                                   # a dry run deletes nothing
+        done = cli("runs", "prune", "--keep-last", "9", home=home.root)
+        assert done.returncode == 0, done.stderr
+        assert "deleted 1 partial copy an interrupted snapshot left" in done.stdout
+        assert not old.exists() and alive.read_bytes() == b"half a checkpoint"
+        assert all((snaps / f"{seq:03d}").is_dir() for seq in range(1, 7))    # no snapshot touched
+    finally:
+        lock.release()
+    _wait_past(alive, CTIME_SLACK_S)
+    after = cli("runs", "prune", "--keep-last", "9", "--json", home=home.root)
+    assert after.returncode == 0, after.stderr
+    assert json.loads(after.stdout)["runs"][0]["orphans"] == [alive.name] and not alive.exists()

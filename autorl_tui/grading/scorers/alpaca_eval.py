@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from autorl_tui import settings
+from autorl_tui.grading import context_budget
 from autorl_tui.grading.scorers.judge import instruction_prompts
 from autorl_tui.grading.types import EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
 
@@ -229,6 +230,8 @@ class AlpacaEvalScorer:
                 elif comp[0].finish_reason == "length" and outcome == 0.0:
                     sample.failure_kind = "truncated"
                 sample.data["outcome"] = {1.0: "win", 0.5: "tie", 0.0: "loss"}.get(outcome, "partial")
+            if context_budget.refused(comp[0]):     # judged as the empty output it is, the reason kept
+                sample.failure_kind, sample.error = context_budget.REFUSED, context_budget.refused(comp[0])
             samples.append(sample)
         lc = metrics.get("length_controlled_winrate")
         result_metrics = {

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from autorl_tui import registry
 from autorl_tui.scores import ENV_SUMMARY
+from autorl_tui.grading import context_budget
 from autorl_tui.grading.environments import InteractiveEnvironment
 from autorl_tui.grading.types import EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
 
@@ -115,6 +116,8 @@ def to_sample(r, game: dict) -> SampleResult:
         trajectory[0]["prompt"] = r.trajectory[0].get("prompt")
     if r.won:
         failure = None
+    elif r.error and r.trajectory and r.trajectory[-1].get("refused"):
+        failure = context_budget.REFUSED
     elif r.error:
         failure = "runtime_error"
     elif r.trajectory and all(not (s.get("raw_output") or "").strip() for s in r.trajectory):

@@ -2,6 +2,7 @@
 answer extracted (`#### N`, else the last number) and compared numerically with the gold answer.
 
 Failure taxonomy of a wrong sample:
+- `prompt_too_long`: the prompt left no room in the model's context (grading/context_budget.py);
 - `empty`: the model produced no text;
 - `truncated`: generation hit max_tokens and no answer could be read;
 - `format_error`: no `####` marker (whether or not a trailing number was found);
@@ -17,6 +18,7 @@ from math import comb
 
 from autorl_tui.catalog import answers_opencompass
 from autorl_tui.catalog.answers import answers_match, extract_answer, gold_answer
+from autorl_tui.grading import context_budget
 from autorl_tui.grading.types import Completion, EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
 
 
@@ -29,6 +31,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 def classify(completion: Completion, expected: str) -> tuple[str | None, str | None]:
     """(extracted answer, failure_kind or None when correct)."""
+    if context_budget.refused(completion):
+        return None, context_budget.REFUSED
     if not completion.text.strip():
         return None, "empty"
     found = extract_answer(completion.text)
@@ -46,6 +50,8 @@ def classify(completion: Completion, expected: str) -> tuple[str | None, str | N
 def classify_opencompass(completion: Completion, expected: str) -> tuple[str | None, str | None]:
     """As `classify`, with OpenCompass's GSM8K extraction and comparison (scorer option
     `extraction: opencompass-gsm8k`; catalog/answers_opencompass.py): `expected` is its gold."""
+    if context_budget.refused(completion):
+        return None, context_budget.REFUSED
     if not completion.text.strip():
         return None, "empty"
     pred = answers_opencompass.extract(completion.text)
@@ -100,7 +106,7 @@ class ExactMatchScorer:
             samples.append(SampleResult(
                 sample_id=str(item.get("id", len(samples))), prompt=str(item["prompt"]), output=first.text,
                 extracted=extracted, expected=gold, correct=kind is None, score=n_ok / len(completions),
-                tokens=first.tokens, failure_kind=kind, data=data))
+                tokens=first.tokens, failure_kind=kind, error=context_budget.refused(first), data=data))
         n = len(items)
         accuracy = 100.0 * sum(s.score for s in samples) / n
         metrics = {"accuracy": round(accuracy, 4), "n": n, "correct": sum(s.correct for s in samples),

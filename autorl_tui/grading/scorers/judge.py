@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from autorl_tui.grading import context_budget
 from autorl_tui.grading.judge_cache import JudgeCache, judgment_key
 from autorl_tui.grading.judge_client import JudgeClient, JudgeError
 from autorl_tui.grading.types import EvalProtocol, EvalResult, Policy, SampleResult, ScorerContext
@@ -177,8 +178,10 @@ class JudgeScorer:
                                   tokens=comp.tokens, data={})
             samples.append(sample)
             if not cand:
-                sample.correct, sample.score, sample.failure_kind = False, 0.0, "empty"
-                sample.error = "empty output: counted as a loss without asking the judge"
+                why = context_budget.refused(comp)
+                sample.correct, sample.score = False, 0.0
+                sample.failure_kind = context_budget.REFUSED if why else "empty"
+                sample.error = f"{why or 'empty output'}: counted as a loss without asking the judge"
                 sample.data = {"outcome": "loss", "judged": False}
                 continue
             candidate_first = random.Random(f"{ctx.seed}:{item['id']}").random() < 0.5

@@ -34,6 +34,7 @@ from math import comb
 from pathlib import Path
 from typing import Any
 
+from autorl_tui.grading import context_budget
 from autorl_tui.grading.code_protocol import CheckResult, run_check
 from autorl_tui.grading.sandbox import SandboxLimits
 from autorl_tui.grading.sandbox_remote import code_sandbox
@@ -203,8 +204,10 @@ class UnitTestsScorer:
             sample_id = str(item["id"]) if protocol.n == 1 else f"{item['id']}#{j}"
             prompt_text = item["prompt"]
             if result is None:
+                why = context_budget.refused(comp)
                 samples.append(SampleResult(sample_id, prompt=prompt_text, output=comp.text, correct=False, score=0.0,
-                                            tokens=comp.tokens, failure_kind="empty", error="empty completion",
+                                            tokens=comp.tokens, failure_kind=context_budget.REFUSED if why else "empty",
+                                            error=why or "empty completion",
                                             data={"problem_id": item["id"], "sample": j}))
                 continue
             ok = result.passed

@@ -1,0 +1,127 @@
+"""Where the store lives (store_location.py) and the filesystem check that keeps it off network
+filesystems (filesystems.py): the real statfs(2) of this machine's folders, and NFS simulated with
+AUTORL_TEST_NETWORK_FS (docs/settings.md)."""
+import json
+import subprocess
+
+import pytest
+
+from autorl_tui import filesystems, store_location
+from autorl_tui.exitcodes import UsageError
+from autorl_tui.home import Home
+from autorl_tui.store_location import StoreLocation
+
+
+@pytest.mark.subprocess
+def test_probe_reads_the_kernels_filesystem_type(tmp_path):
+    info = filesystems.probe(tmp_path / "not" / "yet")           # a path not created: its nearest folder
+    assert info.path == tmp_path
+    by_stat = subprocess.run(["stat", "-f", "-c", "%t", str(tmp_path)], capture_output=True, text=True, check=True)
+    assert info.f_type == int(by_stat.stdout.strip(), 16)
+    assert not info.network and not info.simulated
+
+
+def test_a_folder_named_in_the_override_is_reported_as_nfs_and_nothing_else_is(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTORL_TEST_NETWORK_FS", str(tmp_path / "nfs"))
+    inside = filesystems.probe(tmp_path / "nfs" / "home" / "store.db")
+    assert (inside.name, inside.f_type, inside.network, inside.simulated) == ("nfs", 0x6969, True, True)
+    assert "network" in inside.describe() and "0x6969" in inside.describe()
+    assert not filesystems.probe(tmp_path / "nfs-not").network     # a sibling with the same prefix is not inside
+
+
+def test_the_known_network_types_are_network_and_local_ones_are_not():
+    for f_type in (0x6969, 0xFF534D42, 0xFE534D42, 0x0BD00BD0, 0x47504653, 0x00C36400, 0x01021997):
+        assert filesystems.KNOWN[f_type][1], hex(f_type)
+    for f_type in (0xEF53, 0x58465342, 0x9123683E, 0x01021994, 0x794C7630):
+        assert not filesystems.KNOWN[f_type][1], hex(f_type)
+
+
+def test_without_a_request_or_record_the_store_is_in_the_home(tmp_path):
+    loc = store_location.resolve(tmp_path / "home", None)
+    assert loc == StoreLocation(tmp_path / "home" / "store.db") and loc.here()
+
+
+def test_a_requested_store_is_recorded_and_found_again_without_the_flag(tmp_path):
+    root = tmp_path / "home"
+    root.mkdir()
+    loc = store_location.resolve(root, str(tmp_path / "local") + "/")     # a folder: store.db inside it
+    assert loc.path == tmp_path / "local" / "store.db" and loc.recorded and loc.here()
+    assert not (root / "store.location").exists()                           # resolving writes nothing
+    store_location.record(root, loc)
+    assert json.loads((root / "store.location").read_text())["store"] == str(loc.path)
+    assert store_location.resolve(root, None) == loc
+    assert store_location.resolve(root, str(loc.path)) == loc                # the same path again: fine
+    assert list(root.iterdir()) == [root / "store.location"]                 # no temporary file left
+
+
+def test_a_request_naming_another_store_than_the_record_is_a_usage_error(tmp_path):
+    root = tmp_path / "home"
+    root.mkdir()
+    store_location.record(root, store_location.resolve(root, str(tmp_path / "a.db")))
+    with pytest.raises(UsageError) as err:
+        store_location.resolve(root, str(tmp_path / "b.db"))
+    said = str(err.value)
+    assert str(tmp_path / "a.db") in said and str(tmp_path / "b.db") in said and "leave --store out" in said
+    assert not (tmp_path / "b.db").exists()
+
+
+def test_a_store_already_in_the_home_is_not_silently_replaced_by_another(tmp_path):
+    root = tmp_path / "home"
+    root.mkdir()
+    (root / "store.db").write_bytes(b"")
+    with pytest.raises(UsageError, match="keeps its store inside it"):
+        store_location.resolve(root, str(tmp_path / "elsewhere.db"))
+    assert store_location.resolve(root, str(root / "store.db")) == StoreLocation(root / "store.db")
+
+
+def test_a_store_recorded_by_another_machine_is_refused_to_readers_and_writers(tmp_path):
+    root = tmp_path / "home"
+    (root / "runs").mkdir(parents=True)
+    other = StoreLocation(tmp_path / "s.db", recorded=True, host="node-b", machine_id="0" * 32)
+    store_location.record(root, other)
+    home = Home(root)
+    assert not home.store.here()
+    for opening in (lambda: home.store_path, home.writer_store_path):
+        with pytest.raises(UsageError) as err:
+            opening()
+        assert "lives on the engine's machine node-b" in str(err.value)
+        assert "unix socket" in str(err.value)
+
+
+def test_a_writer_refuses_a_missing_recorded_store_while_the_home_holds_runs(tmp_path):
+    root = tmp_path / "home"
+    (root / "runs").mkdir(parents=True)
+    store_location.record(root, store_location.resolve(root, str(tmp_path / "s.db")))
+    assert Home(root).writer_store_path() == tmp_path / "s.db"            # no runs yet: a new store is fine
+    with pytest.raises(UsageError, match="no store at"):
+        assert Home(root).store_path is None                                # a reader is told it is missing
+    (root / "runs" / "r0001").mkdir()
+    with pytest.raises(UsageError, match="is missing, but home"):
+        Home(root).writer_store_path()
+
+
+def test_a_store_on_a_network_filesystem_is_refused_naming_the_flag(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTORL_TEST_NETWORK_FS", str(tmp_path / "nfs"))
+    home = Home.open(str(tmp_path / "nfs" / "home"))            # a home on NFS may hold everything else
+    with pytest.raises(UsageError) as err:
+        home.writer_store_path()
+    said = str(err.value)
+    assert "network filesystem" in said and "nfs" in said and "--store /var/tmp/autorl-tui/" in said
+    assert not (tmp_path / "nfs" / "home" / "store.db").exists()
+    # naming a store on NFS is refused before anything is written
+    with pytest.raises(UsageError, match="network filesystem"):
+        Home.open(str(tmp_path / "fresh"), store=str(tmp_path / "nfs" / "s.db"))
+    assert not (tmp_path / "fresh").exists()
+    # a store on local disk: recorded, and the writer accepts it
+    local = Home.open(str(tmp_path / "nfs" / "home"), store=str(tmp_path / "local" / "s.db"))
+    assert local.writer_store_path() == tmp_path / "local" / "s.db"
+    assert (tmp_path / "local").is_dir() and (tmp_path / "nfs" / "home" / "store.location").exists()
+    assert Home.open(str(tmp_path / "nfs" / "home")).store.path == tmp_path / "local" / "s.db"   # found again
+
+
+def test_a_read_only_open_with_a_request_records_nothing(tmp_path):
+    root = tmp_path / "home"
+    root.mkdir()
+    home = Home.open(str(root), create=False, store=str(tmp_path / "s.db"))
+    assert home.store.path == tmp_path / "s.db"
+    assert not (root / "store.location").exists()

@@ -212,6 +212,7 @@ class EngineLock:
     def __init__(self, home: Home):
         self.home = home
         self._fd: int | None = None
+        self._store_fd: int | None = None     # the hold on a store outside the home (store_location.claim)
 
     def holder(self) -> dict | None:
         try:
@@ -237,8 +238,17 @@ class EngineLock:
         os.write(fd, json.dumps({"pid": os.getpid(), "role": role, "since": time.time()}).encode())
         os.fsync(fd)
         self._fd = fd
+        if self.home.store.here():
+            try:
+                self._store_fd = store_location.claim(self.home.root, self.home.store)
+            except BaseException:
+                self.release()
+                raise
 
     def release(self) -> None:
+        if self._store_fd is not None:
+            os.close(self._store_fd)
+            self._store_fd = None
         if self._fd is not None:
             try:
                 os.ftruncate(self._fd, 0)

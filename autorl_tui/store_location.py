@@ -8,6 +8,7 @@ engine refuses a store on a network filesystem (SQLite's WAL needs one machine's
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -81,8 +82,46 @@ def resolve(root: Path, requested: str | None, via: str = "--store") -> StoreLoc
         raise UsageError(f"home {root} keeps its store inside it ({in_home}), not at {want} ({via}): leave {via} "
                          f"out, or to move it stop the engine (after a clean stop {in_home} holds everything), "
                          f"`mv {in_home} {want}` and pass {via} {want} once")
+    _refuse_other_owner(root, want)
     host, machine_id = this_machine()
     return StoreLocation(want, True, host, machine_id)
+
+
+def owner_file(store: Path) -> Path:
+    """Beside a store outside a home: the home it belongs to, flocked by that home's writer."""
+    return store.with_name(store.name + ".owner")
+
+
+def _refuse_other_owner(root: Path, store: Path) -> None:
+    try:
+        owner = owner_file(store).read_text().strip()
+    except OSError:
+        return
+    if owner and owner != str(root):
+        raise UsageError(f"the store {store} belongs to home {owner} ({owner_file(store)}): each home needs its own "
+                         f"store (run ids and recovery would mix); pass another --store, or remove "
+                         f"{owner_file(store)} if that home is gone")
+
+
+def claim(root: Path, location: StoreLocation) -> int | None:
+    """The writer's hold on a store outside the home (None for one inside it, which engine.lock
+    guards): an flock on its owner file, which names the home. A second home's engine on the same
+    store is refused, whether it runs now or ran before. Release with `os.close`."""
+    if not location.recorded:
+        return None
+    _refuse_other_owner(root, location.path)
+    location.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(owner_file(location.path), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UsageError(f"the store {location.path} is in use by another engine ({owner_file(location.path)}): "
+                         f"each home needs its own store; pass another --store") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{root}\n".encode())
+    os.fsync(fd)
+    return fd
 
 
 def record(root: Path, location: StoreLocation) -> None:

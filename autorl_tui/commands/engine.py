@@ -26,10 +26,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from autorl_tui import store_location
     from autorl_tui.daemon.daemon import EngineOptions, log_path, serve, start_daemon, stop_daemon
     from autorl_tui.home import Home
 
     home = Home.open(args.home)
+    store_location.check_here(home.root, home.store)    # a home's engine runs on its store's machine
     action = args.engine_command
     if action == "serve":
         return asyncio.run(serve(home, EngineOptions.from_args(args)))

@@ -89,10 +89,11 @@ class Engine:
 
     # ------------------------------------------------------------------ life cycle
     async def start(self) -> None:
+        store_path = self.home.writer_store_path()     # refused before anything is held or written
         self.home.ensure()
         self.lock.acquire(self.role)
         try:
-            self.store = Store(self.home.writer_store_path())
+            self.store = Store(store_path)
         except Exception:
             self.lock.release()
             raise

@@ -80,7 +80,8 @@ def test_another_machines_store_is_named_never_replaced_by_an_empty_one(engine_h
     # here, the same record naming another machine.
     (home / "store.location").write_text(json.dumps(dict(record, host="node-b", machine_id="f" * 32)))
     store.unlink()
-    for argv in (["runs", "list"], ["runs", "prune", "--dry-run"], ["report", RUN], ["engine", "start"]):
+    for argv in (["runs", "list"], ["runs", "prune", "--dry-run"], ["report", RUN], ["engine", "start"],
+                 ["engine", "status"]):
         clean_error(cli(*argv, home=home), "lives on the engine's machine node-b", str(store), "unix socket")
     assert not store.exists() and not (home / "store.db").exists()
     ok = cli("doctor", "--json", home=home)                 # what needs no store still works on the node
@@ -103,6 +104,9 @@ def test_an_engine_refuses_a_store_on_a_network_filesystem_naming_the_flag(tmp_p
     finally:
         assert cli("engine", "stop", home=home, env=nfs).returncode == 0
     assert local.exists() and not (home / "store.db").exists()
+    # another home naming the same store: refused, nothing of it created
+    clean_error(cli("--store", str(local), "engine", "start", home=tmp_path / "h3"), "belongs to home", str(home))
+    assert not (tmp_path / "h3").exists()
 
 
 def test_a_home_keeping_its_store_inside_is_not_given_a_second_one(tmp_path):

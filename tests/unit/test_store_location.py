@@ -8,7 +8,7 @@ import pytest
 
 from autorl_tui import filesystems, store_location
 from autorl_tui.exitcodes import UsageError
-from autorl_tui.home import Home
+from autorl_tui.home import EngineLock, Home
 from autorl_tui.store_location import StoreLocation
 
 
@@ -125,3 +125,22 @@ def test_a_read_only_open_with_a_request_records_nothing(tmp_path):
     home = Home.open(str(root), create=False, store=str(tmp_path / "s.db"))
     assert home.store.path == tmp_path / "s.db"
     assert not (root / "store.location").exists()
+
+
+def test_two_homes_never_share_one_store(tmp_path):
+    store = str(tmp_path / "local" / "store.db")
+    first = Home.open(str(tmp_path / "a"), store=store)
+    lock = EngineLock(first)
+    lock.acquire()                      # the first home's engine holds its store
+    try:
+        assert (tmp_path / "local" / "store.db.owner").read_text().strip() == str(tmp_path / "a")
+        with pytest.raises(UsageError, match="belongs to home"):
+            Home.open(str(tmp_path / "b"), store=store)
+        assert not (tmp_path / "b").exists()
+        # while held, a second writer's claim (another open of the owner file) is refused by the flock
+        with pytest.raises(UsageError, match="in use by another engine"):
+            store_location.claim(tmp_path / "a", first.store)
+    finally:
+        lock.release()
+    lock.acquire()                      # released and taken again by the same home
+    lock.release()

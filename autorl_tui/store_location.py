@@ -73,16 +73,16 @@ def resolve(root: Path, requested: str | None, via: str = "--store") -> StoreLoc
         if want is not None and os.path.realpath(want) != os.path.realpath(recorded.path):
             raise UsageError(
                 f"home {root} keeps its store at {recorded.path} (on {recorded.host}, recorded in {root / RECORD}), "
-                f"not at {want} ({via}): leave {via} out, or to move it stop the engine, `mv {recorded.path} "
-                f"{want}`, remove {root / RECORD} and pass {via} {want} once")
+                f"not at {want} ({via}): leave {via} out, or move it there with "
+                f"`autorl-tui --home {root} store move {want}` (no engine may run)")
         return recorded
     if want is None or os.path.realpath(want) == os.path.realpath(in_home):
         return StoreLocation(in_home)
     if in_home.exists():
         raise UsageError(f"home {root} keeps its store inside it ({in_home}), not at {want} ({via}): leave {via} "
-                         f"out, or to move it stop the engine (after a clean stop {in_home} holds everything), "
-                         f"`mv {in_home} {want}` and pass {via} {want} once")
-    _refuse_other_owner(root, want)
+                         f"out, or move it there with `autorl-tui --home {root} store move {want}` (no engine "
+                         f"may run)")
+    refuse_other_owner(root, want)
     host, machine_id = this_machine()
     return StoreLocation(want, True, host, machine_id)
 
@@ -92,7 +92,7 @@ def owner_file(store: Path) -> Path:
     return store.with_name(store.name + ".owner")
 
 
-def _refuse_other_owner(root: Path, store: Path) -> None:
+def refuse_other_owner(root: Path, store: Path) -> None:
     try:
         owner = owner_file(store).read_text().strip()
     except OSError:
@@ -109,7 +109,7 @@ def claim(root: Path, location: StoreLocation) -> int | None:
     store is refused, whether it runs now or ran before. Release with `os.close`."""
     if not location.recorded:
         return None
-    _refuse_other_owner(root, location.path)
+    refuse_other_owner(root, location.path)
     location.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(owner_file(location.path), os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -167,9 +167,11 @@ def refuse_network(root: Path, path: Path, via: str = "--store") -> None:
     fs = filesystems.probe(path)
     if not fs.network:
         return
+    fix = (f"move it to this machine's local disk with `autorl-tui --home {root} store move {suggested(root)}`"
+           if path.exists() else f"keep it on this machine's local disk with {via} PATH (e.g. {via} {suggested(root)}; "
+                                 f"the home records it, later commands find it)")
     raise UsageError(f"the store {path} would be on a network filesystem, {fs.describe()} at {fs.path}, where "
-                     f"SQLite's WAL is unsafe: keep it on this machine's local disk with {via} PATH (e.g. "
-                     f"{via} {suggested(root)}; the home records it, later commands find it)")
+                     f"SQLite's WAL is unsafe: {fix}")
 
 
 def check_writer(root: Path, location: StoreLocation, runs_dir: Path) -> None:

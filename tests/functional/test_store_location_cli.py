@@ -114,6 +114,34 @@ def test_a_home_keeping_its_store_inside_is_not_given_a_second_one(tmp_path):
     home.mkdir()
     Store(home / "store.db").close()
     clean_error(cli("--store", str(tmp_path / "s.db"), "runs", "list", home=home), "keeps its store inside it",
-                f"mv {home / 'store.db'}")
+                f"store move {tmp_path / 's.db'}")
     assert not (tmp_path / "s.db").exists() and not (home / "store.location").exists()
     assert Path(home / "store.db").exists()
+
+
+def test_a_store_in_a_home_on_a_network_filesystem_is_moved_to_local_disk(tmp_path):
+    nfs = {"AUTORL_TEST_NETWORK_FS": str(tmp_path / "nfs")}
+    home = tmp_path / "nfs" / "home"
+    home.mkdir(parents=True)
+    s = Store(home / "store.db")                      # a home made before the store could live elsewhere
+    write_run(s, RunShape(run_id=RUN, task="arith-small"))
+    s.close()
+    clean_error(cli("engine", "start", home=home, env=nfs), "network filesystem", "store move")
+    shown = cli("store", "--json", home=home, env=nfs)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["network"] is True, shown.stderr
+    clean_error(cli("store", "move", str(tmp_path / "nfs" / "elsewhere.db"), home=home, env=nfs), "network filesystem")
+    local = tmp_path / "local"
+    moved = cli("store", "move", f"{local}/", home=home, env=nfs)
+    assert moved.returncode == 0, moved.stderr
+    assert not (home / "store.db").exists() and (local / "store.db").exists()
+    assert json.loads((home / "store.location").read_text())["store"] == str(local / "store.db")
+    listed = cli("runs", "list", "--json", home=home, env=nfs)
+    assert listed.returncode == 0 and [r["id"] for r in json.loads(listed.stdout)] == [RUN], listed.stderr
+    try:
+        started = cli("engine", "start", "--timeout", "120", home=home, env=nfs)
+        assert started.returncode == 0, started.stderr
+        busy = cli("store", "move", str(tmp_path / "third.db"), home=home, env=nfs)     # its engine runs: exit 3
+        assert busy.returncode == 3 and "already owns home" in busy.stderr, busy.stderr
+        assert not (tmp_path / "third.db").exists()
+    finally:
+        assert cli("engine", "stop", home=home, env=nfs).returncode == 0

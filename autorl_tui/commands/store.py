@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
-from pathlib import Path
 
 from autorl_tui.exitcodes import InfraError, UsageError
 
@@ -44,6 +42,8 @@ def show(args) -> int:
 def run_move(args) -> int:
     from autorl_tui import store_location
     from autorl_tui.home import EngineLock, Home
+    from autorl_tui.store.copy import copy_whole
+    from autorl_tui.store.db import StoreError
 
     home = Home.open(args.home)
     old = home.store
@@ -66,7 +66,10 @@ def run_move(args) -> int:
     lock = EngineLock(home)
     lock.acquire("store move")          # no engine writes while the store moves (exit 3 if one runs)
     try:
-        _copy(old.path, target)
+        try:
+            copy_whole(old.path, target)
+        except StoreError as exc:
+            raise InfraError(f"{exc}; the store was not moved") from None
         if in_home:
             (home.root / store_location.RECORD).unlink(missing_ok=True)
         else:
@@ -79,29 +82,3 @@ def run_move(args) -> int:
           f" (recorded in {home.root / store_location.RECORD}; later commands on this machine find it)"))
     return 0
 
-
-def _copy(src: Path, dst: Path) -> None:
-    """A whole copy through SQLite's backup API (the WAL folded in), checked, then put in place."""
-    dst.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = dst.with_name(f".{dst.name}.moving")
-    tmp.unlink(missing_ok=True)
-    try:
-        source = sqlite3.connect(str(src))
-        try:
-            target = sqlite3.connect(str(tmp))
-            try:
-                source.backup(target)
-                if target.execute("PRAGMA quick_check").fetchone()[0] != "ok":
-                    raise InfraError(f"the copy of {src} at {tmp} failed SQLite's check; the store was not moved")
-            finally:
-                target.close()
-        finally:
-            source.close()
-        os.chmod(tmp, 0o600)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, dst)
-    except sqlite3.Error as exc:
-        raise InfraError(f"cannot copy the store {src} to {dst}: {exc}; the store was not moved") from None
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -144,3 +144,26 @@ def test_two_homes_never_share_one_store(tmp_path):
         lock.release()
     lock.acquire()                      # released and taken again by the same home
     lock.release()
+
+
+def test_a_whole_copy_folds_in_what_is_still_in_the_wal_and_never_overwrites(tmp_path):
+    import sqlite3
+
+    from autorl_tui.store.copy import copy_whole
+    from autorl_tui.store.db import Store, StoreError
+    from tests.support.run_writer import RunShape, write_run
+
+    live = Store(tmp_path / "store.db")
+    write_run(live, RunShape(run_id="r0001-x"))
+    live.flush()                                   # committed, not checkpointed: the rows sit in the WAL
+    assert (tmp_path / "store.db-wal").stat().st_size > 0
+    copy_whole(tmp_path / "store.db", tmp_path / "moved" / "store.db")
+    live.close()
+    assert sorted(p.name for p in (tmp_path / "moved").iterdir()) == ["store.db"]    # no temporary left
+    conn = sqlite3.connect(tmp_path / "moved" / "store.db")
+    assert conn.execute("SELECT id FROM runs").fetchall() == [("r0001-x",)]
+    conn.close()
+    (tmp_path / "bad.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(StoreError):
+        copy_whole(tmp_path / "bad.db", tmp_path / "out" / "store.db")
+    assert not (tmp_path / "out" / "store.db").exists()

@@ -24,11 +24,13 @@ IN_HOME = "store.db"
 
 
 def this_machine() -> tuple[str, str]:
-    """(host name, machine id): a store outside the home is usable only where both match."""
+    """(host name, machine id): a store outside the home is usable only where both match. The id is
+    a digest of /etc/machine-id (which systemd asks to keep confidential), not the id itself."""
     try:
-        machine_id = Path("/etc/machine-id").read_text().strip()
+        raw = Path("/etc/machine-id").read_text().strip()
     except OSError:
-        machine_id = ""
+        raw = ""
+    machine_id = hashlib.sha256(f"autorl-tui store:{raw}".encode()).hexdigest()[:32] if raw else ""
     return socket.gethostname(), machine_id
 
 

@@ -42,8 +42,8 @@ class Home:
     @classmethod
     def open(cls, cli_value: str | None = None, create: bool = True, store: str | None = None) -> "Home":
         """The home; `store` (else $AUTORL_STORE, which the CLI's --store sets) names where its
-        store lives, which a writing command records in the home. A mismatch with the record is a usage error, and so
-        is an unusable home; either way nothing is written."""
+        store lives, which a writing command records in the home. A mismatch with the record is a
+        usage error, and so is an unusable home; either way nothing is written."""
         root = resolve_home(cli_value)
         requested = store or settings.current().store
         cls(root).check(writable=create)

@@ -8,7 +8,7 @@ reported as NFS; docs/settings.md). A leaf module: it imports only `settings`.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,10 +62,14 @@ class _StatFs(ctypes.Structure):
     _fields_ = [("f_type", ctypes.c_long), ("_rest", ctypes.c_byte * 256)]
 
 
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)     # this process's own C library (no ldconfig lookup)
+
+
 def _statfs_type(path: Path) -> int:
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     buf = _StatFs()
-    if libc.statfs(os.fsencode(path), ctypes.byref(buf)) != 0:
+    if _libc().statfs(os.fsencode(path), ctypes.byref(buf)) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), str(path))
     return buf.f_type & 0xFFFFFFFF

@@ -32,6 +32,8 @@ def engine_home(tmp_path):
     try:
         started = cli("--store", str(store), "engine", "start", "--timeout", "120", home=home)
         assert started.returncode == 0, started.stderr
+        status = cli("engine", "status", home=home)
+        assert status.returncode == 0 and f"store {store}" in status.stdout, status.stdout + status.stderr
     finally:
         stopped = cli("engine", "stop", home=home)
     assert stopped.returncode == 0, stopped.stderr

@@ -82,14 +82,11 @@ def _existing(path: Path) -> Path:
     return p
 
 
-def _fuse_subtype(path: Path) -> str | None:
-    """The FUSE subtype of the mount holding path (`sshfs` of `fuse.sshfs`), from mountinfo."""
+def fuse_subtype(path: str | os.PathLike, mountinfo: str) -> str | None:
+    """The FUSE subtype of the mount holding path (`sshfs` of `fuse.sshfs`) in a mountinfo text
+    (proc(5): mount point in field 5, the filesystem type after the ` - ` separator)."""
     real, best, subtype = os.path.realpath(path), "", None
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
+    for line in mountinfo.splitlines():
         left, _, right = line.partition(" - ")
         fields, fstype = left.split(), (right.split() or [""])[0]
         if len(fields) < 5:
@@ -111,7 +108,10 @@ def probe(path: str | os.PathLike) -> FsInfo:
     f_type = _statfs_type(where)
     name, network = KNOWN.get(f_type, (f"{f_type:#x}", False))
     if f_type == FUSE:
-        subtype = _fuse_subtype(where)
+        try:
+            subtype = fuse_subtype(where, Path("/proc/self/mountinfo").read_text())
+        except OSError:
+            subtype = None
         name = f"fuse.{subtype}" if subtype else "fuse"
         network = subtype not in LOCAL_FUSE
     return FsInfo(where, f_type, name, network)

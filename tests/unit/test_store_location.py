@@ -167,3 +167,17 @@ def test_a_whole_copy_folds_in_what_is_still_in_the_wal_and_never_overwrites(tmp
     with pytest.raises(StoreError):
         copy_whole(tmp_path / "bad.db", tmp_path / "out" / "store.db")
     assert not (tmp_path / "out" / "store.db").exists()
+
+
+MOUNTINFO = """\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+40 22 0:45 / /mnt/remote rw,nosuid,nodev shared:20 - fuse.sshfs user@host:/data rw,user_id=0
+41 40 0:46 / /mnt/remote/inner\\040dir rw shared:21 - fuse.fuse-overlayfs fuse-overlayfs rw
+"""
+
+
+def test_the_fuse_subtype_is_the_deepest_mount_holding_the_path():
+    assert filesystems.fuse_subtype("/mnt/remote/home/store.db", MOUNTINFO) == "sshfs"
+    assert filesystems.fuse_subtype("/mnt/remote/inner dir/x", MOUNTINFO) == "fuse-overlayfs"
+    assert filesystems.fuse_subtype("/mnt/remoteX/x", MOUNTINFO) is None        # not under /mnt/remote
+    assert "sshfs" not in filesystems.LOCAL_FUSE and "fuse-overlayfs" in filesystems.LOCAL_FUSE

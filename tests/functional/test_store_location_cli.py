@@ -3,13 +3,17 @@ started with `--store` writes its store there and the home records it; later com
 without the flag; a mismatch, another machine's record and a home on a (simulated) network
 filesystem are one-line usage errors (exit 2) that create nothing. docs/cluster.md."""
 import json
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from autorl_tui.store.db import Store
-from tests.support.harness import cli
+from tests.support.harness import REPO, cli
 from tests.support.run_writer import RunShape, write_run
 
 pytestmark = pytest.mark.subprocess
@@ -147,3 +151,32 @@ def test_a_store_in_a_home_on_a_network_filesystem_is_moved_to_local_disk(tmp_pa
         assert not (tmp_path / "third.db").exists()
     finally:
         assert cli("engine", "stop", home=home, env=nfs).returncode == 0
+
+
+def in_fuse_mount(src, mnt, *argv: str):
+    """`autorl-tui ARGV` with MNT a real FUSE mount (bindfs of SRC) in a private mount namespace,
+    unmounted (its bindfs process ending) before this returns."""
+    script = 'bindfs "$0" "$1" || exit 99; shift; "$@"; rc=$?; fusermount -u "$M"; exit $rc'
+    env = dict(os.environ, PYTHONPATH=str(REPO), M=str(mnt))
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(src), str(mnt),
+                           sys.executable, "-m", "autorl_tui", *argv], capture_output=True, text=True, timeout=300,
+                          env=env, cwd=REPO)
+
+
+@pytest.mark.skipif(not (shutil.which("bindfs") and os.path.exists("/dev/fuse") and os.geteuid() == 0),
+                    reason="needs bindfs (scripts/system-deps.sh), /dev/fuse and root for a private mount namespace")
+def test_a_home_on_a_real_fuse_mount_is_refused_by_the_kernels_filesystem_type(tmp_path):
+    src, mnt = tmp_path / "src", tmp_path / "mnt"
+    src.mkdir()
+    mnt.mkdir()
+    shown = in_fuse_mount(src, mnt, "--home", str(mnt / "home"), "store", "--json")
+    assert shown.returncode == 0, shown.stderr
+    said = json.loads(shown.stdout)
+    assert (said["f_type"], said["network"], said["simulated"]) == ("0x65735546", True, False), said
+    assert said["filesystem"].startswith("fuse")
+    refused = in_fuse_mount(src, mnt, "--home", str(mnt / "home"), "engine", "start")
+    clean_error(refused, "network filesystem", "f_type 0x65735546", "--store")
+    assert not (src / "home" / "store.db").exists() and not (src / "home" / "engine.sock").exists()
+    named = in_fuse_mount(src, mnt, "--home", str(tmp_path / "h2"), "--store", str(mnt / "s.db"), "engine", "status")
+    clean_error(named, "network filesystem")
+    assert not (tmp_path / "h2").exists() and not (src / "s.db").exists()

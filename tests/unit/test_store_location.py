@@ -181,3 +181,23 @@ def test_the_fuse_subtype_is_the_deepest_mount_holding_the_path():
     assert filesystems.fuse_subtype("/mnt/remote/inner dir/x", MOUNTINFO) == "fuse-overlayfs"
     assert filesystems.fuse_subtype("/mnt/remoteX/x", MOUNTINFO) is None        # not under /mnt/remote
     assert "sshfs" not in filesystems.LOCAL_FUSE and "fuse-overlayfs" in filesystems.LOCAL_FUSE
+
+
+def test_the_store_flag_is_seen_by_the_command_and_leaves_the_environment_as_it_was(tmp_path, monkeypatch, capsys):
+    import os
+
+    from autorl_tui import cli
+
+    monkeypatch.delenv("AUTORL_STORE", raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    assert cli.main(["--home", str(home), "store", "--json", "--store", str(tmp_path / "s.db")]) == 0
+    assert json.loads(capsys.readouterr().out)["path"] == str(tmp_path / "s.db")
+    assert "AUTORL_STORE" not in os.environ
+    store_location.record(home, store_location.resolve(home, str(tmp_path / "s.db")))
+    assert cli.main(["--home", str(home), "--store", str(tmp_path / "t.db"), "runs", "list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("autorl-tui: error: home ") and "t.db" in err[0]
+    monkeypatch.setenv("AUTORL_STORE", str(tmp_path / "s.db"))
+    assert cli.main(["--home", str(home), "--store", str(tmp_path / "s.db"), "store", "--json"]) == 0
+    assert os.environ["AUTORL_STORE"] == str(tmp_path / "s.db")

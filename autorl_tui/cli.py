@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from autorl_tui import __version__, registry, settings
+from autorl_tui import __version__, registry, settings, store_location
 from autorl_tui.exitcodes import ExitCode, InfraError, UsageError
 
 
@@ -66,8 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"autorl-tui: error: {exc}", file=sys.stderr)
         return int(ExitCode.USAGE)
-    if getattr(args, "store", None):       # Home.open reads it (settings.current().store), as an engine started here
-        os.environ["AUTORL_STORE"] = args.store
+    wanted = getattr(args, "store", None) or store_before
+    if wanted:      # Home.open reads it (settings.current().store), and so does an engine started from here, in
+        # the home as its folder: made absolute here, it names the same file there
+        os.environ["AUTORL_STORE"] = str(store_location.requested_path(wanted))
     try:
         return _dispatch(args)
     finally:

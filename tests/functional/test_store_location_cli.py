@@ -34,8 +34,11 @@ def engine_home(tmp_path):
     """A home whose engine was started (for real) with its store outside the home, then stopped."""
     home, store = tmp_path / "home", tmp_path / "local" / "store.db"
     try:
-        started = cli("--store", str(store), "engine", "start", "--timeout", "120", home=home)
-        assert started.returncode == 0, started.stderr
+        # named relative to where the operator is: the engine, started in the home, finds the same file
+        started = subprocess.run([sys.executable, "-m", "autorl_tui", "--home", str(home), "--store", "local/", "engine",
+                                  "start", "--timeout", "120"], capture_output=True, text=True, timeout=300,
+                                 cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        assert started.returncode == 0, started.stdout + started.stderr
         status = cli("engine", "status", home=home)
         assert status.returncode == 0 and f"store {store}" in status.stdout, status.stdout + status.stderr
     finally:

@@ -149,7 +149,8 @@ def check_here(root: Path, location: StoreLocation) -> None:
         f"the store of home {root} lives on the engine's machine {location.host} at {location.path} "
         f"(recorded in {root / RECORD}); this is {host}: run this command there (e.g. "
         f"`ssh {location.host} autorl-tui runs list --home {root}`): the engine's socket {root / 'engine.sock'} "
-        f"is a unix socket that other machines cannot reach")
+        f"is a unix socket that other machines cannot reach (if this is that machine, renamed or reinstalled, "
+        f"remove {root / RECORD} and pass --store {location.path} once)")
 
 
 def check_reader(root: Path, location: StoreLocation) -> None:

@@ -85,8 +85,24 @@ def resolve(root: Path, requested: str | None, via: str = "--store") -> StoreLoc
                          f"out, or move it there with `autorl-tui --home {root} store move {want}` (no engine "
                          f"may run)")
     refuse_other_owner(root, want)
+    refuse_foreign_file(want)
     host, machine_id = this_machine()
     return StoreLocation(want, True, host, machine_id)
+
+
+def refuse_foreign_file(path: Path) -> None:
+    """A file at `path` that is not a store (nor empty) is never taken for one: the engine would
+    add its tables to it. A store's header says SQLite, with a schema version (user_version) set."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(100)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"--store {path}: cannot read it ({exc.strerror}); name a file this user can write") from None
+    if header and not (header[:16] == b"SQLite format 3\x00" and int.from_bytes(header[60:64], "big") > 0):
+        raise UsageError(f"--store {path}: that file exists and is not an autorl-tui store; name a new file, or "
+                         f"a folder (it gets store.db)")
 
 
 def owner_file(store: Path) -> Path:

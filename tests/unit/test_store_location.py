@@ -201,3 +201,18 @@ def test_the_store_flag_is_seen_by_the_command_and_leaves_the_environment_as_it_
     monkeypatch.setenv("AUTORL_STORE", str(tmp_path / "s.db"))
     assert cli.main(["--home", str(home), "--store", str(tmp_path / "s.db"), "store", "--json"]) == 0
     assert os.environ["AUTORL_STORE"] == str(tmp_path / "s.db")
+
+
+def test_an_existing_file_that_is_not_a_store_is_never_taken_for_one(tmp_path):
+    from autorl_tui.store.db import Store
+
+    root = tmp_path / "home"
+    root.mkdir()
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    with pytest.raises(UsageError, match="is not an autorl-tui store"):
+        store_location.resolve(root, str(tmp_path / "notes.txt"))
+    assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+    Store(tmp_path / "kept.db").close()                     # a store (moved by hand) and an empty file are fine
+    (tmp_path / "empty.db").touch()
+    for name in ("kept.db", "empty.db"):
+        assert store_location.resolve(root, str(tmp_path / name)).path == tmp_path / name

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from autorl_tui import __version__, registry, settings
+from autorl_tui import __version__, registry, settings, store_location
 from autorl_tui.exitcodes import ExitCode, InfraError, UsageError
 
 
@@ -23,6 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"autorl-tui {__version__}")
     parser.add_argument("--home", help="home directory (store, caches, workspaces); default $AUTORL_HOME "
                                        "or ~/.local/share/autorl-tui")
+    parser.add_argument("--store", metavar="PATH",
+                        help="the store (SQLite) on this machine's local disk instead of HOME/store.db; recorded "
+                             "in the home, so later commands find it (sets $AUTORL_STORE; docs/cluster.md)")
     parser.add_argument("--batch", metavar="PLAN", help="run PLAN (YAML) headless and exit with a typed code")
     parser.add_argument("--agents-dir", action="append", default=[], help="extra folder of agent specs")
     parser.add_argument("--tasks-dir", action="append", default=[], help="extra folder of task cards")
@@ -39,12 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _accept_home_anywhere(subparsers) -> None:
-    """`--home` is read after the command too (`autorl-tui runs list --home X`), at any depth of
-    sub-commands. SUPPRESS keeps a value given before the command when none is given after it."""
+    """`--home` and `--store` are read after the command too (`autorl-tui runs list --home X`), at any
+    depth of sub-commands. SUPPRESS keeps a value given before the command when none is given after it."""
     for sub in subparsers.choices.values():
-        if not any("--home" in a.option_strings for a in sub._actions):
-            sub.add_argument("--home", default=argparse.SUPPRESS,
-                             help="home directory (may also come before the command)")
+        for flag, what in (("--home", "home directory"), ("--store", "the home's store")):
+            if not any(flag in a.option_strings for a in sub._actions):
+                sub.add_argument(flag, default=argparse.SUPPRESS, help=f"{what} (may also come before the command)")
         for action in sub._actions:
             if isinstance(action, argparse._SubParsersAction):
                 _accept_home_anywhere(action)
@@ -59,7 +62,25 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "judge_url", None):   # graders (subprocesses) read it when the card sets no judge_url
         os.environ["AUTORL_JUDGE_URL"] = args.judge_url
     try:
-        settings.current()   # a bad AUTORL_* value: one line and exit 2, before anything starts
+        store_before = settings.current().store   # a bad AUTORL_* value: one line and exit 2, before anything starts
+    except UsageError as exc:
+        print(f"autorl-tui: error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE)
+    wanted = getattr(args, "store", None) or store_before
+    if wanted:      # Home.open reads it (settings.current().store), and so does an engine started from here, in
+        # the home as its folder: made absolute here, it names the same file there
+        os.environ["AUTORL_STORE"] = str(store_location.requested_path(wanted))
+    try:
+        return _dispatch(args)
+    finally:
+        if store_before is None:           # main() called in-process (tests) leaves the environment as it was
+            os.environ.pop("AUTORL_STORE", None)
+        else:
+            os.environ["AUTORL_STORE"] = store_before
+
+
+def _dispatch(args) -> int:
+    try:
         if args.batch:
             if args.command:
                 raise UsageError("--batch PLAN takes no other command")

@@ -1,7 +1,9 @@
 """The home directory: one folder holds the store, caches, workspaces and reports.
 
 Resolution order: --home DIR, else $AUTORL_HOME, else a per-user default. One engine per home,
-guarded by an flock on `engine.lock` that records the holder's pid.
+guarded by an flock on `engine.lock` that records the holder's pid. The store is `HOME/store.db`
+unless `--store PATH` / $AUTORL_STORE put it on the engine's local disk, which the home records
+(store_location.py).
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import fcntl
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autorl_tui.exitcodes import InfraError, UsageError
-from autorl_tui import settings
+from autorl_tui import settings, store_location
+from autorl_tui.store_location import StoreLocation
 
 
 def default_home() -> Path:
@@ -34,18 +37,36 @@ def resolve_home(cli_value: str | None = None) -> Path:
 @dataclass(frozen=True)
 class Home:
     root: Path
+    location: StoreLocation | None = field(default=None, compare=False)   # None: what the home records
 
     @classmethod
-    def open(cls, cli_value: str | None = None, create: bool = True) -> "Home":
-        home = cls(resolve_home(cli_value))
-        home.check(writable=create)
-        if create:
-            try:
-                home.ensure()
-            except OSError as exc:
-                raise UsageError(f"cannot set up home {home.root}: {exc.strerror or exc}; "
-                                 f"pass a writable folder with --home") from None
+    def open(cls, cli_value: str | None = None, create: bool = True, store: str | None = None) -> "Home":
+        """The home; `store` (else $AUTORL_STORE, which the CLI's --store sets) names where its
+        store lives, which a writing command records in the home. A mismatch with the record is a
+        usage error, and so is an unusable home; either way nothing is written."""
+        root = resolve_home(cli_value)
+        requested = store or settings.current().store
+        cls(root).check(writable=create)
+        home = cls(root, store_location.resolve(root, requested))
+        if not create:
+            return home
+        home.check_store()
+        new_record = home.store.recorded and store_location.read_record(root) is None
+        if new_record:
+            store_location.refuse_network(root, home.store.path)
+        try:
+            home.ensure()
+            if new_record:
+                store_location.record(root, home.store)
+        except OSError as exc:
+            raise UsageError(f"cannot set up home {home.root}: {exc.strerror or exc}; "
+                             f"pass a writable folder with --home") from None
         return home
+
+    @property
+    def store(self) -> StoreLocation:
+        """Where the store lives (unchecked: `store_path` checks it is usable on this machine)."""
+        return self.location or store_location.resolve(self.root, None)
 
     def check(self, writable: bool) -> None:
         """A home that is a file, or read-only when it must be written, is refused before anything
@@ -65,9 +86,23 @@ class Home:
             raise UsageError(f"{what} {existing} is not writable; pass a writable folder with --home "
                              f"(or fix its permissions)")
         if self.root.exists():
-            for part in (self.store_path, self.cache, self.runs_dir, self.workspaces):
+            for part in (self.cache, self.runs_dir, self.workspaces):
                 if part.exists() and not os.access(part, os.W_OK):
                     raise UsageError(f"{part} in home {self.root} is not writable; pass a writable --home")
+
+    def check_store(self) -> None:
+        """A store on this machine that cannot be written, or created, is refused before anything is."""
+        store = self.store.path
+        if self.store.here() and store.exists() and not os.access(store, os.W_OK):
+            raise UsageError(f"the store {store} of home {self.root} is not writable; fix its permissions "
+                             f"or pass a writable --home")
+        if self.store.recorded and self.store.here() and not store.exists():
+            folder = store.parent
+            while not folder.exists():
+                folder = folder.parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+                raise UsageError(f"the store {store} cannot be created: {folder} is not a writable folder; "
+                                 f"pass another --store")
 
     # Harness-private parts are 0700 so that an agent running as another user cannot read them;
     # the root itself is 0711 (traverse only) so workspaces below it stay reachable.
@@ -80,10 +115,21 @@ class Home:
         self.workspaces.mkdir(exist_ok=True)
         os.chmod(self.workspaces, 0o711)
         self.agents_dir.mkdir(exist_ok=True)
+        if self.store.recorded and self.store.here() and not self.store.path.parent.exists():
+            self.store.path.parent.mkdir(mode=0o700, parents=True)
 
     @property
     def store_path(self) -> Path:
-        return self.root / "store.db"
+        """The store, checked for readers: on this machine, and there when the home records it
+        outside (a usage error otherwise: never a new empty store)."""
+        store_location.check_reader(self.root, self.store)
+        return self.store.path
+
+    def writer_store_path(self) -> Path:
+        """The store for its one writer (the engine, an import): also refused on a network
+        filesystem, and when a recorded store is missing while the home holds runs."""
+        store_location.check_writer(self.root, self.store, self.runs_dir)
+        return self.store.path
 
     @property
     def cache(self) -> Path:
@@ -166,6 +212,7 @@ class EngineLock:
     def __init__(self, home: Home):
         self.home = home
         self._fd: int | None = None
+        self._store_fd: int | None = None     # the hold on a store outside the home (store_location.claim)
 
     def holder(self) -> dict | None:
         try:
@@ -191,8 +238,17 @@ class EngineLock:
         os.write(fd, json.dumps({"pid": os.getpid(), "role": role, "since": time.time()}).encode())
         os.fsync(fd)
         self._fd = fd
+        if self.home.store.here():
+            try:
+                self._store_fd = store_location.claim(self.home.root, self.home.store)
+            except BaseException:
+                self.release()
+                raise
 
     def release(self) -> None:
+        if self._store_fd is not None:
+            os.close(self._store_fd)
+            self._store_fd = None
         if self._fd is not None:
             try:
                 os.ftruncate(self._fd, 0)

@@ -75,7 +75,7 @@ BUILTINS: dict[str, dict[str, str]] = {
     "commands": {
         **{name: f"autorl_tui.commands.{name}:register"
            for name in ("agents", "cancel", "compare", "data", "demo", "doctor", "engine", "export", "gpus", "models",
-                        "report", "resume", "retry", "runs", "score", "tasks")},
+                        "report", "resume", "retry", "runs", "score", "store", "tasks")},
         "import": "autorl_tui.commands.import_:register",   # `import` is a Python keyword
         "cluster": "autorl_tui.commands.cluster:register",
     },

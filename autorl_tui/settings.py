@@ -70,6 +70,7 @@ def _switch(name: str, text: str) -> bool:
 class Settings:
     # Each field's variable and parser: VARIABLES below.
     home: Path | None = None
+    store: str | None = None          # a file, or a folder holding store.db (store_location.requested_path)
     tasks_dirs: tuple[Path, ...] = ()
     agent_runtime: Path | None = None
     judge_url: str | None = None
@@ -84,6 +85,7 @@ class Settings:
     plain_heartbeat_s: float = 30.0
     alfworld_parse_cache: bool = True
     grading_slots: int | None = None
+    test_network_fs: tuple[Path, ...] = ()
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Settings:
@@ -100,6 +102,7 @@ class Settings:
 # field -> (environment variable, parser). AUTORL_ALFWORLD_NO_PARSE_CACHE=1 turns the cache off.
 VARIABLES = {
     "home": ("AUTORL_HOME", _path),
+    "store": ("AUTORL_STORE", _text),
     "tasks_dirs": ("AUTORL_TASKS_DIR", _paths),
     "agent_runtime": ("AUTORL_AGENT_RUNTIME", _path),
     "judge_url": ("AUTORL_JUDGE_URL", _text),
@@ -114,6 +117,7 @@ VARIABLES = {
     "plain_heartbeat_s": ("AUTORL_PLAIN_HEARTBEAT_S", _seconds),
     "alfworld_parse_cache": ("AUTORL_ALFWORLD_NO_PARSE_CACHE", lambda name, text: not _switch(name, text)),
     "grading_slots": ("AUTORL_GRADING_SLOTS", _count),
+    "test_network_fs": ("AUTORL_TEST_NETWORK_FS", _paths),
 }
 
 

@@ -1,5 +1,6 @@
 """After the gpu-demo plan ran in HOME (scripts/gpu-check.sh, stage demo): assert from the store
-that the run trained and graded on CUDA. Reads store.db with the standard library only.
+that the run trained and graded on CUDA. Reads the store (HOME/store.db, or where HOME/store.location
+says) with the standard library only.
 
     python3 scripts/gpu_demo_assert.py HOME
 
@@ -20,7 +21,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python3 scripts/gpu_demo_assert.py HOME", file=sys.stderr)
         return 2
-    db = Path(argv[0]) / "store.db"
+    record = Path(argv[0]) / "store.location"        # a store kept on local disk (--store; docs/cluster.md)
+    db = Path(json.loads(record.read_text())["store"]) if record.is_file() else Path(argv[0]) / "store.db"
     if not db.is_file():
         print(f"gpu_demo_assert: no store at {db}", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and starts the system parts the tests use for real: Docker Engine, Chromium, tmux, npm,
-# curl, jq, bubblewrap.
+# curl, jq, bubblewrap, bindfs.
 # Idempotent; needs root (apt-get). Prints what it does.
 set -euo pipefail
 need=()
@@ -22,6 +22,8 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v slirp4netns >/dev/null 2>&1 || need+=(slirp4netns)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# The store's filesystem check is tested on a real FUSE mount (bindfs; tests/functional/test_store_location_cli.py).
+command -v bindfs >/dev/null 2>&1 || need+=(bindfs)
 # The code sandbox runs generated code with a system interpreter whose stdlib any uid can read.
 [ -x /usr/bin/python3 ] || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then

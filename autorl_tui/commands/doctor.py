@@ -45,7 +45,11 @@ def collect(args) -> dict:
     from autorl_tui.executors.gpus import inventory
 
     inv = inventory(getattr(args, "gpus", None))
-    held = _gpu_holders(Home.open(args.home, create=False))
+    home = Home.open(args.home, create=False)
+    held = _gpu_holders(home)
+    from autorl_tui import store_location
+
+    report["store"] = store_location.report(home.root, home.store)
     gradings = _gradings_on_gpus() if inv.gpus else None
     report["gpus"] = {"devices": [dict(g.to_dict(), held_by=held.get(g.id), gradings=gradings) for g in inv.gpus],
                       "source": inv.source,
@@ -92,7 +96,7 @@ def _gpu_holders(home) -> dict[str, str]:
     from autorl_tui.run_states import ACTIVE_STATES
     from autorl_tui.store.queries import StoreReader
 
-    if not home.store_path.exists():
+    if not home.store.here() or not home.store.path.exists():
         return {}
     with StoreReader.open(home.store_path) as reader:
         return reader.gpu_holders(ACTIVE_STATES)
@@ -129,6 +133,11 @@ def run(args) -> int:
         return 0
     print(f"python {report['python']} on {report['platform']}, {report['cpus']} CPUs, euid {report['euid']}")
     print(f"home: {report['home']}")
+    store = report["store"]
+    where = f"filesystem {store['filesystem']} ({store['f_type']})" if store["here"] else f"on {store['host']}"
+    recorded = "; recorded in the home's store.location" if store["recorded"] else ""
+    print(f"store: {store['path']} ({where}{recorded}{'' if store['exists'] is not False else '; not created yet'})"
+          + (f"\n  {store['note']}" if store["note"] else ""))
     note = report["gpus"]["note"]
     print(f"GPUs: {len(report['gpus']['devices'])}" + (f" ({note})" if note else ""))
     for g in report["gpus"]["devices"]:

@@ -26,16 +26,18 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from autorl_tui import store_location
     from autorl_tui.daemon.daemon import EngineOptions, log_path, serve, start_daemon, stop_daemon
     from autorl_tui.home import Home
 
     home = Home.open(args.home)
+    store_location.check_here(home.root, home.store)    # a home's engine runs on its store's machine
     action = args.engine_command
     if action == "serve":
         return asyncio.run(serve(home, EngineOptions.from_args(args)))
     if action == "start":
         info = start_daemon(home, EngineOptions.from_args(args), timeout=args.timeout)
-        print(f"engine running: pid {info['pid']}, home {home.root}, log {log_path(home)}")
+        print(f"engine running: pid {info['pid']}, home {home.root}{_store_note(home)}, log {log_path(home)}")
         return 0
     if action == "stop":
         answer = stop_daemon(home, cancel_runs=args.cancel_runs, timeout=args.timeout)
@@ -46,6 +48,11 @@ def run(args) -> int:
         print(f"engine pid {answer['pid']} stopped; {what}")
         return 0
     return _status(home)
+
+
+def _store_note(home) -> str:
+    """The store, named when it lives outside the home (docs/cluster.md)."""
+    return f", store {home.store.path}" if home.store.recorded else ""
 
 
 def _status(home) -> int:
@@ -65,7 +72,8 @@ def _status(home) -> int:
         return int(ExitCode.INFRA)
     role = st.get("role") or "engine"
     inside = "" if role == "engine" else f" (inside `autorl-tui {'--batch' if role == 'batch' else role}`)"
-    print(f"engine pid {st['pid']}{inside}, up {format_duration(time.time() - st['started_at'])}, home {home.root}")
+    print(f"engine pid {st['pid']}{inside}, up {format_duration(time.time() - st['started_at'])}, home {home.root}"
+          f"{_store_note(home)}")
     print(f"runs: {st['active']} active, {st['queued']} queued, {st['total']} total"
           f"{'; queue paused' if st.get('queue_paused') else ''}; {st['clients'] - 1} other client(s) attached")
     return 0

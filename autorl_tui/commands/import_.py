@@ -30,7 +30,7 @@ def run(args) -> int:
     lock.acquire("import")      # the store has one writer: an engine running on this home must stop first
     try:
         try:
-            store = Store(home.store_path)
+            store = Store(home.writer_store_path())
         except StoreError as exc:
             raise UsageError(str(exc)) from None
         try:

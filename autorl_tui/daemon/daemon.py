@@ -61,6 +61,7 @@ def start_daemon(home: Home, options: EngineOptions, timeout: float = 60.0) -> d
     running = engine_is_running(home)
     if running:
         return running
+    home.writer_store_path()     # a store elsewhere or on a network filesystem: one line here, not in the log
     home.ensure()
     log = log_path(home)
     cmd = [sys.executable, "-m", "autorl_tui", "--home", str(home.root), *options.argv(), "engine", "serve"]

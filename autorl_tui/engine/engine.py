@@ -89,10 +89,11 @@ class Engine:
 
     # ------------------------------------------------------------------ life cycle
     async def start(self) -> None:
+        store_path = self.home.writer_store_path()     # refused before anything is held or written
         self.home.ensure()
         self.lock.acquire(self.role)
         try:
-            self.store = Store(self.home.store_path)
+            self.store = Store(store_path)
         except Exception:
             self.lock.release()
             raise
@@ -163,7 +164,7 @@ class Engine:
         harness logs, reports, task sources and the data generators (which could regenerate a
         procedural held-out split)."""
         h = self.home
-        paths = [h.root / n for n in ("store.db", "store.db-wal", "store.db-shm", "engine.lock")]
+        paths = [h.store.path.with_name(h.store.path.name + n) for n in ("", "-wal", "-shm")] + [h.lock_path]
         paths += [h.cache, h.snapshots, h.runs_dir, h.gradings, h.reports, h.models, h.data]
         paths += [p for p in self.task_search_path() if p.is_dir()]
         package = Path(__file__).resolve().parents[1]
@@ -173,6 +174,7 @@ class Engine:
     def _protected_folders(self, card) -> list[tuple[str, Path]]:
         """What an operator's bind or copy must neither hold nor lie inside (catalog/overlays.exposure)."""
         out = [("the engine's home (the store, other runs, cached held-out splits)", self.home.root),
+               ("the engine's store", self.home.store.path),
                ("the harness's own code", Path(__file__).resolve().parents[1])]
         out += [("a task folder (task sources and data)", p) for p in self.task_search_path() if p.is_dir()]
         root = local_data_root(card) if card.data.get("provider") == "local" else None

@@ -19,9 +19,9 @@ from tests.support.official_interactive import benchmark_card_on_hub, webshop_of
 
 # a reference-agent run with a 420 s budget and four gradings of 50-step episodes: 23 min at load 11 on
 # 2 cores with our chat prompt; with AutoRL-Bench's (sessions, 5 pages of history: ~1,450 tiny-webshop
-# tokens a prompt, past its 1,024 positions) over 25 min at load 11-14 (2026-11-27: both runs had graded
-# their 8 dev sessions, 118 s and 284 s of inference, when a 25-minute timeout stopped it), so
-# `make test-long` (not in `make test`)
+# tokens a prompt; tiny-webshop had 1,024 positions until version 5, now 8,192) over 25 min at load 11-14
+# (2026-11-27: both runs had graded their 8 dev sessions, 118 s and 284 s of inference, when a 25-minute
+# timeout stopped it), so `make test-long` (not in `make test`)
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 # a few SFT steps: the point is the pipeline on the benchmark id, not the model's figures
 SHORT = "ws_sft_steps=10,ws_sft_batch=4,ws_focus_steps=0,ws_submit_reserve_s=150,threads=2"

@@ -11,9 +11,16 @@ This model can read one:
   3): the product is then clicked by copying one token off the page. ChatML chat template, eos
   `<|im_end|>`, left padding, like `tiny`.
 - Model: Llama-style, hidden 128, 2 layers (0.8 M parameters with version 3's 3,204 tokens; version
-  1 was hidden 192 x 4 layers, four times the FLOPs per token), 1,024 positions, fp32, randomly
-  initialized and not pretrained: its WebShop baseline is the floor, and what it learns comes from
-  the run's own post-training.
+  1 was hidden 192 x 4 layers, four times the FLOPs per token), 8,192 positions (version 5; 1,024
+  before), fp32, randomly initialized and not pretrained: its WebShop baseline is the floor, and what
+  it learns comes from the run's own post-training.
+- Positions: the `webshop` card's AutoRL-Bench prompt (system message, rules, the available actions,
+  5 pages of history, the page) is 1,400-2,100 tokens on the expert's episodes and up to 3,600 on a
+  random walk through sub-pages (the official-format test catalog, whose titles, 62 characters on
+  average, are shorter than Amazon's), plus 100 reply tokens: past 1,024, where the grader left the model no room to
+  act. Rotary positions cost no parameters or compute (a prompt costs its own length whatever the
+  limit), so 8,192 (the GPU placement's `max_model_len` cap) leaves room for the real catalog's longer
+  pages (tests/unit/test_tiny_webshop_positions.py).
 """
 
 from __future__ import annotations
@@ -25,9 +32,9 @@ from pathlib import Path
 from autorl_tui.catalog.model_builds import CHAT_TEMPLATE, SPECIAL_TOKENS, build_atomically, save_untrained_llama
 
 NAME = "tiny-webshop"
-VERSION = "4"
+VERSION = "5"          # 5: 8,192 positions (AutoRL-Bench's WebShop prompt fits); 4: phrase tokens
 VOCAB_SIZE = 2048
-MAX_POSITIONS = 1024
+MAX_POSITIONS = 8192
 HIDDEN, LAYERS, HEADS, KV_HEADS = 128, 2, 4, 2
 TOKENIZER_SEED = 987_654     # the catalog seed of the tokenizer's corpus; the card uses others
 

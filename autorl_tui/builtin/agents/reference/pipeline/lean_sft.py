@@ -158,6 +158,22 @@ def encode_row(tok, row, max_len):
     return (p_ids + a_ids)[-max_len:], ([0] * len(p_ids) + [1] * len(a_ids))[-max_len:]
 
 
+def lr_factor(steps, started, stop_at, clock=time.time):
+    """The learning rate's factor at step s: a linear warmup over the first 5 % of the steps, then a
+    cosine to 0 over the training's progress, the larger of the steps' share done and (with
+    `stop_at`) the time's share spent. With time to spare the steps set the pace, as a plain cosine;
+    on a loaded machine, where `stop_at` comes before the last step, the rate is annealed by the
+    clock and reaches 0 when training stops instead of being cut off near its peak."""
+    warmup = max(1, steps // 20)
+
+    def factor(s):
+        progress = min(1.0, s / steps)
+        if stop_at:
+            progress = max(progress, min(1.0, (clock() - started) / max(1e-9, stop_at - started)))
+        return min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * progress))
+    return factor
+
+
 def encode(tok, rows, max_len):
     return [encode_row(tok, row, max_len) for row in rows]
 
@@ -208,13 +224,12 @@ def main():
     encoded = encode(tok, rows, max_len)
     pad = tok.pad_token_id
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.0, betas=(0.9, 0.98))
-    warmup = max(1, a.steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / a.steps))))
+    t1 = time.time()
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(a.steps, t1, a.stop_at))
     metrics_path = os.environ.get("METRICS_FILE", "logs/metrics.jsonl")
     os.makedirs(os.path.dirname(os.path.abspath(metrics_path)), exist_ok=True)
     model.train()
-    step, stopped_early, t1 = 0, False, time.time()
+    step, stopped_early = 0, False
     window = []
     for idx in batches(encoded, a.batch, rng):
         if step >= a.steps:

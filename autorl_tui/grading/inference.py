@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import os
 import random
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from autorl_tui import registry
 from autorl_tui.grading import context_budget
+from autorl_tui.grading.stop_criteria import stop_when_written
 from autorl_tui.grading.time_limits import RenderBudget, TimeLimitExceeded
 from autorl_tui.grading.types import Completion
 
@@ -221,10 +223,17 @@ class TransformersPolicy:
         mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
         config = protocol_generation_config(self.tokenizer, max_new_tokens=budget, n=n_gen,
                                             temperature=temperature, top_p=top_p)
-        with torch.no_grad():
-            out = self.model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config)
-        new = out[:, width:]
         eos = self.tokenizer.eos_token_id
+        extra: dict[str, Any] = {}
+        if stop and n_gen == 1 and temperature <= 0:
+            # Greedy rows end at their stop string (sampled ones run on: stopping early would shift
+            # the random draws of the batches after this one, and so their samples).
+            decode = partial(self.tokenizer.decode, skip_special_tokens=True)
+            extra["stopping_criteria"] = stop_when_written(decode, stop, width,
+                                                           {t for t in (pad, eos) if t is not None})
+        with torch.no_grad():
+            out = self.model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config, **extra)
+        new = out[:, width:]
         per_row = []
         for row_i, row in enumerate(rows):
             samples = []

@@ -104,3 +104,22 @@ def test_a_prompt_that_fills_the_context_is_refused_with_its_reason(plain):
     last = out[3][0]
     assert last.budget == 1 and last.tokens <= 1 and last.error is None
     assert last.finish_reason == ("length" if last.tokens == 1 else "stop")
+
+
+@pytest.mark.subprocess
+def test_greedy_rows_end_at_their_stop_with_the_text_the_cut_gives(policy, tiny_model_dir):
+    """Generation stops at a stop string (as vLLM does) and keeps exactly the text that cutting a
+    full-budget generation gives, row by row in one batch and alone."""
+    full = [x[0] for x in policy.generate(PROMPTS, max_tokens=24)]
+    single = TransformersPolicy(tiny_model_dir, threads=1, batch_size=1)
+    saved = 0
+    for stop in (["####"], [" "], ["\n"], ["1", "2", "3", "4", "5", "6", "7", "8", "9"], ["no such text"]):
+        batched = [x[0] for x in policy.generate(PROMPTS, max_tokens=24, stop=stop)]
+        alone = [x[0] for x in single.generate(PROMPTS, max_tokens=24, stop=stop)]
+        for f, b, a in zip(full, batched, alone):
+            cut = min((i for i in (f.text.find(s) for s in stop) if i >= 0), default=-1)
+            assert b.text == a.text == (f.text[:cut] if cut >= 0 else f.text), (stop, f.text, b.text)
+            assert b.tokens == a.tokens <= f.tokens
+            assert b.finish_reason == ("stop" if cut >= 0 else f.finish_reason)
+            saved += f.tokens - b.tokens
+    assert saved > 0          # some rows stopped before the full budget's end

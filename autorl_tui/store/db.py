@@ -121,13 +121,14 @@ class Store(RunStateQueries, FindingQueries):
             if len(self._events) >= self.flush_rows:
                 self.flush()
 
-    def append_events(self, run_id: str | None, attempt: int | None, rows: list[tuple]) -> None:
-        """Many events at once (a batch of agent lines): rows of (ts, kind, level, message, data),
-        data already JSON text or None. No size-triggered flush here: the batch is bounded by its
+    def append_lines(self, run_id: str | None, attempt: int | None, ts: float, kind: str, level: str,
+                     messages: list[str]) -> None:
+        """Many plain events of one kind, level and time at once (a batch of one stream's agent
+        lines), each row built once. No size-triggered flush here: the batch is bounded by its
         caller and commits whole, with what the caller stages after it (a tail's offsets), at the
         next flush, never in part before those offsets."""
         with self._lock:
-            self._events.extend([(run_id, attempt, *row) for row in rows])
+            self._events.extend([(run_id, attempt, ts, kind, level, message, None) for message in messages])
 
     def _allocate(self, table: str) -> int:
         """The next row id of a buffered table: ids are known before the commit, so a later

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autorl_tui.executors.base import LaunchSpec  # noqa: E402
+from autorl_tui.executors.base import ClusterLaunch, LaunchSpec, SandboxLaunch  # noqa: E402
 from autorl_tui.executors.local import LocalExecutor  # noqa: E402
 
 N = 6
@@ -30,8 +30,9 @@ def spec(tmp: Path, name: str, address: str | None = None, containers: bool = Fa
     env = {"PATH": "/usr/bin:/bin"}
     placement = {"gpus": 0 if containers else 1, "address": address, "containers": containers} if address else {}
     return LaunchSpec(run_id=name, attempt=1, command=["true"], workspace=tmp / "ws", env=env,
-                      log_dir=tmp / "home" / "runs" / name, deadline=time.time() + 120, isolate=False,
-                      placement=placement, labels={"autorl.home": str(tmp / "home")} if containers else {})
+                      log_dir=tmp / "home" / "runs" / name, deadline=time.time() + 120,
+                      sandbox=SandboxLaunch(isolate=False), cluster=ClusterLaunch(placement=placement),
+                      labels={"autorl.home": str(tmp / "home")} if containers else {})
 
 
 async def latency(executor, tmp: Path, kind: str, address: str | None = None, containers: bool = False) -> list[float]:

@@ -1,0 +1,52 @@
+"""`make bench` is not part of `make test`, so a refactor that moves a module or splits a dataclass
+used to break a benchmark unseen (the engine carve; the typed RunRecord; LaunchSpec's own parts).
+Here: every benchmark names only what exists (tests/support/bench_names.py, every benchmarks/*.py
+read), the checker bites, and the two benchmarks that are cheap at a small size run whole."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.bench_names import REPO, problems
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def test_the_checker_finds_a_moved_module_a_missing_name_and_a_refused_keyword(tmp_path):
+    bench = tmp_path / "bench_broken.py"
+    bench.write_text("from autorl_tui.engine.executors.base import LaunchSpec\n"
+                     "from autorl_tui.executors.base import LaunchSpec as Spec, NoSuchThing\n"
+                     "def main():\n"
+                     "    from autorl_tui.store.db import Store\n"
+                     "    Spec(run_id='r', grading_socket=None)\n"
+                     "    Store('x.db', flush_rows=5)\n")
+    found = problems(bench)
+    assert len(found) == 3, found
+    assert "bench_broken.py:1: `autorl_tui.engine.executors.base` does not import" in found[0]
+    assert found[1] == "bench_broken.py:2: `autorl_tui.executors.base` has no `NoSuchThing`"
+    assert found[2] == "bench_broken.py:5: `Spec(...)` takes no keyword `grading_socket`"
+
+
+@pytest.mark.subprocess
+def test_every_benchmark_names_only_what_exists():
+    proc = _run(["-m", "tests.support.bench_names"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    n = len(list((REPO / "benchmarks").glob("*.py")))
+    assert f"{n} benchmark files read, 0 problems" in proc.stdout
+
+
+@pytest.mark.subprocess
+def test_the_ingest_and_scheduler_benchmarks_run_at_a_small_size():
+    ingest = _run([str(Path("benchmarks") / "bench_ingest.py")], env={"BENCH_INGEST_LINES": "2000"})
+    assert ingest.returncode == 0, ingest.stdout + ingest.stderr
+    figure = re.search(r"ingest_over_executemany: ([\d.]+) \(target <= 1.5; 2000 stdout lines", ingest.stdout)
+    assert figure and float(figure.group(1)) > 0, ingest.stdout
+    scheduler = _run([str(Path("benchmarks") / "bench_scheduler.py")])
+    assert scheduler.returncode == 0, scheduler.stdout + scheduler.stderr
+    assert re.search(r"^sched_mean_gain_over_fifo: -?[\d.]+ points$", scheduler.stdout, re.M), scheduler.stdout

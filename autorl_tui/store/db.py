@@ -36,6 +36,32 @@ JSON_COLUMNS = {
 }
 
 
+EVENTS_INSERT = "INSERT INTO events (run_id, attempt, ts, kind, level, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+# A batch of lines in one statement: the messages travel as one JSON array, SQLite unpacks it; no
+# parameters bound per row in Python (which is most of executemany's cost for short rows).
+LINES_INSERT = ("INSERT INTO events (run_id, attempt, ts, kind, level, message, data) "
+                "SELECT ?, ?, ?, ?, ?, value, NULL FROM json_each(?) ORDER BY key")
+
+
+class _Lines:
+    """Buffered plain events of one kind, level and time (Store.append_lines): rows written at the
+    flush, in their place among the other buffered events."""
+    __slots__ = ("run_id", "attempt", "ts", "kind", "level", "messages")
+
+    def __init__(self, run_id: str | None, attempt: int | None, ts: float, kind: str, level: str,
+                 messages: list[str]):
+        self.run_id, self.attempt, self.ts, self.kind, self.level, self.messages = (
+            run_id, attempt, ts, kind, level, messages)
+
+    def insert(self, conn: sqlite3.Connection) -> None:
+        head = (self.run_id, self.attempt, self.ts, self.kind, self.level)
+        payload = json.dumps(self.messages, ensure_ascii=False)
+        if "\\u0000" in payload:      # json_each ends a string at a NUL: such a batch goes row by row
+            conn.executemany(EVENTS_INSERT, [(*head, message, None) for message in self.messages])
+        else:
+            conn.execute(LINES_INSERT, (*head, payload))
+
+
 def _dumps(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
@@ -74,7 +100,7 @@ class Store(RunStateQueries, FindingQueries):
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=OFF")
         self._lock = threading.RLock()
-        self._events: list[tuple] = []
+        self._events: list[tuple | _Lines] = []   # rows, and batches of lines (append_lines)
         self._metrics: list[tuple] = []
         self._resources: list[tuple] = []
         self._sessions: list[tuple] = []
@@ -124,11 +150,12 @@ class Store(RunStateQueries, FindingQueries):
     def append_lines(self, run_id: str | None, attempt: int | None, ts: float, kind: str, level: str,
                      messages: list[str]) -> None:
         """Many plain events of one kind, level and time at once (a batch of one stream's agent
-        lines), each row built once. No size-triggered flush here: the batch is bounded by its
-        caller and commits whole, with what the caller stages after it (a tail's offsets), at the
-        next flush, never in part before those offsets."""
-        with self._lock:
-            self._events.extend([(run_id, attempt, ts, kind, level, message, None) for message in messages])
+        lines): kept as one entry, written by one statement at the flush (_Lines). No size-triggered
+        flush here: the batch is bounded by its caller and commits whole, with what the caller
+        stages after it (a tail's offsets), at the next flush, never in part before those offsets."""
+        if messages:
+            with self._lock:
+                self._events.append(_Lines(run_id, attempt, ts, kind, level, messages))
 
     def _allocate(self, table: str) -> int:
         """The next row id of a buffered table: ids are known before the commit, so a later
@@ -194,9 +221,7 @@ class Store(RunStateQueries, FindingQueries):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if events:
-                    self._conn.executemany(
-                        "INSERT INTO events (run_id, attempt, ts, kind, level, message, data) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)", events)
+                    self._write_events(events)
                 if sessions:
                     self._conn.executemany(
                         "INSERT INTO training_sessions (id, run_id, attempt, seq, kind, sources, started_at) "
@@ -220,6 +245,19 @@ class Store(RunStateQueries, FindingQueries):
                     self._staged.setdefault(key, {}).update(fields)
                 raise
             return n
+
+    def _write_events(self, events: list) -> None:
+        """Buffered events in their order: runs of single rows by one executemany each, a batch of
+        lines (_Lines) by its own statement."""
+        start = 0
+        for i, item in enumerate(events):
+            if type(item) is _Lines:
+                if start < i:
+                    self._conn.executemany(EVENTS_INSERT, events[start:i])
+                item.insert(self._conn)
+                start = i + 1
+        if start < len(events):
+            self._conn.executemany(EVENTS_INSERT, events[start:] if start else events)
 
     # ---------------------------------------------------------------- immediate writes
     def insert(self, table: str, row: dict) -> int | str:

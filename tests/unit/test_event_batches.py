@@ -33,6 +33,27 @@ def test_a_batch_of_lines_is_stored_and_published_in_order(tmp_path):
     store.close()
 
 
+def test_lines_are_stored_as_printed_between_the_events_around_them(tmp_path):
+    """A batch of lines is one statement over a JSON array: every text survives it exactly (a NUL,
+    which that statement would cut, sends its batch row by row), in order among single events."""
+    store = Store(tmp_path / "store.db")
+    tricky = ["tab\tq\"uote\\ back/slash", "emoji 😀 ü ß 中", "\x1b[31mred\x1b[0m", "", " ", "\u2028\u2029",
+              "\ufffd", "x" * 70_000, "ctrl\x01\x7f", "[1, 2]", "null", "\\u0000 typed out"]
+    store.append_event("r1", "harness", "before", attempt=1)
+    store.append_lines("r1", 1, 5.0, "stdout", "info", tricky)
+    store.append_event("r1", "harness", "between", attempt=1, data={"k": 1})
+    store.append_lines("r1", 1, 6.0, "stderr", "stderr", ["nul \x00 inside", "after it"])
+    store.append_event("r1", "harness", "after", attempt=1)
+    store.flush()
+    rows = store.query("SELECT ts, kind, level, message, data FROM events ORDER BY id")
+    assert [r["message"] for r in rows] == ["before", *tricky, "between", "nul \x00 inside", "after it", "after"]
+    assert all(type(r["message"]) is str for r in rows)
+    assert [(r["ts"], r["kind"], r["level"], r["data"]) for r in rows[1:1 + len(tricky)]] == [
+        (5.0, "stdout", "info", None)] * len(tricky)
+    assert (rows[-3]["ts"], rows[-3]["kind"], rows[-3]["level"]) == (6.0, "stderr", "stderr")
+    store.close()
+
+
 def test_a_batch_of_events_is_what_the_constructor_makes():
     built = RunEventAppended.lines("r1", 12.5, "stderr", "stderr", ["a", "b"])
     made = [RunEventAppended("r1", kind="stderr", message=m, level="stderr", ts=12.5) for m in ("a", "b")]

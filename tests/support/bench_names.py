@@ -4,8 +4,9 @@ module, renames a function or a keyword breaks a benchmark silently: `make bench
 
 - every `from autorl_tui.X import a, b` (at the top or inside a function) and `import autorl_tui.X`:
   the module imports and has each name;
-- every call of such a name with keyword arguments (`LaunchSpec(grading_socket=...)`): the keywords
-  are parameters of what is called (unless it takes **kwargs).
+- every call of such a name (`LaunchSpec(grading_socket=...)`, `build_split(card, "train")`): its
+  arguments bind to the signature of what is called (calls that spread `*args`/`**kwargs` are
+  left out).
 
     python -m tests.support.bench_names [benchmarks/bench_x.py ...]   # prints the problems, exit 1 if any
 """
@@ -35,14 +36,17 @@ def _imports(tree: ast.Module) -> tuple[list[tuple[str, str | None, int]], dict[
     return found, bound
 
 
-def _keywords_refused(target, keywords: list[str]) -> list[str]:
+def _refusal(target, positional: int, keywords: list[str]) -> str | None:
+    """Why a call with this many positional arguments and these keywords does not bind, or None."""
     try:
-        params = inspect.signature(target).parameters
+        signature = inspect.signature(target)
     except (TypeError, ValueError):
-        return []
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return []
-    return [k for k in keywords if k not in params]
+        return None
+    try:
+        signature.bind(*range(positional), **dict.fromkeys(keywords))
+    except TypeError as exc:
+        return str(exc)
+    return None
 
 
 def problems(path: Path) -> list[str]:
@@ -67,16 +71,19 @@ def problems(path: Path) -> list[str]:
             continue
         resolved[name] = getattr(mod, name)
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.keywords):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             continue
         local = node.func.id
         if local not in bound:
             continue
         target = resolved.get(bound[local][1])
-        keywords = [k.arg for k in node.keywords if k.arg is not None]
-        if target is not None and callable(target):
-            for k in _keywords_refused(target, keywords):
-                out.append(f"{path.name}:{node.lineno}: `{local}(...)` takes no keyword `{k}`")
+        if target is None or not callable(target):
+            continue
+        why = _refusal(target, len(node.args), [k.arg for k in node.keywords if k.arg is not None])
+        if why:
+            out.append(f"{path.name}:{node.lineno}: `{local}(...)` does not fit its signature: {why}")
     return out
 
 

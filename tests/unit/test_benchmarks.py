@@ -18,19 +18,25 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
                           env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 
 
-def test_the_checker_finds_a_moved_module_a_missing_name_and_a_refused_keyword(tmp_path):
+def test_the_checker_finds_a_moved_module_a_missing_name_and_calls_that_do_not_bind(tmp_path):
     bench = tmp_path / "bench_broken.py"
     bench.write_text("from autorl_tui.engine.executors.base import LaunchSpec\n"
                      "from autorl_tui.executors.base import LaunchSpec as Spec, NoSuchThing\n"
                      "def main():\n"
                      "    from autorl_tui.store.db import Store\n"
-                     "    Spec(run_id='r', grading_socket=None)\n"
-                     "    Store('x.db', flush_rows=5)\n")
+                     "    Spec('r', 1, 'true', 'ws', {}, 'logs', 0.0, grading_socket=None)\n"
+                     "    Store('x.db', flush_rows=5)\n"
+                     "    from autorl_tui.tasks.webshop.provider import build_split\n"
+                     "    build_split(None, 'train')\n"
+                     "    build_split(*[None, 'train', b''])\n")
     found = problems(bench)
-    assert len(found) == 3, found
+    assert len(found) == 4, found
     assert "bench_broken.py:1: `autorl_tui.engine.executors.base` does not import" in found[0]
     assert found[1] == "bench_broken.py:2: `autorl_tui.executors.base` has no `NoSuchThing`"
-    assert found[2] == "bench_broken.py:5: `Spec(...)` takes no keyword `grading_socket`"
+    assert found[2] == ("bench_broken.py:5: `Spec(...)` does not fit its signature: "
+                        "got an unexpected keyword argument 'grading_socket'")
+    assert found[3] == ("bench_broken.py:8: `build_split(...)` does not fit its signature: "
+                        "missing a required argument: 'secret'")
 
 
 @pytest.mark.subprocess

@@ -119,6 +119,8 @@ async def main() -> int:
             print(f"ray_start_to_exit_median: {statistics.median(remote) * 1000:.0f} ms")
             print(f"ray_overhead_per_run: {(statistics.median(remote) - statistics.median(local)) * 1000:.0f} ms")
             print(f"ray_runs_placed_per_s: {PLACE / placed_s:.2f} runs/s ({PLACE} one-GPU runs on 2 nodes)")
+            if not ray.is_initialized():    # the executor no longer connects this process: ray.nodes() needs it
+                ray.init(address=cluster.address, logging_level="ERROR")
             admit_ms, nodes_ms = admission(executor, ray)
             print(f"ray_admit_on_loop_median: {statistics.median(admit_ms):.3f} ms (max {max(admit_ms):.3f} ms, "
                   f"{len(admit_ms)} decisions, 6 queued runs)")

@@ -101,6 +101,7 @@ class Store(RunStateQueries, FindingQueries):
         self._conn.execute("PRAGMA foreign_keys=OFF")
         self._lock = threading.RLock()
         self._events: list[tuple | _Lines] = []   # rows, and batches of lines (append_lines)
+        self._line_batches = 0                       # how many of those are batches of lines
         self._metrics: list[tuple] = []
         self._resources: list[tuple] = []
         self._sessions: list[tuple] = []
@@ -156,6 +157,7 @@ class Store(RunStateQueries, FindingQueries):
         if messages:
             with self._lock:
                 self._events.append(_Lines(run_id, attempt, ts, kind, level, messages))
+                self._line_batches += 1
 
     def _allocate(self, table: str) -> int:
         """The next row id of a buffered table: ids are known before the commit, so a later
@@ -216,12 +218,13 @@ class Store(RunStateQueries, FindingQueries):
             if not n:
                 return 0
             events, metrics, resources, staged = self._events, self._metrics, self._resources, self._staged
-            sessions = self._sessions
+            sessions, line_batches = self._sessions, self._line_batches
             self._events, self._metrics, self._resources, self._staged, self._sessions = [], [], [], {}, []
+            self._line_batches = 0
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if events:
-                    self._write_events(events)
+                    self._write_events(events, line_batches)
                 if sessions:
                     self._conn.executemany(
                         "INSERT INTO training_sessions (id, run_id, attempt, seq, kind, sources, started_at) "
@@ -241,14 +244,18 @@ class Store(RunStateQueries, FindingQueries):
                 self._conn.execute("ROLLBACK")
                 self._events[:0], self._metrics[:0], self._resources[:0] = events, metrics, resources
                 self._sessions[:0] = sessions
+                self._line_batches += line_batches
                 for key, fields in staged.items():
                     self._staged.setdefault(key, {}).update(fields)
                 raise
             return n
 
-    def _write_events(self, events: list) -> None:
+    def _write_events(self, events: list, line_batches: int) -> None:
         """Buffered events in their order: runs of single rows by one executemany each, a batch of
         lines (_Lines) by its own statement."""
+        if not line_batches:
+            self._conn.executemany(EVENTS_INSERT, events)
+            return
         start = 0
         for i, item in enumerate(events):
             if type(item) is _Lines:

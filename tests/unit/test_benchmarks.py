@@ -20,7 +20,7 @@ def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
 
 def test_the_checker_finds_a_moved_module_a_missing_name_and_calls_that_do_not_bind(tmp_path):
     bench = tmp_path / "bench_broken.py"
-    bench.write_text("from autorl_tui.engine.executors.base import LaunchSpec\n"
+    bench.write_text("from autorl_tui.no_such_package import LaunchSpec\n"
                      "from autorl_tui.executors.base import LaunchSpec as Spec, NoSuchThing\n"
                      "def main():\n"
                      "    from autorl_tui.store.db import Store\n"
@@ -31,7 +31,7 @@ def test_the_checker_finds_a_moved_module_a_missing_name_and_calls_that_do_not_b
                      "    build_split(*[None, 'train', b''])\n")
     found = problems(bench)
     assert len(found) == 4, found
-    assert "bench_broken.py:1: `autorl_tui.engine.executors.base` does not import" in found[0]
+    assert "bench_broken.py:1: `autorl_tui.no_such_package` does not import" in found[0]
     assert found[1] == "bench_broken.py:2: `autorl_tui.executors.base` has no `NoSuchThing`"
     assert found[2] == ("bench_broken.py:5: `Spec(...)` does not fit its signature: "
                         "got an unexpected keyword argument 'grading_socket'")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autorl_tui.executors.base import LaunchSpec  # noqa: E402
+from autorl_tui.executors.base import ContainerLaunch, LaunchSpec  # noqa: E402
 from autorl_tui.executors.docker import DockerExecutor  # noqa: E402
 
 N = 8
@@ -34,7 +34,7 @@ async def main() -> int:
             for kind, command in (("sh", "true"), ("python", ["python", "-c", "print('ok')"])):
                 spec = LaunchSpec(run_id=f"bench-{kind}-{i}", attempt=1, command=command, workspace=tmp / "ws",
                                   env=env, log_dir=tmp / "logs" / f"{kind}{i}", deadline=time.time() + 60,
-                                  grading_socket=tmp / "grading" / "api.sock")
+                                  container=ContainerLaunch(grading_socket=tmp / "grading" / "api.sock"))
                 t0 = time.perf_counter()
                 handle = await executor.start(spec)
                 code = await handle.wait()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autorl_tui.executors.base import LaunchSpec  # noqa: E402
+from autorl_tui.executors.base import ClusterLaunch, LaunchSpec, SandboxLaunch  # noqa: E402
 from autorl_tui.executors.local import LocalExecutor  # noqa: E402
 
 N = 6
@@ -30,8 +30,9 @@ def spec(tmp: Path, name: str, address: str | None = None, containers: bool = Fa
     env = {"PATH": "/usr/bin:/bin"}
     placement = {"gpus": 0 if containers else 1, "address": address, "containers": containers} if address else {}
     return LaunchSpec(run_id=name, attempt=1, command=["true"], workspace=tmp / "ws", env=env,
-                      log_dir=tmp / "home" / "runs" / name, deadline=time.time() + 120, isolate=False,
-                      placement=placement, labels={"autorl.home": str(tmp / "home")} if containers else {})
+                      log_dir=tmp / "home" / "runs" / name, deadline=time.time() + 120,
+                      sandbox=SandboxLaunch(isolate=False), cluster=ClusterLaunch(placement=placement),
+                      labels={"autorl.home": str(tmp / "home")} if containers else {})
 
 
 async def latency(executor, tmp: Path, kind: str, address: str | None = None, containers: bool = False) -> list[float]:
@@ -118,6 +119,8 @@ async def main() -> int:
             print(f"ray_start_to_exit_median: {statistics.median(remote) * 1000:.0f} ms")
             print(f"ray_overhead_per_run: {(statistics.median(remote) - statistics.median(local)) * 1000:.0f} ms")
             print(f"ray_runs_placed_per_s: {PLACE / placed_s:.2f} runs/s ({PLACE} one-GPU runs on 2 nodes)")
+            if not ray.is_initialized():    # the executor no longer connects this process: ray.nodes() needs it
+                ray.init(address=cluster.address, logging_level="ERROR")
             admit_ms, nodes_ms = admission(executor, ray)
             print(f"ray_admit_on_loop_median: {statistics.median(admit_ms):.3f} ms (max {max(admit_ms):.3f} ms, "
                   f"{len(admit_ms)} decisions, 6 queued runs)")

@@ -140,7 +140,7 @@ tests() {
 bench() {
   # Gradings stop starting after BENCH_BUDGET_S, so the table comes within the stage's limit.
   if [ "$QUICK" = 1 ]; then runs=2 budget=30; else runs=3 budget=50; fi
-  BENCH_RUNS=$runs BENCH_BUDGET_S=$budget BENCH_SETTLE_S=0.5 BENCH_JSON=$OUT/bench.json \
+  BENCH_GPU_REQUIRED=1 BENCH_RUNS=$runs BENCH_BUDGET_S=$budget BENCH_SETTLE_S=0.5 BENCH_JSON=$OUT/bench.json \
     $PY benchmarks/bench_gpu_grading.py
 }
 

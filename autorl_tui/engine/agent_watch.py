@@ -170,12 +170,12 @@ class AgentWatch:
 
     def _pump_batch(self, batch, ingest: LogIngest) -> None:
         log = self.journal.log
-        if batch.lines or batch.actions:
+        if batch.streams or batch.actions:
             # Commit what earlier passes staged (rows + their offsets) so that this batch's rows can
             # never be committed with an older offset by the store's size-triggered flush.
             self.store.flush()
-        self.journal.log_lines([(stream, line, "info" if stream == "stdout" else "stderr")
-                                for stream, line in batch.lines])
+        for stream, lines in batch.streams:
+            self.journal.log_lines(stream, lines, level="info" if stream == "stdout" else "stderr")
         for action, keep in batch.actions:
             self._record_action(action, store=keep)
         if batch.truncated_now:

@@ -41,17 +41,14 @@ class RunJournal:
         self.store.append_event(self.run_id, kind, message, level=level, data=data, attempt=self.attempt or None)
         self.bus.publish(ev.RunEventAppended(self.run_id, kind=kind, message=message, level=level, data=data))
 
-    def log_lines(self, lines: list[tuple[str, str, str]]) -> None:
-        """Many plain events at once, as log() would record them one by one: (kind, message, level)
-        each, one timestamp for the batch; one store call and one publish for all of them."""
-        if not lines:
+    def log_lines(self, kind: str, messages: list[str], level: str = "info") -> None:
+        """Many plain events of one kind at once (a batch of one stream's lines), as log() would
+        record them one by one, with one timestamp: one store call and one publish for all."""
+        if not messages:
             return
-        ts = time.time()
-        self.store.append_events(self.run_id, self.attempt or None,
-                                 [(ts, kind, level, message, None) for kind, message, level in lines])
-        run_id, event = self.run_id, ev.RunEventAppended
-        self.bus.publish_many([event(run_id, kind=kind, message=message, level=level, ts=ts)
-                               for kind, message, level in lines])
+        ts, attempt = time.time(), self.attempt or None
+        self.store.append_lines(self.run_id, attempt, ts, kind, level, messages)
+        self.bus.publish_many(ev.RunEventAppended.lines(self.run_id, ts, kind, level, messages))
 
     def update_run(self, **fields) -> None:
         self.store.set_run_fields(self.run_id, fields)

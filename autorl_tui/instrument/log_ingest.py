@@ -26,12 +26,17 @@ STORED_KINDS = ("stdout", "stderr", "action")
 
 @dataclass
 class Batch:
-    lines: list[tuple[str, str]] = field(default_factory=list)   # (stream, line) to store
+    streams: list[tuple[str, list[str]]] = field(default_factory=list)   # (stream, its lines to store), in order
     read: list[str] = field(default_factory=list)                # every line read, stored or not (metrics)
     actions: list = field(default_factory=list)                  # (action, store it?) pairs
     dropped_lines: int = 0
     truncated_now: bool = False       # this batch crossed the cap
     exhausted: bool = True            # both files were read to their end
+
+    @property
+    def lines(self) -> list[tuple[str, str]]:
+        """The lines to store as (stream, line) pairs, in order."""
+        return [(stream, line) for stream, lines in self.streams for line in lines]
 
 
 class LogIngest:
@@ -79,16 +84,20 @@ class LogIngest:
             batch.exhausted = batch.exhausted and tail.exhausted
             batch.read.extend(lines)
             if self.parser is None and self._take_all(lines):     # the usual case: all of them, one count
-                batch.lines.extend([(stream, line) for line in lines])
+                if lines:
+                    batch.streams.append((stream, lines))
                 continue
+            kept: list[str] = []
             for line in lines:
                 if self._take(line):
-                    batch.lines.append((stream, line))
+                    kept.append(line)
                 else:
                     batch.dropped_lines += 1
                 if self.parser is not None and stream == "stdout":
                     for action in self.parser.feed(line):
                         batch.actions.append((action, self._take(_action_text(action))))
+            if kept:
+                batch.streams.append((stream, kept))
         if final and batch.exhausted and self.parser is not None:
             for action in self.parser.finish():     # calls whose results never came (killed mid-command)
                 batch.actions.append((action, self._take(_action_text(action))))

@@ -36,6 +36,32 @@ JSON_COLUMNS = {
 }
 
 
+EVENTS_INSERT = "INSERT INTO events (run_id, attempt, ts, kind, level, message, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+# A batch of lines in one statement: the messages travel as one JSON array, SQLite unpacks it; no
+# parameters bound per row in Python (which is most of executemany's cost for short rows).
+LINES_INSERT = ("INSERT INTO events (run_id, attempt, ts, kind, level, message, data) "
+                "SELECT ?, ?, ?, ?, ?, value, NULL FROM json_each(?) ORDER BY key")
+
+
+class _Lines:
+    """Buffered plain events of one kind, level and time (Store.append_lines): rows written at the
+    flush, in their place among the other buffered events."""
+    __slots__ = ("run_id", "attempt", "ts", "kind", "level", "messages")
+
+    def __init__(self, run_id: str | None, attempt: int | None, ts: float, kind: str, level: str,
+                 messages: list[str]):
+        self.run_id, self.attempt, self.ts, self.kind, self.level, self.messages = (
+            run_id, attempt, ts, kind, level, messages)
+
+    def insert(self, conn: sqlite3.Connection) -> None:
+        head = (self.run_id, self.attempt, self.ts, self.kind, self.level)
+        payload = json.dumps(self.messages, ensure_ascii=False)
+        if "\\u0000" in payload:      # json_each ends a string at a NUL: such a batch goes row by row
+            conn.executemany(EVENTS_INSERT, [(*head, message, None) for message in self.messages])
+        else:
+            conn.execute(LINES_INSERT, (*head, payload))
+
+
 def _dumps(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
@@ -74,7 +100,8 @@ class Store(RunStateQueries, FindingQueries):
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=OFF")
         self._lock = threading.RLock()
-        self._events: list[tuple] = []
+        self._events: list[tuple | _Lines] = []   # rows, and batches of lines (append_lines)
+        self._line_batches = 0                       # how many of those are batches of lines
         self._metrics: list[tuple] = []
         self._resources: list[tuple] = []
         self._sessions: list[tuple] = []
@@ -121,13 +148,16 @@ class Store(RunStateQueries, FindingQueries):
             if len(self._events) >= self.flush_rows:
                 self.flush()
 
-    def append_events(self, run_id: str | None, attempt: int | None, rows: list[tuple]) -> None:
-        """Many events at once (a batch of agent lines): rows of (ts, kind, level, message, data),
-        data already JSON text or None. No size-triggered flush here: the batch is bounded by its
-        caller and commits whole, with what the caller stages after it (a tail's offsets), at the
-        next flush, never in part before those offsets."""
-        with self._lock:
-            self._events.extend([(run_id, attempt, *row) for row in rows])
+    def append_lines(self, run_id: str | None, attempt: int | None, ts: float, kind: str, level: str,
+                     messages: list[str]) -> None:
+        """Many plain events of one kind, level and time at once (a batch of one stream's agent
+        lines): kept as one entry, written by one statement at the flush (_Lines). No size-triggered
+        flush here: the batch is bounded by its caller and commits whole, with what the caller
+        stages after it (a tail's offsets), at the next flush, never in part before those offsets."""
+        if messages:
+            with self._lock:
+                self._events.append(_Lines(run_id, attempt, ts, kind, level, messages))
+                self._line_batches += 1
 
     def _allocate(self, table: str) -> int:
         """The next row id of a buffered table: ids are known before the commit, so a later
@@ -188,14 +218,13 @@ class Store(RunStateQueries, FindingQueries):
             if not n:
                 return 0
             events, metrics, resources, staged = self._events, self._metrics, self._resources, self._staged
-            sessions = self._sessions
+            sessions, line_batches = self._sessions, self._line_batches
             self._events, self._metrics, self._resources, self._staged, self._sessions = [], [], [], {}, []
+            self._line_batches = 0
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if events:
-                    self._conn.executemany(
-                        "INSERT INTO events (run_id, attempt, ts, kind, level, message, data) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)", events)
+                    self._write_events(events, line_batches)
                 if sessions:
                     self._conn.executemany(
                         "INSERT INTO training_sessions (id, run_id, attempt, seq, kind, sources, started_at) "
@@ -215,10 +244,27 @@ class Store(RunStateQueries, FindingQueries):
                 self._conn.execute("ROLLBACK")
                 self._events[:0], self._metrics[:0], self._resources[:0] = events, metrics, resources
                 self._sessions[:0] = sessions
+                self._line_batches += line_batches
                 for key, fields in staged.items():
                     self._staged.setdefault(key, {}).update(fields)
                 raise
             return n
+
+    def _write_events(self, events: list, line_batches: int) -> None:
+        """Buffered events in their order: runs of single rows by one executemany each, a batch of
+        lines (_Lines) by its own statement."""
+        if not line_batches:
+            self._conn.executemany(EVENTS_INSERT, events)
+            return
+        start = 0
+        for i, item in enumerate(events):
+            if type(item) is _Lines:
+                if start < i:
+                    self._conn.executemany(EVENTS_INSERT, events[start:i])
+                item.insert(self._conn)
+                start = i + 1
+        if start < len(events):
+            self._conn.executemany(EVENTS_INSERT, events[start:] if start else events)
 
     # ---------------------------------------------------------------- immediate writes
     def insert(self, table: str, row: dict) -> int | str:

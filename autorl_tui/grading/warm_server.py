@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 PRELOAD = ("transformers.models.llama.modeling_llama", "transformers.models.qwen2.modeling_qwen2",
            "transformers.models.qwen3.modeling_qwen3", "transformers.models.mistral.modeling_mistral",
@@ -131,6 +132,7 @@ def _child(job: dict, private_fds: list[int]) -> int:
 
 WARMUP_LAYERS = 8       # the loader compiles a regex per parameter name: layers 0-7 are then cached
 WARMUP_PROMPT = "what is 1 + 2 ?"
+WARMUP_SPLIT = "rehearsal.jsonl"     # two items for the spare's rehearsal of a grading
 
 
 def write_warmup_model(folder: str) -> None:
@@ -172,6 +174,9 @@ def write_warmup_model(folder: str) -> None:
                        f"model.layers.{i}.mlp.down_proj.weight": (hidden, inter)})
     safetensors.numpy.save_file({k: (rng.standard_normal(v) * 0.1).astype(np.float32) for k, v in shapes.items()},
                                 os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(folder, WARMUP_SPLIT), "w") as fh:
+        for i, prompt in enumerate((WARMUP_PROMPT, WARMUP_PROMPT + " 4")):
+            fh.write(json.dumps({"id": f"w{i}", "prompt": prompt, "answer": str(3 + 4 * i)}) + "\n")
 
 
 def load_warmup_model(folder: str) -> None:
@@ -191,13 +196,17 @@ def load_warmup_model(folder: str) -> None:
 
 
 def warm_up_child(folder: str, job_r: int) -> None:
-    """In a spare child, before its job: load the warm-up model and generate with it, at the
-    server's thread count (the engine's OMP_NUM_THREADS for this server, as the grading's). Each
-    step starts only while no job (nor the server's end) waits on job_r, so a grading that comes
-    meanwhile waits for one step at most. Runs nothing of a submission; the worker seeds every
-    generator and sets its thread count again before its own model."""
+    """In a spare child, before its job: load the warm-up model, then rehearse a grading on it
+    (the worker's own path: seeds, protocol, scorer, split read, generation, scoring, RESULT
+    written, into the warm-up folder), at the server's thread count (the engine's OMP_NUM_THREADS
+    for this server, as the grading's): what a grading child does the first time (~15-30 ms of it
+    under load, docs/grading.md) is then done. Each step starts only while no job (nor the server's
+    end) waits on job_r, so a grading that comes meanwhile waits for one step at most. Runs nothing
+    of a submission; the worker seeds every generator and sets its thread count again before its
+    own model."""
     import torch
 
+    from autorl_tui.grading import worker
     from autorl_tui.grading.inference import TransformersPolicy
 
     def idle() -> bool:
@@ -205,11 +214,17 @@ def warm_up_child(folder: str, job_r: int) -> None:
 
     if not idle():
         return
-    torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS") or 1)))
+    threads = max(1, int(os.environ.get("OMP_NUM_THREADS") or 1))
+    torch.set_num_threads(threads)
     torch.ones(1 << 17).add_(1)     # large enough for a parallel region: the OpenMP pool starts here
     policy = TransformersPolicy(folder, batch_size=2)
     if idle():
-        policy.generate([WARMUP_PROMPT, WARMUP_PROMPT + " 4"], max_tokens=4)
+        result = worker.evaluate_request(
+            {"split": "dev", "split_path": os.path.join(folder, WARMUP_SPLIT), "model_path": folder,
+             "scorer": "exact_match", "threads": threads, "seed": 0, "scratch_dir": os.path.join(folder, "scratch"),
+             "protocol": {"max_tokens": 4, "batch_size": 2}}, policy=policy)
+        worker.write_result(Path(folder) / f"rehearsal-{os.getpid()}.json", result)
+        os.unlink(Path(folder) / f"rehearsal-{os.getpid()}.json")
 
 
 @dataclass
@@ -394,7 +409,9 @@ def serve() -> int:
     private = [proto_in, proto_out, *reaper.fds]     # closed in every child
     spare: _Child | None = _spawn(private, warmup)
     inflight: dict[int, tuple[_Child, dict, float]] = {}     # done_r -> (child, job, accepted)
-    leavers: list[int] = []
+    # Children of answered gradings (killed with their uid before the answer), reaped the moment
+    # they are gone: a pidfd each, readable at the exit, in the loop's select (no wait, no poll).
+    leavers: dict[int, int] = {}       # pidfd -> pid
     writer = os.fdopen(proto_out, "w")
 
     def answer(obj: dict) -> None:
@@ -402,9 +419,9 @@ def serve() -> int:
         writer.flush()
 
     def held() -> list[int]:
-        """Every descriptor a new child must close: the protocol, the reaper's, and the pipes of
-        the gradings in flight (a grading must not read another's done pipe)."""
-        return private + list(inflight) + ([spare.job_w, spare.done_r] if spare else [])
+        """Every descriptor a new child must close: the protocol, the reaper's, the pipes of the
+        gradings in flight (a grading must not read another's done pipe) and the pidfds of leavers."""
+        return private + list(inflight) + list(leavers) + ([spare.job_w, spare.done_r] if spare else [])
 
     def start(job: dict, accepted: float) -> None:
         nonlocal spare
@@ -424,7 +441,7 @@ def serve() -> int:
             spare = _spawn(held(), warmup)
 
     def finish(fd: int) -> None:
-        nonlocal spare, leavers
+        nonlocal spare
         child, job, accepted = inflight.pop(fd)
         status, leaving = _wait_done(child)
         done = time.time()
@@ -436,8 +453,7 @@ def serve() -> int:
         if spare is None:
             spare = _spawn(held(), warmup)     # the next grading's child, forked while the engine reads
         if leaving:
-            leavers.append(child.pid)
-        leavers = _reap_leavers(leavers, within_s=0.0 if inflight else 2.0)
+            _leaving(child.pid, leavers)
 
     answer({"ready": True, "import_s": round(time.perf_counter() - t0, 3), "pid": os.getpid()})
     # Gradings run concurrently, each in its own child (the engine decides how many at once); the
@@ -446,8 +462,11 @@ def serve() -> int:
     pending = b""
     open_in = True
     while open_in or inflight:
-        ready, _, _ = select.select(([proto_in] if open_in else []) + list(inflight), [], [])
+        ready, _, _ = select.select(([proto_in] if open_in else []) + list(inflight) + list(leavers), [], [])
         for fd in ready:
+            if fd in leavers:
+                _reap(fd, leavers)
+                continue
             if fd != proto_in:
                 finish(fd)
                 continue
@@ -479,24 +498,25 @@ def serve() -> int:
     return 0
 
 
-def _reap_leavers(pids: list[int], within_s: float) -> list[int]:
-    """Reap the children of answered gradings (killed with their uid before the answer) now, off the
-    critical path: left as zombies they would keep showing the uid until the next grading."""
-    end = time.monotonic() + within_s
-    left = list(pids)
-    while left:
-        still = []
-        for pid in left:
-            try:
-                if os.waitpid(pid, os.WNOHANG)[0] == 0:
-                    still.append(pid)
-            except ChildProcessError:
-                pass
-        left = still
-        if not left or time.monotonic() > end:
-            break
-        time.sleep(0.005)
-    return left
+def _leaving(pid: int, leavers: dict[int, int]) -> None:
+    """A child of an answered grading, to be reaped once it is gone (left as a zombie it would keep
+    showing the uid until the next grading)."""
+    try:
+        leavers[os.pidfd_open(pid)] = pid
+    except OSError:           # no pidfd here (Linux < 5.3): reaped now, waiting for its exit
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _reap(pidfd: int, leavers: dict[int, int]) -> None:
+    pid = leavers.pop(pidfd)
+    os.close(pidfd)
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
 
 
 if __name__ == "__main__":

@@ -195,7 +195,7 @@ def load_warmup_model(folder: str) -> None:
                      padding=True, add_special_tokens=False)
 
 
-def warm_up_child(folder: str, job_r: int) -> None:
+def warm_up_child(folder: str, job_r: int) -> dict | None:
     """In a spare child, before its job: load the warm-up model, then rehearse a grading on it
     (the worker's own path: seeds, protocol, scorer, split read, generation, scoring, RESULT
     written, into the warm-up folder), at the server's thread count (the engine's OMP_NUM_THREADS
@@ -203,7 +203,7 @@ def warm_up_child(folder: str, job_r: int) -> None:
     under load, docs/grading.md) is then done. Each step starts only while no job (nor the server's
     end) waits on job_r, so a grading that comes meanwhile waits for one step at most. Runs nothing
     of a submission; the worker seeds every generator and sets its thread count again before its
-    own model."""
+    own model. Returns the rehearsal's RESULT (None when a job came first)."""
     import torch
 
     from autorl_tui.grading import worker
@@ -213,18 +213,21 @@ def warm_up_child(folder: str, job_r: int) -> None:
         return not select.select([job_r], [], [], 0)[0]
 
     if not idle():
-        return
+        return None
     threads = max(1, int(os.environ.get("OMP_NUM_THREADS") or 1))
     torch.set_num_threads(threads)
     torch.ones(1 << 17).add_(1)     # large enough for a parallel region: the OpenMP pool starts here
     policy = TransformersPolicy(folder, batch_size=2)
-    if idle():
-        result = worker.evaluate_request(
-            {"split": "dev", "split_path": os.path.join(folder, WARMUP_SPLIT), "model_path": folder,
-             "scorer": "exact_match", "threads": threads, "seed": 0, "scratch_dir": os.path.join(folder, "scratch"),
-             "protocol": {"max_tokens": 4, "batch_size": 2}}, policy=policy)
-        worker.write_result(Path(folder) / f"rehearsal-{os.getpid()}.json", result)
-        os.unlink(Path(folder) / f"rehearsal-{os.getpid()}.json")
+    if not idle():
+        return None
+    result = worker.evaluate_request(
+        {"split": "dev", "split_path": os.path.join(folder, WARMUP_SPLIT), "model_path": folder,
+         "scorer": "exact_match", "threads": threads, "seed": 0, "scratch_dir": os.path.join(folder, "scratch"),
+         "protocol": {"max_tokens": 4, "batch_size": 2}}, policy=policy)
+    written = Path(folder) / f"rehearsal-{os.getpid()}.json"
+    worker.write_result(written, result)
+    written.unlink()
+    return result
 
 
 @dataclass

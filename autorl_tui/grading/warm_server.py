@@ -9,7 +9,7 @@ is forked ahead of its job (the fork of a large process is then off the grading'
 waits for the job on a pipe, running nothing; once it has the job, and before reading anything
 of the request, it takes its own rlimits, drops to the uid the engine leased for that grading
 (which clears every capability), sets no_new_privs and runs `grading/worker.py`'s `main` exactly
-as the cold worker process does. The result file is written and fsynced by `main`; the child
+as the cold worker process does. The result file is written (whole: renamed into place) by `main`; the child
 then says so on a second pipe and leaves with `os._exit` (no interpreter shutdown; the teardown
 of its memory is not waited for). Then every process left under its uid, the leaving child
 included, is killed (a helper drops to that uid and calls kill(-1)) and that uid's files in the
@@ -22,8 +22,9 @@ weights written through numpy), so its lazy imports and caches are in every chil
 child, while it waits for its job, warms itself up on that model, as root and before reading
 anything of a submission: it loads it again (the pages of the loading path that a child must copy
 from the server on first touch are then copied off the grading's path: a grading's model load
-costs ~1/3 less CPU) and generates a few tokens with it (the thread pool at the grading's thread
-count, generation's first-call set-up). Each of the two steps starts only while no job waits.
+costs ~1/3 less CPU), then rehearses a grading on it through the worker's own path (the thread
+pool at the grading's thread count, seeds, scorer, split read, generation's first-call set-up,
+scoring, RESULT written). Each of the two steps starts only while no job waits.
 
 Protocol, one JSON object per line: stdin gets {"job", "uid", "work_dir", "request", "result",
 "env", "rlimits"}; stdout answers {"ready": true, "import_s"} once, then {"job", "status",
@@ -233,7 +234,7 @@ def warm_up_child(folder: str, job_r: int) -> dict | None:
 @dataclass
 class _Child:
     """A grading child forked ahead of its job: it reads the job from job_w's pipe and, once its
-    RESULT is written and fsynced, writes its exit code (one byte) to done_r's pipe and leaves."""
+    RESULT is written, writes its exit code (one byte) to done_r's pipe and leaves."""
     pid: int
     job_w: int
     done_r: int

@@ -234,7 +234,7 @@ PHASES = (("submitted", "prepare"),           # uid lease, staging links, reques
           ("load_start", "worker_setup"),     # seeds, scorer, split
           ("loaded", "model_load"),
           ("evaluated", "evaluate"),          # split below into inference and scoring
-          ("child_done", "result_write"),     # result written and fsynced (the child's exit is not waited for)
+          ("child_done", "result_write"),     # result written (the child's exit is not waited for)
           ("reaped", "uid_cleanup"),          # the uid's leftovers killed, its temp files removed
           ("answer_read", "answer_to_engine"),
           ("woken", "engine_wakeup"),

@@ -164,7 +164,9 @@ class RunGrading:
             if ticket is not None:
                 outcome.queue = {"position": ticket.position, "waited_s": round(ticket.waited_s, 3)}
             where = {"where": outcome.where} if outcome.where else {}
-            where.update({k: getattr(outcome, k) for k in ("queue", "server", "placement") if getattr(outcome, k)})
+            # phases: where the grading's wall time went, span by span (docs/grading.md)
+            where.update({k: getattr(outcome, k) for k in ("queue", "server", "placement", "phases")
+                          if getattr(outcome, k)})
             if progress_what:
                 where["baseline"] = True
             if outcome.ok:

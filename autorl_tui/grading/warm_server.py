@@ -9,7 +9,7 @@ is forked ahead of its job (the fork of a large process is then off the grading'
 waits for the job on a pipe, running nothing; once it has the job, and before reading anything
 of the request, it takes its own rlimits, drops to the uid the engine leased for that grading
 (which clears every capability), sets no_new_privs and runs `grading/worker.py`'s `main` exactly
-as the cold worker process does. The result file is written and fsynced by `main`; the child
+as the cold worker process does. The result file is written (whole: renamed into place) by `main`; the child
 then says so on a second pipe and leaves with `os._exit` (no interpreter shutdown; the teardown
 of its memory is not waited for). Then every process left under its uid, the leaving child
 included, is killed (a helper drops to that uid and calls kill(-1)) and that uid's files in the
@@ -22,8 +22,9 @@ weights written through numpy), so its lazy imports and caches are in every chil
 child, while it waits for its job, warms itself up on that model, as root and before reading
 anything of a submission: it loads it again (the pages of the loading path that a child must copy
 from the server on first touch are then copied off the grading's path: a grading's model load
-costs ~1/3 less CPU) and generates a few tokens with it (the thread pool at the grading's thread
-count, generation's first-call set-up). Each of the two steps starts only while no job waits.
+costs ~1/3 less CPU), then rehearses a grading on it through the worker's own path (the thread
+pool at the grading's thread count, seeds, scorer, split read, generation's first-call set-up,
+scoring, RESULT written). Each of the two steps starts only while no job waits.
 
 Protocol, one JSON object per line: stdin gets {"job", "uid", "work_dir", "request", "result",
 "env", "rlimits"}; stdout answers {"ready": true, "import_s"} once, then {"job", "status",
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 PRELOAD = ("transformers.models.llama.modeling_llama", "transformers.models.qwen2.modeling_qwen2",
            "transformers.models.qwen3.modeling_qwen3", "transformers.models.mistral.modeling_mistral",
@@ -131,6 +133,7 @@ def _child(job: dict, private_fds: list[int]) -> int:
 
 WARMUP_LAYERS = 8       # the loader compiles a regex per parameter name: layers 0-7 are then cached
 WARMUP_PROMPT = "what is 1 + 2 ?"
+WARMUP_SPLIT = "rehearsal.jsonl"     # two items for the spare's rehearsal of a grading
 
 
 def write_warmup_model(folder: str) -> None:
@@ -172,6 +175,9 @@ def write_warmup_model(folder: str) -> None:
                        f"model.layers.{i}.mlp.down_proj.weight": (hidden, inter)})
     safetensors.numpy.save_file({k: (rng.standard_normal(v) * 0.1).astype(np.float32) for k, v in shapes.items()},
                                 os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(folder, WARMUP_SPLIT), "w") as fh:
+        for i, prompt in enumerate((WARMUP_PROMPT, WARMUP_PROMPT + " 4")):
+            fh.write(json.dumps({"id": f"w{i}", "prompt": prompt, "answer": str(3 + 4 * i)}) + "\n")
 
 
 def load_warmup_model(folder: str) -> None:
@@ -190,32 +196,45 @@ def load_warmup_model(folder: str) -> None:
                      padding=True, add_special_tokens=False)
 
 
-def warm_up_child(folder: str, job_r: int) -> None:
-    """In a spare child, before its job: load the warm-up model and generate with it, at the
-    server's thread count (the engine's OMP_NUM_THREADS for this server, as the grading's). Each
-    step starts only while no job (nor the server's end) waits on job_r, so a grading that comes
-    meanwhile waits for one step at most. Runs nothing of a submission; the worker seeds every
-    generator and sets its thread count again before its own model."""
+def warm_up_child(folder: str, job_r: int) -> dict | None:
+    """In a spare child, before its job: load the warm-up model, then rehearse a grading on it
+    (the worker's own path: seeds, protocol, scorer, split read, generation, scoring, RESULT
+    written, into the warm-up folder), at the server's thread count (the engine's OMP_NUM_THREADS
+    for this server, as the grading's): what a grading child does the first time (~15-30 ms of it
+    under load, docs/grading.md) is then done. Each step starts only while no job (nor the server's
+    end) waits on job_r, so a grading that comes meanwhile waits for one step at most. Runs nothing
+    of a submission; the worker seeds every generator and sets its thread count again before its
+    own model. Returns the rehearsal's RESULT (None when a job came first)."""
     import torch
 
+    from autorl_tui.grading import worker
     from autorl_tui.grading.inference import TransformersPolicy
 
     def idle() -> bool:
         return not select.select([job_r], [], [], 0)[0]
 
     if not idle():
-        return
-    torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS") or 1)))
+        return None
+    threads = max(1, int(os.environ.get("OMP_NUM_THREADS") or 1))
+    torch.set_num_threads(threads)
     torch.ones(1 << 17).add_(1)     # large enough for a parallel region: the OpenMP pool starts here
     policy = TransformersPolicy(folder, batch_size=2)
-    if idle():
-        policy.generate([WARMUP_PROMPT, WARMUP_PROMPT + " 4"], max_tokens=4)
+    if not idle():
+        return None
+    result = worker.evaluate_request(
+        {"split": "dev", "split_path": os.path.join(folder, WARMUP_SPLIT), "model_path": folder,
+         "scorer": "exact_match", "threads": threads, "seed": 0, "scratch_dir": os.path.join(folder, "scratch"),
+         "protocol": {"max_tokens": 4, "batch_size": 2}}, policy=policy)
+    written = Path(folder) / f"rehearsal-{os.getpid()}.json"
+    worker.write_result(written, result)
+    written.unlink()
+    return result
 
 
 @dataclass
 class _Child:
     """A grading child forked ahead of its job: it reads the job from job_w's pipe and, once its
-    RESULT is written and fsynced, writes its exit code (one byte) to done_r's pipe and leaves."""
+    RESULT is written, writes its exit code (one byte) to done_r's pipe and leaves."""
     pid: int
     job_w: int
     done_r: int
@@ -394,7 +413,9 @@ def serve() -> int:
     private = [proto_in, proto_out, *reaper.fds]     # closed in every child
     spare: _Child | None = _spawn(private, warmup)
     inflight: dict[int, tuple[_Child, dict, float]] = {}     # done_r -> (child, job, accepted)
-    leavers: list[int] = []
+    # Children of answered gradings (killed with their uid before the answer), reaped the moment
+    # they are gone: a pidfd each, readable at the exit, in the loop's select (no wait, no poll).
+    leavers: dict[int, int] = {}       # pidfd -> pid
     writer = os.fdopen(proto_out, "w")
 
     def answer(obj: dict) -> None:
@@ -402,9 +423,9 @@ def serve() -> int:
         writer.flush()
 
     def held() -> list[int]:
-        """Every descriptor a new child must close: the protocol, the reaper's, and the pipes of
-        the gradings in flight (a grading must not read another's done pipe)."""
-        return private + list(inflight) + ([spare.job_w, spare.done_r] if spare else [])
+        """Every descriptor a new child must close: the protocol, the reaper's, the pipes of the
+        gradings in flight (a grading must not read another's done pipe) and the pidfds of leavers."""
+        return private + list(inflight) + list(leavers) + ([spare.job_w, spare.done_r] if spare else [])
 
     def start(job: dict, accepted: float) -> None:
         nonlocal spare
@@ -424,7 +445,7 @@ def serve() -> int:
             spare = _spawn(held(), warmup)
 
     def finish(fd: int) -> None:
-        nonlocal spare, leavers
+        nonlocal spare
         child, job, accepted = inflight.pop(fd)
         status, leaving = _wait_done(child)
         done = time.time()
@@ -436,8 +457,7 @@ def serve() -> int:
         if spare is None:
             spare = _spawn(held(), warmup)     # the next grading's child, forked while the engine reads
         if leaving:
-            leavers.append(child.pid)
-        leavers = _reap_leavers(leavers, within_s=0.0 if inflight else 2.0)
+            _leaving(child.pid, leavers)
 
     answer({"ready": True, "import_s": round(time.perf_counter() - t0, 3), "pid": os.getpid()})
     # Gradings run concurrently, each in its own child (the engine decides how many at once); the
@@ -446,8 +466,11 @@ def serve() -> int:
     pending = b""
     open_in = True
     while open_in or inflight:
-        ready, _, _ = select.select(([proto_in] if open_in else []) + list(inflight), [], [])
+        ready, _, _ = select.select(([proto_in] if open_in else []) + list(inflight) + list(leavers), [], [])
         for fd in ready:
+            if fd in leavers:
+                _reap(fd, leavers)
+                continue
             if fd != proto_in:
                 finish(fd)
                 continue
@@ -479,24 +502,25 @@ def serve() -> int:
     return 0
 
 
-def _reap_leavers(pids: list[int], within_s: float) -> list[int]:
-    """Reap the children of answered gradings (killed with their uid before the answer) now, off the
-    critical path: left as zombies they would keep showing the uid until the next grading."""
-    end = time.monotonic() + within_s
-    left = list(pids)
-    while left:
-        still = []
-        for pid in left:
-            try:
-                if os.waitpid(pid, os.WNOHANG)[0] == 0:
-                    still.append(pid)
-            except ChildProcessError:
-                pass
-        left = still
-        if not left or time.monotonic() > end:
-            break
-        time.sleep(0.005)
-    return left
+def _leaving(pid: int, leavers: dict[int, int]) -> None:
+    """A child of an answered grading, to be reaped once it is gone (left as a zombie it would keep
+    showing the uid until the next grading)."""
+    try:
+        leavers[os.pidfd_open(pid)] = pid
+    except OSError:           # no pidfd here (Linux < 5.3): reaped now, waiting for its exit
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _reap(pidfd: int, leavers: dict[int, int]) -> None:
+    pid = leavers.pop(pidfd)
+    os.close(pidfd)
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
 
 
 if __name__ == "__main__":

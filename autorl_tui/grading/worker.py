@@ -62,12 +62,14 @@ class _TimedPolicy:
 
 
 def write_result(path: Path, result: dict) -> None:
+    """Whole or not at all (a temp file renamed over it). Not fsynced: the engine reads it from the
+    page cache the moment the grading is answered and keeps the score in its store; a RESULT lost to
+    a power cut is a grading the engine runs again (`regrade_interrupted`), so a sync to the disk
+    (ms to tens of ms on a busy journal) would buy nothing on the grading's path."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with open(tmp, "w") as fh:
         json.dump(result, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
@@ -91,9 +93,11 @@ def _load_items(request: dict) -> list[dict]:
     return items
 
 
-def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps: dict | None = None) -> dict:
+def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps: dict | None = None,
+                     policy: Any = None) -> dict:
     """Run one evaluation described by REQUEST; returns the RESULT dict (raises GradingError).
-    stamps, when given, gets the wall-clock times (`time.time()`) the model started and ended loading."""
+    stamps, when given, gets the wall-clock times (`time.time()`) the model started and ended loading.
+    policy: the request's model already loaded (the warm grader's spare rehearsing on its own model)."""
     progress = progress or ProgressFile(None)
     stamps = {} if stamps is None else stamps
     t_start = time.perf_counter()
@@ -116,7 +120,7 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps
     hf_logging.set_verbosity_error()
     torch.set_num_threads(threads)
     seed = int(request.get("seed") or 0)
-    seed_everything(seed)
+    seed_everything(seed, accelerators=str(request.get("device", "cpu")) != "cpu")
     try:
         protocol = EvalProtocol.from_dict(request.get("protocol") or (request.get("task") or {}).get("protocol"))
     except (TypeError, ValueError) as exc:
@@ -129,7 +133,7 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps
     t0 = time.perf_counter()
     stamps["load_start"] = time.time()
     try:
-        policy, placement = _load_policy(request, dict(
+        policy, placement = (policy, {}) if policy is not None else _load_policy(request, dict(
             device=request.get("device", "cpu"), threads=threads, seed=seed, prompt_format=protocol.prompt_format,
             system_prompt=protocol.system_prompt, batch_size=protocol.batch_size,
             template_limits=request.get("template_limits")))

@@ -272,6 +272,15 @@ class _Pool:
         future.add_done_callback(ready)
         return future
 
+    def take_live(self, key: ServerKey) -> GraderServer | None:
+        """key's live server, taken, or None when none is live (then `take`, which may wait for a
+        start, from a thread): the usual case, a server up, costs no thread hand-off."""
+        with self._lock:
+            server = self._live(key)
+            if server is not None:
+                server.users += 1
+            return server
+
     def take(self, key: ServerKey, env: dict) -> GraderServer:
         for _ in range(2):       # a server that died while starting: one more start
             with self._lock:

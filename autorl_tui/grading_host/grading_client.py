@@ -68,14 +68,20 @@ def _not_world_readable(paths: list[Path]) -> Path | None:
     """The first file (or folder) under paths that a uid other than its owner cannot read."""
     import stat
 
+    def under(root: Path):
+        yield str(root)
+        for top, dirs, files in os.walk(root):      # links to folders are not entered
+            for name in (*dirs, *files):
+                yield os.path.join(top, name)
+
     for root in paths:
-        for p in [root, *(root.rglob("*") if root.is_dir() else [])]:
+        for p in under(root):
             try:
-                mode = p.stat().st_mode
+                mode = os.stat(p).st_mode
             except OSError:
                 continue   # a dangling link: the worker reports it as it always did
             if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
-                return p
+                return Path(p)
     return None
 
 
@@ -228,7 +234,7 @@ PHASES = (("submitted", "prepare"),           # uid lease, staging links, reques
           ("load_start", "worker_setup"),     # seeds, scorer, split
           ("loaded", "model_load"),
           ("evaluated", "evaluate"),          # split below into inference and scoring
-          ("child_done", "result_write"),     # result written and fsynced (the child's exit is not waited for)
+          ("child_done", "result_write"),     # result written (the child's exit is not waited for)
           ("reaped", "uid_cleanup"),          # the uid's leftovers killed, its temp files removed
           ("answer_read", "answer_to_engine"),
           ("woken", "engine_wakeup"),
@@ -339,12 +345,18 @@ def _write_request(req_path: Path, request: dict) -> None:
 def _grader_env(request: dict, gpus: list[str] | None, threads: int) -> dict:
     from autorl_tui.grading_host.grader_service import task_data_env
 
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME", "TMPDIR", *task_data_env(request))}
+    passed = {"PATH", "LANG", "HOME", "TMPDIR", *task_data_env(request)}
+    env = {k: v for k, v in os.environ.items() if k in passed}
     env.update({"CUDA_VISIBLE_DEVICES": ",".join(gpus or []), "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
                 "OMP_NUM_THREADS": str(threads),
                 "MKL_NUM_THREADS": str(threads), "GOMP_SPINCOUNT": "1000", "TOKENIZERS_PARALLELISM": "false",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                 "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    if not gpus:
+        # transformers loads weights through a new thread pool per model load unless told not to: on
+        # a CPU grading's cores (1 thread per grading) that is threads started and handed off to per
+        # grading, for reads from the page cache (docs/grading.md, "Where a warm grading's time goes").
+        env["HF_DEACTIVATE_ASYNC_LOAD"] = "1"
     for key in request.get("pass_env", []):
         if key in os.environ:
             env[key] = os.environ[key]
@@ -516,7 +528,8 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
     server_env = {**env, "HOME": str(root)}
     taking = time.time()
     try:
-        server = await asyncio.to_thread(gs.POOL.take, key, server_env)
+        live = gs.POOL.take_live(key)       # the usual case; else wait for a start, in a thread
+        server = live if live is not None else await asyncio.to_thread(gs.POOL.take, key, server_env)
     except (gs.ServerGone, OSError) as exc:
         print(f"warm grader unavailable, grading in a fresh worker: {exc}", file=sys.stderr)
         _unstage(work_dir)

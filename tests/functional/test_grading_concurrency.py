@@ -84,6 +84,9 @@ def test_two_runs_submitting_at_once_are_graded_concurrently_in_order_by_one_ser
             elif data.get("phase") == "end":
                 ends[name] = e["ts"]
                 pids.add(data["server"]["pid"])
+                # the grading's spans, recorded with it (issue 36): from the lease to the lease's release
+                assert {"model_load", "inference"} <= set(data["phases"])
+                assert 0 < data["phases"]["total"] <= ends[name] - starts[name] + 0.01
                 waits.setdefault(rid, []).append(data["server"]["waited_s"])
         assert sorted(starts) == sorted(ends) == ["001", "002", "003"], (starts, ends)
         intervals[rid] = [(n, starts[n], ends[n]) for n in sorted(starts)]

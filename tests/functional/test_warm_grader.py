@@ -354,3 +354,35 @@ def test_twenty_warm_gradings_score_as_fresh_worker_processes(tmp_path, tiny_mod
         assert warm.score == cold[k].score
         assert [s["output"] for s in warm.samples] == [s["output"] for s in cold[k].samples]
     assert len(grader_service.POOL.idle()) == 1
+
+
+REHEARSE = """
+import json, os, sys
+from autorl_tui.grading import warm_server as ws
+folder, job_waits = sys.argv[1], sys.argv[2] == "1"
+ws.write_warmup_model(folder)
+job_r, job_w = os.pipe()
+if job_waits:
+    os.write(job_w, b"{")
+print(json.dumps(ws.warm_up_child(folder, job_r)))
+"""
+
+
+@pytest.mark.parametrize("job_waits", [False, True])
+def test_the_spare_rehearses_a_grading_on_the_servers_own_model_unless_a_job_waits(tmp_path, job_waits):
+    """The spare child's warm-up goes through the worker's own path (seeds, protocol, scorer,
+    split, generation, scoring, RESULT written) on the server's model, so a grading's child finds
+    it done; a job already waiting skips it. A failure here would only show as a slower grading."""
+    folder = tmp_path / "warmup"
+    folder.mkdir()
+    proc = subprocess.run([sys.executable, "-c", REHEARSE, str(folder), "1" if job_waits else "0"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[2])})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    if job_waits:
+        assert result is None
+        return
+    assert result["ok"] and result["n_items"] == 2 and result["scorer"] == "exact_match", result
+    assert 0.0 <= result["score"] <= 100.0 and result["timings"]["inference_s"] > 0
+    assert not [p for p in folder.iterdir() if p.name.startswith("rehearsal-")]    # its RESULT removed

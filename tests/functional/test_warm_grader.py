@@ -32,6 +32,7 @@ def warm_only(monkeypatch):
     if not ok:
         pytest.skip(f"the warm grader serves sandboxed gradings only and this host cannot sandbox: {why}")
     monkeypatch.setenv(grader_service.DISABLE_ENV, "1")
+    grader_service.close_all()      # a server another test file left in this worker process is not ours
     yield
     grader_service.close_all()
 

@@ -310,6 +310,8 @@ class RayHandle(AgentHandle):
                     await self._node_verdict()
                 return int(info.get("exit_code", -1))
             if self.lost or self.killed:
+                if self.lost:       # its group goes now: Ray would place a lost node's group again elsewhere
+                    self.executor.driver.call("remove_group", self.executor.address_of(self.placement), self.name)
                 return -int(signal.SIGKILL)
             if time.monotonic() >= next_ping:
                 next_ping = time.monotonic() + PING_EVERY_S

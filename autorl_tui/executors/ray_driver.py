@@ -128,6 +128,16 @@ class Driver:
         self._actors[name] = actor
         return where
 
+    async def op_remove_group(self, address: str | None, name: str) -> bool:
+        """Remove the placement group of that name (a lost attempt's); whether there was one."""
+        from autorl_tui.executors import ray_groups
+
+        ray = await self._connect(address)
+        group = await asyncio.to_thread(ray_groups.find, ray, name)
+        if group is not None:
+            await asyncio.to_thread(ray_groups.remove, ray, group)
+        return group is not None
+
     async def op_release_groups(self, address: str | None, prefix: str) -> list[str]:
         """Remove the placement groups whose names start with `prefix` (a run's attempts'); their names."""
         from autorl_tui.executors import ray_groups

@@ -145,18 +145,24 @@ def test_a_batch_engine_outlives_a_90_s_head_outage_exits_0_and_prints_no_ray_lo
             assert batch.poll() is None, (batch.returncode, out.read_text()[-3000:], err.read_text()[-3000:])
             return _row(ray_home, "SELECT run_id FROM events WHERE kind='stdout' AND message=?", (text,))
 
-        [run] = wait_for(lambda: said("holding"), 600, "the Ray agent to hold after tick 2", interval=0.5)
+        [run] = wait_for(lambda: said("holding"), 600, "the Ray agent to hold after tick 2", interval=0.5,
+                         tolerate=(sqlite3.OperationalError,))      # the store is not made yet
         run_id = run["run_id"]
         heads.pop().stop()                      # SIGKILL: GCS, raylet, the run's actor
         down_at = time.monotonic()
         wait_for(lambda: said("holding") and _row(ray_home, "SELECT id FROM runs WHERE id=? AND waiting='cluster'",
-                                                  (run_id,)), 120, "the run to wait for the cluster", interval=0.5)
+                                                  (run_id,)), 120, "the run to wait for the cluster", interval=0.5,
+                 tolerate=(sqlite3.OperationalError,))
+        said_after = time.monotonic() - down_at
         while time.monotonic() - down_at < OUTAGE_BATCH_S:      # the engine process lives on
             assert batch.poll() is None, (batch.returncode, err.read_text()[-3000:])
             time.sleep(0.5)
         (gate / "released").touch()             # the next attempt goes through
         heads.append(RayHead(token=token, num_cpus=4, ports=(int(address.rsplit(":", 1)[1]), free_port())))
+        up_at = time.monotonic()
         code = batch.wait(timeout=900)
+        print(f"\nbatch: waiting said {said_after:.1f} s after the kill; the batch process alive through "
+              f"{up_at - down_at:.0f} s of outage, exited {code} {time.monotonic() - up_at:.0f} s after the head came back")
         stdout, stderr = out.read_text(), err.read_text()
         assert code == ExitCode.OK, (code, stdout[-3000:], stderr[-3000:])
         ray_lines = [line for line in (stdout + stderr).splitlines() if RAY_LOG_LINE.search(line)]

@@ -232,17 +232,16 @@ class RayHandle(AgentHandle):
             await self._call("ping", PING_TIMEOUT_S, timeout=PING_TIMEOUT_S + 5)
             return 0
         except DriverError as exc:
-            if exc.kind == "gone":
-                self.lost = "the run's Ray actor was gone"
-                return failures
-            if exc.kind == "actor_died":
-                # Usually its node went away; Ray's health checks may declare that a little later.
+            if exc.kind in ("gone", "actor_died"):
+                # Usually its node went away; Ray's health checks may declare that a little later
+                # (and the dead actor's name may be forgotten before: `gone`). Ray's verdict first.
                 deadline = time.monotonic() + NODE_VERDICT_S
                 while time.monotonic() < deadline:
                     if await self._node_gone():
                         return failures
                     await asyncio.sleep(1)
-                self.lost = f"the run's Ray actor died: {str(exc).splitlines()[0][:300]}"
+                self.lost = ("the run's Ray actor was gone" if exc.kind == "gone"
+                             else f"the run's Ray actor died: {str(exc).splitlines()[0][:300]}")
                 return failures
             await self.executor.probe_head(self.placement)       # ClusterUnreachable: the head is down
             if not await self._node_gone() and failures + 1 >= UNREACHABLE_LIMIT:

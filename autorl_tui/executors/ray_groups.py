@@ -7,10 +7,10 @@ run's whole request (GPUs, CPUs, memory, custom resources), STRICT_PACK on one n
 on the node admission packed the run on. The run's actor is scheduled into that bundle; its dev
 gradings use the actor's GPUs while it runs, and its held-out test, after the actor has exited, is
 seated in the same bundle (`seat`): the same node and GPUs, which nothing else of the cluster could
-take meanwhile. The group is removed when the run ends (`release`), or when its next attempt
-starts (a lost, killed or failed attempt's group goes then). A grading without a run group (the
-baselines, graded before the attempt exists; a grading whose node died) reserves a group of its
-own for as many GPUs, removed when it ends."""
+take meanwhile. The group is removed when the run ends (`release`), a lost attempt's as soon as
+it is recorded lost, and a run's other attempts' groups when its next attempt starts. A grading
+without a run group (the baselines, graded before the attempt exists; a grading whose node
+died) reserves a group of its own for as many GPUs, removed when it ends."""
 
 from __future__ import annotations
 

@@ -66,7 +66,10 @@ def test_a_head_outage_leaves_the_engine_and_its_local_runs_alone_and_the_ray_ru
             heads.pop().stop()                      # SIGKILL: GCS, raylet, the run's actor
             down_at = time.time()
             [local_run] = await engine.enqueue_plan(_plan("outage-local", "local"))
-            await _until(lambda: store.run(ray_run)["waiting"] == "cluster", 60, "the Ray run to wait")
+            # The column and the event (whose row the journal may commit a moment later).
+            await _until(lambda: store.run(ray_run)["waiting"] == "cluster" and any(
+                e["message"].startswith("waiting for cluster: ") for e in _events(store, ray_run)), 60,
+                "the Ray run to wait")
             said_after = time.time() - down_at
             waited = [json.loads(e["data"]) for e in _events(store, ray_run)
                       if e["message"].startswith("waiting for cluster: ")]

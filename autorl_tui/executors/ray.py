@@ -603,12 +603,12 @@ class RayExecutor(Executor):
         """The node admission packed this started, not yet placed run on (None when unknown)."""
         return self._packed.get(run_id) if run_id else None
 
-    def forget(self, run_id: str) -> None:
-        """The run ended: what it held is free for admission, and its placement groups go (the
+    def forget(self, run_id: str, ended: bool = True) -> None:
+        """What the run held is free for admission; when it has ended, its placement groups go (the
         call is not awaited: a cluster away now took them with it, or a later start of the run
-        removes them)."""
+        removes them). An engine that stops leaves them to the agent it leaves running."""
         self._placed.pop(run_id, None)
-        if self.home is not None and self.driver.running:
+        if ended and self.home is not None and self.driver.running:
             self.driver.call("release_groups", self.address, run_prefix(self.home, run_id))
 
     # -------------------------------------------------------------- start / adopt

@@ -148,13 +148,10 @@ def nvml_ready() -> dict:
             "why": why}
 
 
-def refused_nodes(results: list[dict]) -> str:
-    """The nodes a pinned check refused, each with why (`host (node id): why; ...`); "" for none."""
-    return "; ".join(f"{r['hostname']} ({r['node_id'][:12]}): {r['why']}" for r in results if not r["ok"])
-
-
 def nvml_verdict(results: list[dict]) -> str | None:
     """The refusal for GPU nodes whose processes cannot read NVML (one line, with the fix), or None."""
+    from autorl_tui.executors.ray_runtime import refused_nodes
+
     names = refused_nodes(results)
     if not names:
         return None

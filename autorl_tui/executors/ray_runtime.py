@@ -63,10 +63,14 @@ def node_software() -> dict:
             "ok": why is None, "why": why or "", "code": own, "settings": settings.exported(NODE_SETTINGS)}
 
 
+def refused_nodes(results: list[dict]) -> str:
+    """The nodes a pinned check refused, each with why (`host (node id): why; ...`); "" for none
+    (this check's and ray_node's NVML check's)."""
+    return "; ".join(f"{r['hostname']} ({r['node_id'][:12]}): {r['why']}" for r in results if not r["ok"])
+
+
 def software_verdict(results: list[dict]) -> str | None:
     """The refusal for nodes that do not run the engine's code (one line, with the fix), or None."""
-    from autorl_tui.executors.ray_node import refused_nodes
-
     names = refused_nodes(results)
     if not names:
         return None

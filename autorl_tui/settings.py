@@ -9,8 +9,9 @@ the variables' values, so a test's monkeypatch or the CLI setting one for its gr
 nothing is parsed twice). A bad value is a `UsageError` naming the variable, the value and what it
 takes. The table of variables is docs/settings.md (tests/unit/test_settings.py keeps the two equal).
 
-Two `AUTORL_*` names are not settings but channels from a parent process to its child
-(`AUTORL_CODE_SANDBOX_FD`, `AUTORL_SANDBOX_PACKAGES`); they stay with the code on both ends.
+Three `AUTORL_*` names are not settings but channels from a parent process to its child
+(`AUTORL_CODE_SANDBOX_FD`, `AUTORL_SANDBOX_PACKAGES`) or from the engine to its Ray nodes
+(`AUTORL_ENGINE_CODE`); they stay with the code on both ends.
 A leaf module: it imports nothing of ours but `exitcodes`.
 """
 from __future__ import annotations
@@ -24,8 +25,9 @@ from typing import Any
 
 from autorl_tui.exitcodes import UsageError
 
-# Not settings: file descriptors and package folders handed from a parent process to its child.
-INTERNAL = ("AUTORL_CODE_SANDBOX_FD", "AUTORL_SANDBOX_PACKAGES")
+# Not settings: file descriptors and package folders handed from a parent process to its child, and
+# the engine's code identity shipped to its Ray nodes (executors/ray_runtime.py).
+INTERNAL = ("AUTORL_CODE_SANDBOX_FD", "AUTORL_SANDBOX_PACKAGES", "AUTORL_ENGINE_CODE")
 GITHUB_DEFAULT = "https://raw.githubusercontent.com"
 
 
@@ -119,6 +121,13 @@ VARIABLES = {
     "grading_slots": ("AUTORL_GRADING_SLOTS", _count),
     "test_network_fs": ("AUTORL_TEST_NETWORK_FS", _paths),
 }
+
+
+def exported(field_names: tuple[str, ...]) -> dict[str, str]:
+    """The variables of these fields as this process has them set (for another process's
+    environment: a Ray node's, executors/ray_runtime.py)."""
+    names = [VARIABLES[f][0] for f in field_names]
+    return {n: os.environ[n] for n in names if os.environ.get(n, "").strip()}
 
 
 def variable(field_name: str) -> str:

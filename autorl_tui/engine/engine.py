@@ -430,8 +430,12 @@ class Engine:
     def supervisor_finished(self, sup: RunSupervisor) -> None:
         if self.supervisors.get(sup.run_id) is sup:
             del self.supervisors[sup.run_id]
-        for ex in self._executors.values():     # what the run held on a cluster is free for admission now
-            ex.forget(sup.run_id)
+        # What the run held on a cluster is free for admission now; released there only when the
+        # run has ended (not when the engine stops, leaving its agent to the next engine).
+        row = self.store.run(sup.run_id)
+        ended = row is not None and str(row["state"]) in FINAL_STATES
+        for ex in self._executors.values():
+            ex.forget(sup.run_id, ended=ended)
         self._wake.set()
 
     async def wait_idle(self) -> None:

@@ -201,8 +201,9 @@ class Executor(abc.ABC):
         (run id, GPUs, plan options) start now, given the active ones. Never blocks."""
         raise NotImplementedError(f"executor {self.name} uses this host's slots")
 
-    def forget(self, run_id: str) -> None:
-        """The run has ended: what it held is free for admission."""
+    def forget(self, run_id: str, ended: bool = True) -> None:
+        """The run's supervisor is over: what it held is free for admission. `ended`: the run has
+        ended (a final state), rather than the engine stopping with its agent left running."""
 
     def cluster_state(self, reader) -> dict | None:
         """The cluster as the console shows it (nodes, GPUs, holdings read from `reader`, a StoreReader)."""

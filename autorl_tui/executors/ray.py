@@ -12,7 +12,6 @@ the attempt, so a restarted engine finds it again (`adopt`)."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import os
@@ -26,7 +25,9 @@ from autorl_tui.executors.base import AgentHandle, Executor, ExecutorError, Laun
 from autorl_tui.executors.docker_shim import container_launch
 from autorl_tui.executors.local import _read_json, launch_of, wait_for_shim
 from autorl_tui.executors.ray_client import ClusterUnreachable, DriverError, DriverProcess
+from autorl_tui.executors.ray_groups import bundles, run_prefix
 from autorl_tui.executors.ray_placement import Request, admit, feasible
+from autorl_tui.executors.ray_runtime import runtime_env
 from autorl_tui.executors.ray_view import ClusterView, cluster_state
 from autorl_tui.exitcodes import UsageError
 from autorl_tui import settings
@@ -51,8 +52,8 @@ __all__ = ["ClusterUnreachable"]      # re-exported: ray_grading and the driver 
 
 
 def actor_name(home: Path, run_id: str, attempt: int) -> str:
-    digest = hashlib.sha256(str(Path(home).resolve()).encode()).hexdigest()[:12]
-    return f"autorl-{digest}-{run_id}-a{attempt}"
+    """The attempt's actor's name, and its placement group's (ray_groups)."""
+    return f"{run_prefix(home, run_id)}{attempt}"
 
 
 def cluster_address(placement: dict | None = None) -> str | None:
@@ -84,8 +85,10 @@ def connect(address: str | None):
             level = quiet.level
             quiet.setLevel(logging.ERROR)      # "SIGTERM handler is not set ...": that is the point
             try:
+                # runtime_env: the engine's settings and code identity, set in every worker of the
+                # job on every node (ray_runtime.py); the code itself must be on the nodes already.
                 ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING",
-                         configure_logging=False)
+                         configure_logging=False, runtime_env=runtime_env())
             except Exception as exc:    # ConnectionError, a timeout, a version mismatch
                 failure.append(exc)
             finally:
@@ -229,17 +232,16 @@ class RayHandle(AgentHandle):
             await self._call("ping", PING_TIMEOUT_S, timeout=PING_TIMEOUT_S + 5)
             return 0
         except DriverError as exc:
-            if exc.kind == "gone":
-                self.lost = "the run's Ray actor was gone"
-                return failures
-            if exc.kind == "actor_died":
-                # Usually its node went away; Ray's health checks may declare that a little later.
+            if exc.kind in ("gone", "actor_died"):
+                # Usually its node went away; Ray's health checks may declare that a little later
+                # (and the dead actor's name may be forgotten before: `gone`). Ray's verdict first.
                 deadline = time.monotonic() + NODE_VERDICT_S
                 while time.monotonic() < deadline:
                     if await self._node_gone():
                         return failures
                     await asyncio.sleep(1)
-                self.lost = f"the run's Ray actor died: {str(exc).splitlines()[0][:300]}"
+                self.lost = ("the run's Ray actor was gone" if exc.kind == "gone"
+                             else f"the run's Ray actor died: {str(exc).splitlines()[0][:300]}")
                 return failures
             await self.executor.probe_head(self.placement)       # ClusterUnreachable: the head is down
             if not await self._node_gone() and failures + 1 >= UNREACHABLE_LIMIT:
@@ -307,6 +309,8 @@ class RayHandle(AgentHandle):
                     await self._node_verdict()
                 return int(info.get("exit_code", -1))
             if self.lost or self.killed:
+                if self.lost:       # its group goes now: Ray would place a lost node's group again elsewhere
+                    self.executor.driver.call("remove_group", self.executor.address_of(self.placement), self.name)
                 return -int(signal.SIGKILL)
             if time.monotonic() >= next_ping:
                 next_ping = time.monotonic() + PING_EVERY_S
@@ -372,6 +376,7 @@ class RayExecutor(Executor):
         self._seen_home: set[str] = set()                      # node ids that showed they see the home
         self._docker_ready: set[tuple[str, str | None]] = set()   # (node id, image) that can start containers
         self._nvml_ready: set[str] = set()                     # GPU node ids whose processes read NVML
+        self._same_code: set[str] = set()                      # node ids that run the engine's code
         self._packed: dict[str, str] = {}      # run id -> the node admission packed it on (asked of Ray, softly)
         # The engine's Ray driver is a child process: Ray ends a driver whose head stays away.
         self.driver = DriverProcess(self.home / DRIVER_LOG if self.home is not None else None)
@@ -495,9 +500,23 @@ class RayExecutor(Executor):
             raise UsageError(f"no node of the Ray cluster can hold a run asking {req.needs()} (nodes: {have or 'none'}); "
                              f"lower gpus_per_run / limits, or add a node that has them")
         self.check_home(nodes)
+        self.check_software(nodes)
         self.check_nvml(nodes)
         if wants_containers(options.get("cluster")) or options.get("image"):
             self.check_docker(nodes, options.get("image"))
+
+    def check_software(self, nodes: dict[str, dict]) -> None:
+        """Every alive node runs the engine's code (ray_runtime: its identity, shipped with the
+        job's runtime_env, against the node's own), checked once per node."""
+        from autorl_tui.executors.ray_runtime import node_software, software_verdict
+
+        todo = [nid for nid in nodes if nid not in self._same_code]
+        if not todo:
+            return
+        refusal = software_verdict(self._on_each_node(todo, node_software, what="the software of the Ray nodes"))
+        if refusal:
+            raise UsageError(refusal)
+        self._same_code.update(todo)
 
     def check_nvml(self, nodes: dict[str, dict]) -> None:
         """Every alive node with GPUs must read them through NVML (ray_node.nvml_ready), checked once per node."""
@@ -584,8 +603,13 @@ class RayExecutor(Executor):
         """The node admission packed this started, not yet placed run on (None when unknown)."""
         return self._packed.get(run_id) if run_id else None
 
-    def forget(self, run_id: str) -> None:
+    def forget(self, run_id: str, ended: bool = True) -> None:
+        """What the run held is free for admission; when it has ended, its placement groups go (the
+        call is not awaited: a cluster away now took them with it, or a later start of the run
+        removes them). An engine that stops leaves them to the agent it leaves running."""
         self._placed.pop(run_id, None)
+        if ended and self.home is not None and self.driver.running:
+            self.driver.call("release_groups", self.address, run_prefix(self.home, run_id))
 
     # -------------------------------------------------------------- start / adopt
     async def start(self, spec: LaunchSpec) -> AgentHandle:
@@ -599,12 +623,14 @@ class RayExecutor(Executor):
             (spec.log_dir / stale).unlink(missing_ok=True)
         needs = req.needs()
         custom = {k: v for k, v in needs.items() if k not in ("GPU", "CPU", "memory")}
-        # Where admission packed it (soft: elsewhere if Ray sees that node full), else Ray's choice.
-        # Ray's default policy spreads runs, which can leave no node with room for a larger run
-        # that admission, packing, counted on.
+        # The attempt's placement group (ray_groups) holds the run's request for its agent and its
+        # gradings, asked on the node admission packed it on (softly: elsewhere if Ray sees that
+        # node full): Ray's default policy spreads runs, which can leave no node with room for a
+        # larger run that admission, packing, counted on.
         options = {"num_gpus": needs.get("GPU", 0), "num_cpus": needs.get("CPU", 0),
                    "memory": needs.get("memory") or None, "resources": custom or None,
-                   "node": self._packed.pop(spec.run_id, None)}
+                   "node": self._packed.pop(spec.run_id, None), "bundles": bundles(needs),
+                   "prefix": run_prefix(self.home, spec.run_id)}
         self._placed.pop(spec.run_id, None)
         launch = container_launch(spec, self.home) if wants_containers(placement) else launch_of(spec)
         try:

@@ -51,6 +51,7 @@ class Driver:
         self.ray: Any = None
         self._actors: dict[str, Any] = {}
         self.tasks: dict[int, asyncio.Task] = {}
+        self.releases: set[asyncio.Future] = set()      # groups being removed: `close` lets them finish
 
     async def _connect(self, address: str | None):
         if self.ray is None:
@@ -96,27 +97,56 @@ class Driver:
 
     async def op_start_actor(self, address: str | None, name: str, options: dict, launch: dict, marker: str,
                              timeout_s: float) -> dict:
-        """Place the run's detached actor and start its agent; where it runs (RunNode.start)."""
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
+        """Reserve the attempt's placement group (ray_groups: named as the actor, detached, one
+        bundle of the run's request, softly on the node admission packed it on), place the run's
+        detached actor in it and start its agent; where it runs (RunNode.start). The run's other
+        attempts' groups go first (a lost or killed one's); on failure this one goes too."""
+        from autorl_tui.executors import ray_groups
         from autorl_tui.executors.ray_node import RunNode
 
         ray = await self._connect(address)
-        node = options.pop("node", None)
-        strategy = NodeAffinitySchedulingStrategy(node, soft=True) if node else "DEFAULT"
-        actor = ray.remote(RunNode).options(name=name, namespace=NAMESPACE, lifetime="detached", max_restarts=0,
-                                            max_task_retries=0, scheduling_strategy=strategy, **options).remote()
+        node, bundle_list = options.pop("node", None), options.pop("bundles")
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        await asyncio.to_thread(ray_groups.release, ray, options.pop("prefix"))
+        group = await asyncio.to_thread(ray_groups.reserve, ray, bundle_list, name=name, node=node, detached=True)
+        actor = None
         try:
-            where = await asyncio.wait_for(asyncio.wrap_future(actor.start.remote(launch, marker).future()), timeout_s)
-        except asyncio.TimeoutError:
-            await asyncio.to_thread(ray.kill, actor, no_restart=True)
+            await asyncio.wait_for(asyncio.wrap_future(group.ready().future()), timeout_s)
+            actor = ray.remote(RunNode).options(name=name, namespace=NAMESPACE, lifetime="detached", max_restarts=0,
+                                                max_task_retries=0, scheduling_strategy=ray_groups.in_bundle(group),
+                                                **options).remote()
+            left = max(1.0, deadline - asyncio.get_running_loop().time())
+            where = await asyncio.wait_for(asyncio.wrap_future(actor.start.remote(launch, marker).future()), left)
+        except BaseException as exc:
+            if actor is not None:
+                await asyncio.to_thread(ray.kill, actor, no_restart=True)
+            await asyncio.to_thread(ray_groups.remove, ray, group)
+            if isinstance(exc, ray.exceptions.RayError):
+                cause = getattr(exc, "cause", None) or exc
+                raise ExecutorError(str(cause).splitlines()[-1][:500]) from None
             raise
-        except ray.exceptions.RayError as exc:
-            await asyncio.to_thread(ray.kill, actor, no_restart=True)
-            cause = getattr(exc, "cause", None) or exc
-            raise ExecutorError(str(cause).splitlines()[-1][:500]) from None
         self._actors[name] = actor
         return where
+
+    async def op_remove_group(self, address: str | None, name: str) -> bool:
+        """Remove the placement group of that name (a lost attempt's); whether there was one."""
+        from autorl_tui.executors import ray_groups
+
+        ray = await self._connect(address)
+        group = await asyncio.to_thread(ray_groups.find, ray, name)
+        if group is not None:
+            await asyncio.to_thread(ray_groups.remove, ray, group)
+        return group is not None
+
+    async def op_release_groups(self, address: str | None, prefix: str) -> list[str]:
+        """Remove the placement groups whose names start with `prefix` (a run's attempts'); their names."""
+        from autorl_tui.executors import ray_groups
+
+        ray = await self._connect(address)
+        done = asyncio.ensure_future(asyncio.to_thread(ray_groups.release, ray, prefix))
+        self.releases.add(done)
+        done.add_done_callback(self.releases.discard)
+        return await asyncio.shield(done)
 
     async def op_actor_exists(self, address: str | None, name: str) -> bool:
         self._actors.pop(name, None)         # looked up afresh (after a head restart, say)
@@ -156,6 +186,8 @@ class Driver:
             task.cancel()
 
     async def op_close(self) -> None:
+        if self.releases:        # a run that just ended: its group goes before the driver does
+            await asyncio.wait(set(self.releases), timeout=20)
         if self.ray is not None:
             grading = importlib.import_module(RayExecutor.GRADING_MODULE)
             await asyncio.to_thread(grading.close_all)

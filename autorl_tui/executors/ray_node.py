@@ -53,7 +53,13 @@ class RunNode:
         from autorl_tui.executors import docker_shim
         from autorl_tui.executors.local import SHIM_MODULE, spawn_shim, write_launch
 
+        from autorl_tui.executors.ray_runtime import CODE_VAR, code_identity, mismatch
+
         where = self.where()
+        odd = mismatch(os.environ.get(CODE_VAR), code_identity())
+        if odd:
+            raise RuntimeError(f"node {where['hostname']} ({where['node_id'][:12]}) does not run the engine's "
+                               f"autorl-tui: {odd}; install the same autorl-tui on every node (docs/cluster.md)")
         marker = Path(home_marker)
         if not marker.is_file():
             raise RuntimeError(f"node {where['hostname']} ({where['node_id'][:12]}) cannot see the home: "
@@ -144,10 +150,11 @@ def nvml_ready() -> dict:
 
 def nvml_verdict(results: list[dict]) -> str | None:
     """The refusal for GPU nodes whose processes cannot read NVML (one line, with the fix), or None."""
-    blind = [r for r in results if not r["ok"]]
-    if not blind:
+    from autorl_tui.executors.ray_runtime import refused_nodes
+
+    names = refused_nodes(results)
+    if not names:
         return None
-    names = "; ".join(f"{r['hostname']} ({r['node_id'][:12]}): {r['why']}" for r in blind)
     return (f"Ray node(s) with GPUs cannot read them through NVML: {names}. Their gradings would run on the "
             f"CPU without a word; install nvidia-ml-py there (pip install 'autorl-tui[ray]' brings it) and check "
             f"the NVIDIA driver (nvidia-smi)")

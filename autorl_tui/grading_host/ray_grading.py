@@ -1,10 +1,11 @@
 """Gradings of `executor: ray` runs as Ray work on the cluster (docs/cluster.md, "Grading").
 
 A dev submission is graded on the node that runs the agent, on the run's GPUs (as a local run's
-gradings share the run's devices); the baselines, graded before the agent's actor exists, and the
-held-out test, graded after it has released them, first take the run's GPU count from Ray with a
-small lease actor (preferring the run's node, or for the baselines the node admission packed the
-run on) and are graded where that landed, on its GPUs. Baselines stay cached per task and model
+gradings share the run's devices); the held-out test, graded after the agent's actor has exited,
+is seated in the run's placement group (executors/ray_groups.py: the attempt's group, named as
+its actor), on the same node and GPUs, which the group kept for it. The baselines, graded before
+the attempt's group exists, and a grading whose node died reserve a group of their own for the
+run's GPU count (preferring the node admission packed the run on), removed when they end. Baselines stay cached per task and model
 (run_grading.py), so a plan's runs grade them once. Either way the grading is a call to the node's
 grading actor (one per node and home, owned by the engine: it ends with it), which runs the
 engine's own grader there, `grading_client.run_grader`: the same bubblewrap sandbox as a leased
@@ -25,6 +26,7 @@ import time
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from autorl_tui.executors import ray_groups
 from autorl_tui.executors.base import ExecutorError
 from autorl_tui.executors.ray import NAMESPACE, ClusterUnreachable, off_loop, reach_cluster
 from autorl_tui.grading_host.grading_client import (GradingOutcome, ProgressCallback, run_grader, timed_out_outcome,
@@ -78,16 +80,6 @@ def node_placement(request: dict, gpu_ids: list[str], choice: dict | None, *, re
                  EvalProtocol.from_dict(request.get("protocol")), None, nvml)
 
 
-class GpuLease:
-    """Holds GPUs in Ray's books while a grading uses them (wrapped by `ray.remote(num_gpus=N)`)."""
-
-    def where(self) -> dict:
-        import ray
-
-        return {"node_id": ray.get_runtime_context().get_node_id(),
-                "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
-
-
 def _grader_name(home: Path, node_id: str) -> str:
     digest = hashlib.sha256(str(Path(home).resolve()).encode()).hexdigest()[:12]
     return f"autorl-grader-{digest}-{node_id[:16]}"
@@ -95,7 +87,7 @@ def _grader_name(home: Path, node_id: str) -> str:
 
 def _grader(ray, home: Path, node_id: str):
     """The node's grading actor, made on first use (pinned to the node, no resources of its own:
-    it grades on GPUs the run or a lease holds)."""
+    it grades on GPUs a placement group holds: its run's, or the grading's own)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     name = _grader_name(home, node_id)
@@ -125,17 +117,41 @@ def close_all() -> None:
             pass
 
 
-async def _lease(ray, gpus: int, prefer_node: str | None):
+async def _seat(ray, group, gpus: int) -> dict:
+    """Where a group's bundle is and its GPUs (ray_groups.seat), within LEASE_TIMEOUT_S
+    (asyncio.TimeoutError past it)."""
+    ref = await off_loop(ray_groups.seat, ray, group, gpus)
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(ref.future()), LEASE_TIMEOUT_S)
+    except BaseException:
+        await off_loop(ray.cancel, ref)
+        raise
+
+
+async def _own_group(ray, gpus: int, prefer_node: str | None):
+    """A grading without its run's group (the baselines; a grading whose node died): a group of
+    its own for `gpus` GPUs, preferring `prefer_node`, and where it is; (None, where) for no GPU
+    (seated on the preferred node, or where Ray likes). Not detached: it goes with the driver."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    strategy = NodeAffinitySchedulingStrategy(prefer_node, soft=True) if prefer_node else "DEFAULT"
-    lease = ray.remote(GpuLease).options(num_gpus=gpus, num_cpus=0, max_restarts=0,
-                                         scheduling_strategy=strategy).remote()
+    if gpus <= 0:
+        strategy = NodeAffinitySchedulingStrategy(prefer_node, soft=True) if prefer_node else "DEFAULT"
+        ref = ray.remote(ray_groups._seated).options(num_cpus=0, max_retries=0, scheduling_strategy=strategy).remote()
+        return None, await asyncio.wait_for(asyncio.wrap_future(ref.future()), LEASE_TIMEOUT_S)
+    group = await off_loop(lambda: ray_groups.reserve(ray, [{"GPU": float(gpus)}], node=prefer_node))
     try:
-        return lease, await asyncio.wait_for(asyncio.wrap_future(lease.where.remote().future()), LEASE_TIMEOUT_S)
+        return group, await _seat(ray, group, gpus)
     except BaseException:
-        await off_loop(ray.kill, lease)
+        await off_loop(ray_groups.remove, ray, group)
         raise
+
+
+async def _run_group(ray, agent_where: dict | None, gpus: int) -> dict | None:
+    """The run's own group, when it still is (named as its actor: ray_groups): where its bundle is
+    and its GPUs, once its actor has exited (the held-out test); None without one."""
+    name = (agent_where or {}).get("actor")
+    group = await off_loop(ray_groups.find, ray, name) if name else None
+    return None if group is None else await _seat(ray, group, gpus)
 
 
 async def _node_left(ray, node_id: str) -> bool:
@@ -159,8 +175,8 @@ async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_whe
     shared home. agent_where: where the run's agent was placed (ray.json) and whether it is still
     `alive`; None before it was (the baselines: preferring the node admission packed the run on).
     When the cluster goes away under the grading (its head down: the driver process is lost), the
-    grading waits for it (CLUSTER_WAIT_S) and is graded again from the start, on GPUs leased
-    anew; the outcome's `where` says so (`cluster_lost`)."""
+    grading waits for it (CLUSTER_WAIT_S) and is graded again from the start, on GPUs of a group
+    of its own; the outcome's `where` says so (`cluster_lost`)."""
     work_dir = Path(os.path.abspath(work_dir))
     work_dir.mkdir(parents=True, exist_ok=True)
     t0, cluster_lost = time.time(), 0
@@ -185,7 +201,8 @@ async def grade_on_cluster(executor, request: dict, work_dir: Path, *, agent_whe
             answer = waiter.result()
         except ClusterUnreachable:
             cluster_lost += 1
-            agent_where = {**agent_where, "alive": False} if agent_where else None    # its node's fate is unknown
+            # Its node's fate is unknown, and its actor may still hold the run's group: GPUs of its own.
+            agent_where = {**agent_where, "alive": False, "actor": None} if agent_where else None
             continue
         except ExecutorError as exc:
             return GradingOutcome(ok=False, error_kind="internal", error=f"the grading on the Ray cluster failed: {exc}")
@@ -200,19 +217,22 @@ async def grade_in_driver(ray, home: str, request: dict, work_dir: str, agent_wh
                           threads: int, timeout_s: float | None, packed_node: str | None,
                           choice: dict | None = None) -> dict:
     """In the engine's driver process (ray_driver.py): the grading on a node's grading actor, on
-    the agent's GPUs (its node, while it lives) or on GPUs leased for it. A grading whose node
-    leaves the cluster is graded again from the start on another node (the snapshot and the split
-    are on the shared home), on GPUs leased there: the lost nodes are named in the outcome's
+    the agent's GPUs (its node, while it lives), on its run's placement group once the agent has
+    exited, or on a group of its own (ray_groups). A grading whose node leaves the cluster is
+    graded again from the start on another node (the snapshot and the split are on the shared
+    home), on a group of its own there: the lost nodes are named in the outcome's
     `where` (`lost_nodes`), and the submission ends as that grading does. The engine enforces the
     time limit (it cancels this call)."""
-    lease, lost_nodes = None, []
+    held, lost_nodes = None, []        # a group of the grading's own (ray_groups), removed at the end
 
-    async def place(prefer: str | None):
-        nonlocal lease
-        if lease is not None:
-            await _release(ray, lease)
-            lease = None
-        lease, got = await _lease(ray, gpus, prefer)
+    async def place(prefer: str | None, agent: dict | None):
+        nonlocal held
+        if held is not None:
+            await off_loop(ray_groups.remove, ray, held)
+            held = None
+        got = await _run_group(ray, agent, gpus)
+        if got is None:
+            held, got = await _own_group(ray, gpus, prefer)
         return got["node_id"], got["gpu_ids"]
 
     try:
@@ -220,7 +240,7 @@ async def grade_in_driver(ray, home: str, request: dict, work_dir: str, agent_wh
             if agent_where and agent_where.get("alive") and agent_where.get("node_id"):
                 node_id, gpu_ids = agent_where["node_id"], [str(g) for g in agent_where.get("gpu_ids", [])]
             else:
-                node_id, gpu_ids = await place((agent_where or {}).get("node_id") or packed_node)
+                node_id, gpu_ids = await place((agent_where or {}).get("node_id") or packed_node, agent_where)
         except asyncio.TimeoutError:
             return asdict(_no_gpus(gpus))
         same_node_retry = True
@@ -238,7 +258,7 @@ async def grade_in_driver(ray, home: str, request: dict, work_dir: str, agent_wh
                 if isinstance(exc, ray.exceptions.RayActorError) and await _node_left(ray, node_id):
                     lost_nodes.append(node_id)
                     try:
-                        node_id, gpu_ids = await place(None)      # the dead node is no candidate
+                        node_id, gpu_ids = await place(None, None)      # a group of its own: the dead node is no candidate
                     except asyncio.TimeoutError:
                         return asdict(_no_gpus(gpus))
                     continue
@@ -253,15 +273,8 @@ async def grade_in_driver(ray, home: str, request: dict, work_dir: str, agent_wh
                 answer["where"] = {**answer["where"], "lost_nodes": lost_nodes}
             return answer
     finally:
-        if lease is not None:
-            await _release(ray, lease)
-
-
-async def _release(ray, lease) -> None:
-    try:
-        await off_loop(ray.kill, lease)
-    except Exception:       # gone with its node
-        pass
+        if held is not None:
+            await off_loop(ray_groups.remove, ray, held)
 
 
 def _no_gpus(gpus: int) -> GradingOutcome:

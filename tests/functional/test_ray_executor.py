@@ -23,6 +23,7 @@ from autorl_tui.catalog.plans import parse_plan
 from autorl_tui.daemon.client import EngineClient
 from autorl_tui.daemon.daemon import EngineOptions, pid_alive, start_daemon, stop_daemon
 from autorl_tui.engine.engine import Engine
+from autorl_tui.executors.ray import actor_name
 from autorl_tui.isolation.sandbox_bwrap import visible_devices
 from autorl_tui.engine.scheduling import RetryPolicy
 from autorl_tui.exitcodes import ExitCode
@@ -166,6 +167,31 @@ def test_cluster_status_doctor_and_an_impossible_request(ray_cluster, ray_home, 
     assert "Traceback" not in proc.stderr
 
 
+def test_runtime_env_ships_the_engine_s_settings_and_code_identity_to_each_node(ray_cluster, ray_home, monkeypatch):
+    """The cluster's raylets were started without AUTORL_GRADER_MEMORY; the engine has it: a task
+    pinned to each worker sees the engine's value (the job's runtime_env), and the engine's code
+    identity, which equals the node's own, so validation lets the nodes through."""
+    from autorl_tui.executors.ray import RayExecutor
+    from autorl_tui.executors.ray_runtime import code_identity, node_software
+
+    cluster, workers, _ = ray_cluster
+    value = f"{os.getpid() % 97 + 2}g"                   # not in the raylets' environment
+    monkeypatch.setenv("AUTORL_GRADER_MEMORY", value)
+    executor = RayExecutor(home=ray_home, address=cluster.address)
+    try:
+        executor._ray()
+        answers = executor._on_each_node([w.node_id for w in workers], node_software, what="the nodes' software")
+        assert {a["node_id"] for a in answers} == {w.node_id for w in workers}
+        for answer in answers:
+            assert answer["ok"] and answer["code"] == code_identity(), answer
+            assert answer["settings"]["AUTORL_GRADER_MEMORY"] == value, answer
+        nodes = {n["NodeID"]: n for n in executor._nodes() if n.get("Alive")}
+        executor.check_software(nodes)                    # no refusal: every node runs the engine's code
+        assert executor._same_code == set(nodes)
+    finally:
+        executor.driver.close()
+
+
 def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, ray_home):
     cluster, workers, _ = ray_cluster
     worker_ids = {w.node_id for w in workers}
@@ -200,14 +226,23 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
                 ended = json.loads((Path(attempt["log_dir"]) / "exit.json").read_text())["ended_at"]
                 placed.append((where["node_id"], set(where["gpu_ids"]), where["placed_at"], ended))
                 # Its gradings ran as Ray work: the dev submission on the agent's node and GPUs, the
-                # held-out test on a worker where Ray leased it as many GPUs (fake ones: graded on CPU).
+                # held-out test, after the agent's actor exited, seated in the run's placement group:
+                # the same node and GPUs, kept for it (fake GPUs: graded on CPU).
                 graded = _graded_where(store, row["id"])
                 assert graded["dev"] == {"node_id": where["node_id"], "gpu_ids": where["gpu_ids"], "device": "cpu"}
-                assert graded["test"]["node_id"] in worker_ids and len(graded["test"]["gpu_ids"]) == row["gpus_requested"]
+                assert graded["test"] == graded["dev"], graded
             # The baselines too were graded on the cluster, once for the plan (cached per task and model).
             bases = [_graded_where(store, r["id"], baselines=True) for r in rows]
             [base] = [b for b in bases if b]
             assert set(base) == {"dev", "test"} and {b["node_id"] for b in base.values()} <= worker_ids
+            # Each attempt's placement group was on its run's node, and was removed when the run ended.
+            groups = await asyncio.to_thread(_groups_of, cluster.address, ray_home)
+            for row in rows:
+                [attempt] = _attempts(store, row["id"])
+                group = groups[actor_name(ray_home, row["id"], 1)]
+                assert group["bundles_to_node_id"][0] == _ray_json(attempt)["node_id"], group
+                assert group["bundles"][0]["GPU"] == row["gpus_requested"] and group["strategy"] == "STRICT_PACK"
+            assert {g["state"] for g in groups.values()} == {"REMOVED"}, groups
             # Graded on the cluster, scored exactly as the engine's host grades the same snapshot.
             [sub] = store.query("SELECT * FROM submissions WHERE run_id=?", (rows[0]["id"],))
             for split, score in (("dev", sub["score"]), ("test", rows[0]["test_score"])):
@@ -230,6 +265,22 @@ def test_six_runs_are_placed_across_nodes_without_oversubscription(ray_cluster, 
         assert held <= GPUS_PER_NODE
     assert any(s1 < e2 and s2 < e1 and n1 != n2 for s1, e1, n1, _ in busy for s2, e2, n2, _ in busy), \
         "no two runs ever ran at once on different nodes"
+
+
+def _groups_of(address: str, home) -> dict[str, dict]:
+    """The placement groups of this home's runs, by name, once none is being removed any more
+    (the engine removes a run's group when the run ends, without waiting for Ray)."""
+    from autorl_tui.executors.ray import connect
+    from autorl_tui.executors.ray_groups import run_prefix
+
+    ray = connect(address)
+    prefix = run_prefix(home, "")[:-2]
+    deadline = time.monotonic() + 120
+    while True:
+        groups = {g["name"]: g for g in ray.util.placement_group_table().values() if g["name"].startswith(prefix)}
+        if all(g["state"] == "REMOVED" for g in groups.values()) or time.monotonic() > deadline:
+            return groups
+        time.sleep(0.5)
 
 
 def _graded_where(store, run_id, baselines: bool = False) -> dict:

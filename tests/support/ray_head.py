@@ -15,6 +15,9 @@ from pathlib import Path
 import psutil
 
 
+START_TRIES = 2
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -34,13 +37,22 @@ class RayHead:
             self.env["RAY_AUTH_TOKEN"] = token
         else:
             self.env.pop("RAY_AUTH_TOKEN", None)
-        proc = subprocess.run([str(self.ray), "start", "--head", f"--port={self.gcs}",
-                               f"--ray-client-server-port={self.client}", f"--temp-dir={self.temp}", f"--num-cpus={num_cpus}",
-                               "--include-dashboard=false", "--disable-usage-stats"],
-                              env=self.env, capture_output=True, text=True, timeout=180)
-        if proc.returncode != 0:
+        command = [str(self.ray), "start", "--head", f"--port={self.gcs}", f"--ray-client-server-port={self.client}",
+                   f"--temp-dir={self.temp}", f"--num-cpus={num_cpus}", "--include-dashboard=false",
+                   "--disable-usage-stats"]
+        # A loaded machine may keep `ray start` past its limit: what it started is ended (never left
+        # running), and it is tried once more.
+        for tries in range(1, START_TRIES + 1):
+            try:
+                proc = subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=180)
+                failure = None if proc.returncode == 0 else f"{proc.stdout[-2000:]} {proc.stderr[-2000:]}"
+            except subprocess.TimeoutExpired:
+                failure = "it did not return within 180 s"
+            if failure is None:
+                break
             self.stop()
-            raise RuntimeError(f"ray start failed: {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
+            if tries == START_TRIES:
+                raise RuntimeError(f"ray start failed: {failure}")
         self.host = next((p for p in self._procs() if "gcs_server" in " ".join(p.cmdline())), None)
         self.address = f"127.0.0.1:{self.gcs}"
 

@@ -6,8 +6,11 @@ same paths through the agent's own view (`/proc/<agent pid>/root/<path>`: its mo
 whatever bwrap or Docker put there) and looks in them for the held-out items of every installed
 task: their ids (as quoted strings, the way data files hold them) and distinctive lines of their
 prompts (raw and JSON-escaped). gzip files and zip members (wheels, .pt, .npz, ...) are read
-decompressed. The search is `grep -F` (Aho–Corasick/Commentz–Walter in GNU grep) over every
-file, one grep per CPU each over its share of the files, so the whole root is read once.
+decompressed. The search is for fixed strings over every file, one searcher per CPU each over its
+share of the files, so the whole root is read once: ripgrep (`rg -F`, Aho–Corasick with SIMD
+prefilters; scripts/system-deps.sh installs it) where it is installed, GNU `grep -F` otherwise. Both
+match the same bytes (raw, no transcoding); ripgrep needs about 2.3 times less CPU for the ~2,000
+needles (measured on libtorch_cpu.so, 434 MB: 0.9 s against 2.1 s of user time).
 
 Needles the agent may legitimately hold are dropped: a prompt line several items share (the task's
 template), and anything in what the agent is given (its run's train split, its documents)."""
@@ -17,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import zipfile
 import zlib
@@ -153,13 +157,14 @@ SEPARATOR = b"\n\0\n"   # between members in a pack: no needle holds a newline, 
 
 
 def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
-         seen: dict | None = None) -> ScanResult:
+         seen: dict | None = None, searcher: str | None = None) -> ScanResult:
     """Read every listed file through /proc/<pid>/root and grep them all for the needles at once.
 
     The members of each archive are written, decompressed, into one pack file (separated by
     SEPARATOR, their offsets kept) so that grep reads few files. `seen`, shared between scans of
     one session, holds the findings per file identity (device, inode, size, mtime): a file another
-    executor's agent could read too (the same host file, bound into both) is not read twice."""
+    executor's agent could read too (the same host file, bound into both) is not read twice.
+    `searcher`: a name from `searchers()` (default: the first, ripgrep where installed)."""
     seen = {} if seen is None else seen
     res = ScanResult()
     root = f"/proc/{pid}/root"
@@ -168,7 +173,7 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
     table = needles.all()
     patterns.write_text("".join(n + "\n" for n in table))
     names: dict[str, tuple[str, tuple, list]] = {}   # path grep is given -> (listed path, identity, pack offsets)
-    for path, size in listing:
+    for path, _size in listing:
         host = root + path
         try:
             with open(host, "rb") as fh:
@@ -202,7 +207,7 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
                     at += len(content) + len(SEPARATOR)
             res.members += len(members)
             names[str(pack)] = (path, identity, offsets)
-    for hit in _grep(patterns, list(names), work):
+    for hit in _grep(patterns, list(names), work, searcher):
         path, identity, offsets = names[hit]
         text = open(hit, "rb").read().decode("latin-1")
         found = []
@@ -217,24 +222,44 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
     return res
 
 
-def _grep(patterns: Path, files: list[str], work: Path) -> list[str]:
-    """The files holding any pattern (fixed strings, bytes as they are). grep is one process per
-    CPU (up to 4), each over every n-th file with its own output: with ~2,000 needles grep reads
-    about 150 MB/s per core, and the roots hold gigabytes."""
+def searchers() -> dict[str, list[str]]:
+    """The fixed-string searches installed here that list matching files, NUL-terminated, each as
+    its argv before the patterns file; the first is the one `scan` uses. ripgrep: every byte as text
+    (`-a`), no BOM sniffing or transcoding (`--encoding none`), no config file, one thread (one
+    process per CPU here), no ignore rules (they do not apply to files named on its command line
+    anyway). GNU grep under LC_ALL=C matches bytes too."""
+    found = {}
+    rg = shutil.which("rg", path="/usr/bin:/bin")
+    if rg:
+        found["ripgrep"] = [rg, "-F", "-a", "-l", "--null", "--no-config", "--no-ignore", "--encoding", "none",
+                            "--case-sensitive", "-j1", "-f"]
+    found["grep"] = ["grep", "-F", "-a", "-l", "--null", "-f"]
+    return found
+
+
+def _grep(patterns: Path, files: list[str], work: Path, searcher: str | None = None) -> list[str]:
+    """The files holding any pattern (fixed strings, bytes as they are). One searcher process per
+    CPU (up to 4), each over every n-th file with its own output: with ~2,000 needles GNU grep reads
+    about 150 MB/s per core (ripgrep about 2.3 times that), and the roots hold gigabytes. Anything a
+    searcher says on stderr (a file it could not read) fails the scan: a file not searched is not
+    a file without a hit."""
     if not files or not patterns.read_text():
         return []
+    available = searchers()
+    argv = available[searcher or next(iter(available))]
     jobs = max(1, min(4, os.cpu_count() or 1, len(files)))
     greps = []
     for i in range(jobs):
         listing = work / f"files-{i}.txt"
         listing.write_bytes(b"\0".join(os.fsencode(f) for f in files[i::jobs]) + b"\0")
-        greps.append(subprocess.Popen(["xargs", "-0", "-a", str(listing), "grep", "-F", "-a", "-l", "--null", "-f",
-                                       str(patterns), "--"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        greps.append(subprocess.Popen(["xargs", "-0", "-a", str(listing), *argv, str(patterns), "--"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}))
     found = []
     for xargs in greps:
         out, err = xargs.communicate()
-        if xargs.returncode not in (0, 1, 123):      # 123: some grep found nothing (exit 1)
-            raise RuntimeError(f"grep failed ({xargs.returncode}): {err.decode(errors='replace')[-500:]}")
+        # 123: some search found nothing (exit 1); an error (exit 2) also ends as 123, so stderr decides
+        if xargs.returncode not in (0, 1, 123) or err.strip():
+            raise RuntimeError(f"search failed ({xargs.returncode}): {err.decode(errors='replace')[-500:]}")
         found += [os.fsdecode(p) for p in out.split(b"\0") if p]
     return found

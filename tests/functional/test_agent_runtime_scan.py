@@ -92,7 +92,7 @@ def _scan_run(executor: str, home: Path, tmp_path: Path, held_out_splits: dict) 
     print(f"{executor}: {len(listing)} readable files listed in {info['walk_s']} s; {result.files} files "
           f"({result.bytes / 2**20:.0f} MiB; {result.members} archive members read, files already scanned through "
           f"the other executor's agent not read again) scanned in {scan_s:.1f} s for {len(needles.ids)} id and "
-          f"{len(needles.texts)} text needles with {next(iter(searchers()))}")
+          f"{len(needles.texts)} text needles with {result.searcher} ({result.search_cpu_s:.1f} s of its CPU)")
     return {"info": info, "listing": listing, "result": result, "needles": needles, "ws": ws, "out": out}
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import zipfile
@@ -124,6 +125,8 @@ class ScanResult:
     hits: list[str] = field(default_factory=list)          # "path[!member]: what"
     unreadable: list[str] = field(default_factory=list)    # listed by the agent, gone when read
     too_big_not_elf: list[str] = field(default_factory=list)
+    searcher: str = ""
+    search_cpu_s: float = 0.0      # the searcher processes' CPU time (user + system)
 
 
 def _decompressed(data: bytes, name: str) -> list[tuple[str, bytes]]:
@@ -207,7 +210,12 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
                     at += len(content) + len(SEPARATOR)
             res.members += len(members)
             names[str(pack)] = (path, identity, offsets)
-    for hit in _grep(patterns, list(names), work, searcher):
+    res.searcher = searcher or next(iter(searchers()))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    hits = _grep(patterns, list(names), work, res.searcher)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res.search_cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    for hit in hits:
         path, identity, offsets = names[hit]
         text = open(hit, "rb").read().decode("latin-1")
         found = []
@@ -237,7 +245,7 @@ def searchers() -> dict[str, list[str]]:
     return found
 
 
-def _grep(patterns: Path, files: list[str], work: Path, searcher: str | None = None) -> list[str]:
+def _grep(patterns: Path, files: list[str], work: Path, searcher: str) -> list[str]:
     """The files holding any pattern (fixed strings, bytes as they are). One searcher process per
     CPU (up to 4), each over every n-th file with its own output: with ~2,000 needles GNU grep reads
     about 150 MB/s per core (ripgrep about 2.3 times that), and the roots hold gigabytes. Anything a
@@ -245,8 +253,7 @@ def _grep(patterns: Path, files: list[str], work: Path, searcher: str | None = N
     a file without a hit."""
     if not files or not patterns.read_text():
         return []
-    available = searchers()
-    argv = available[searcher or next(iter(available))]
+    argv = searchers()[searcher]
     jobs = max(1, min(4, os.cpu_count() or 1, len(files)))
     greps = []
     for i in range(jobs):

@@ -166,7 +166,9 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
     The members of each archive are written, decompressed, into one pack file (separated by
     SEPARATOR, their offsets kept) so that grep reads few files. `seen`, shared between scans of
     one session, holds the findings per file identity (device, inode, size, mtime): a file another
-    executor's agent could read too (the same host file, bound into both) is not read twice.
+    executor's agent could read too (the same host file, bound into both) is not read twice. A
+    scan adds its files to `seen` only once its search has finished: a scan that fails (a file it
+    could not search) leaves nothing a later scan would take for searched.
     `searcher`: a name from `searchers()` (default: the first, ripgrep where installed)."""
     seen = {} if seen is None else seen
     res = ScanResult()
@@ -176,6 +178,8 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
     table = needles.all()
     patterns.write_text("".join(n + "\n" for n in table))
     names: dict[str, tuple[str, tuple, list]] = {}   # path grep is given -> (listed path, identity, pack offsets)
+    fresh: dict[tuple, list[str]] = {}                # findings per identity of this scan's files
+    again: list[tuple[str, tuple]] = []               # a path whose file this scan already reads (a hard link)
     for path, _size in listing:
         host = root + path
         try:
@@ -187,6 +191,9 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
                 if identity in seen:
                     res.hits += [f"{path}{h}" for h in seen[identity]]
                     continue
+                if identity in fresh:
+                    again.append((path, identity))
+                    continue
                 magic = fh.read(4)
                 if st.st_size > MAX_FILE:
                     if magic != b"\x7fELF":
@@ -197,7 +204,7 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
         except OSError:
             res.unreadable.append(path)
             continue
-        seen[identity] = []
+        fresh[identity] = []
         names[host] = (path, identity, [])
         members = _decompressed(data, path)
         if members:
@@ -224,9 +231,12 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
             if at >= 0:
                 member = next((m for start, m in reversed(offsets) if start <= at), None)
                 found.append(f"{'!' + member if member else ''}: {what}")
-        found = found[:5] or [": (grep matched)"]
-        seen[identity] += found
+        found = found[:5] or [": (the searcher matched)"]
+        fresh[identity] += found
         res.hits += [f"{path}{f}" for f in found]
+    for path, identity in again:
+        res.hits += [f"{path}{h}" for h in fresh[identity]]
+    seen.update(fresh)
     return res
 
 

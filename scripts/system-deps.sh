@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and starts the system parts the tests use for real: Docker Engine, Chromium, tmux, npm,
-# curl, jq, bubblewrap, ripgrep.
+# curl, jq, bubblewrap.
 # Idempotent; needs root (apt-get). Prints what it does.
 set -euo pipefail
 need=()
@@ -24,9 +24,6 @@ command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 # The code sandbox runs generated code with a system interpreter whose stdlib any uid can read.
 [ -x /usr/bin/python3 ] || need+=(python3)
-# The held-out scan test (tests/functional/test_agent_runtime_scan.py) searches the agent's root with
-# ripgrep (GNU grep when it is missing: the same result, about 2.3 times the CPU).
-command -v rg >/dev/null 2>&1 || need+=(ripgrep)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "system-deps: need root to install: ${need[*]}" >&2; exit 1; fi
   echo "system-deps: installing ${need[*]}"

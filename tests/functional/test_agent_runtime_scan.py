@@ -20,7 +20,7 @@ import pytest
 from autorl_tui.catalog.tasks import DataUnavailable, list_tasks, materialize, task_search_path
 from autorl_tui.executors.agent_runtime import find as find_agent_runtime
 from tests.support.harness import REPO, TASKS, TEST_AGENTS, home_with_tiny, write_plan
-from tests.support.runtime_scan import held_out_needles, scan, searchers
+from tests.support.runtime_scan import held_out_needles, scan
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -95,7 +95,7 @@ def _scan_run(executor: str, home: Path, tmp_path: Path, held_out_splits: dict) 
     print(f"{executor}: {len(listing)} readable files listed in {info['walk_s']} s; {result.files} files "
           f"({result.bytes / 2**20:.0f} MiB; {result.members} archive members read, files already scanned through "
           f"the other executor's agent not read again) scanned in {scan_s:.1f} s for {len(needles.ids)} id and "
-          f"{len(needles.texts)} text needles with {result.searcher} ({result.search_cpu_s:.1f} s of its CPU)")
+          f"{len(needles.texts)} text needles (grep: {result.search_cpu_s:.1f} s of CPU)")
     return {"info": info, "listing": listing, "result": result, "needles": needles, "ws": ws, "out": out}
 
 
@@ -134,14 +134,11 @@ def test_docker_agent_root_holds_no_held_out_item(home, tmp_path, held_out_split
     _check(run, held_out_splits)
 
 
-@pytest.mark.parametrize("searcher", ["ripgrep", "grep"])
-def test_the_scan_finds_a_planted_held_out_item(tmp_path, held_out_splits, searcher):
-    """The search itself works, with either searcher (the scans above use ripgrep where it is
-    installed, else grep): a copy of humaneval's test split, gzipped inside a wheel, in a folder
-    read through this process's own /proc root, is found; a file holding one raw prompt line (and
-    nothing else of it) is found too, also under a second name (a hard link); a file with none is not."""
-    if searcher not in searchers():
-        pytest.skip(f"{searcher} is not installed here (scripts/system-deps.sh installs ripgrep)")
+def test_the_scan_finds_a_planted_held_out_item(tmp_path, held_out_splits):
+    """The search itself works: a copy of humaneval's test split, gzipped inside a wheel, in a
+    folder read through this process's own /proc root, is found; a file holding one raw prompt line
+    (and nothing else of it) is found too, also under a second name (a hard link); a file with
+    none is not."""
     import gzip
     import zipfile
 
@@ -156,7 +153,7 @@ def test_the_scan_finds_a_planted_held_out_item(tmp_path, held_out_splits, searc
     (planted / "prompt.bin").write_bytes(b"\x7fELF\0\0" + line.encode() + b"\0\xff")
     os.link(planted / "prompt.bin", planted / "zz-same-file.bin")     # read once, reported under both names
     listing = [(str(p), p.stat().st_size) for p in sorted(planted.iterdir())]
-    result = scan(os.getpid(), listing, needles, tmp_path / "scan", searcher=searcher)
+    result = scan(os.getpid(), listing, needles, tmp_path / "scan")
     assert result.files == 4 and result.members == 2
     wheel = [h for h in result.hits if "innocent-1.0-py3-none-any.whl!innocent/data.jsonl.gz" in h]
     raw = [h for h in result.hits if h.startswith((str(planted / "prompt.bin") + ":", str(planted / "zz-same-file.bin") + ":"))]

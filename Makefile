@@ -62,13 +62,16 @@ system-deps:
 demo: setup
 	$(PY) -m autorl_tui --home $(DEMO_HOME) demo --plan $(PLAN)
 
-# ruff (ruff.toml) and mypy (mypy.ini) over autorl_tui/; `make test` (what CI runs) runs it first.
-lint: setup
+# ruff (ruff.toml) and mypy (mypy.ini) over autorl_tui/: they need .venv only. `make test` (what CI
+# runs) runs it before the tests, while .venv-agent may still be installing (mypy without its cache
+# takes about a minute of one CPU: it reads torch's, transformers' and ray's typed sources).
+lint: $(STAMP)
 	$(VENV)/bin/ruff check autorl_tui
 	$(VENV)/bin/mypy
 
 # --durations=25: the 25 slowest tests, after the summary (where the suite's time goes).
-test: setup lint
+test:
+	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) $(STAMP) $(AGENT_STAMP) lint
 	$(PY) -m pytest -q -rs $(XDIST) -m "not long" --durations=25 $(PYTEST_ARGS)
 
 # The reference agent trained under the engine on WebShop and DeepSearchQA (15-30 minutes on 2 cores).

@@ -4,6 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.autorl-setup-stamp
+TORCH_STAMP := $(VENV)/.autorl-torch-stamp
 # The agents' own Python (executors/agent_runtime.py): the training stack, nothing of the harness;
 # beside $(VENV), where the engine looks for it unless AUTORL_AGENT_RUNTIME says otherwise.
 AGENT_VENV ?= $(dir $(VENV)).venv-agent
@@ -19,7 +20,12 @@ XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --n
 
 .PHONY: setup demo lint test test-long test-fast test-unit bench clean-home system-deps
 
-setup: $(STAMP) $(AGENT_STAMP)
+# The two environments build side by side (make -j$(SETUP_JOBS)): pip waits on downloads and the disk
+# as much as on a CPU. torch goes into .venv first, so that .venv-agent takes the same wheel from
+# pip's cache instead of downloading it a second time at once. SETUP_JOBS=1: one after the other.
+SETUP_JOBS ?= 2
+setup:
+	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) $(STAMP) $(AGENT_STAMP)
 
 # pip says what it collects and installs (set-up takes minutes; quiet, it looked hung). PIP_Q=-q quiets it.
 PIP_Q ?=
@@ -32,15 +38,18 @@ define install_torch
 	fi
 endef
 
-$(STAMP): pyproject.toml Makefile
+$(TORCH_STAMP): Makefile
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(call install_torch,$(PY))
+	@touch $(TORCH_STAMP)
+
+$(STAMP): $(TORCH_STAMP) pyproject.toml Makefile
 	$(PIP) install $(PIP_Q) -e ".[train,tasks,docker,ray,dev]"
 	@touch $(STAMP)
 
 # The agent runtime: its own venv beside $(VENV), from requirements/agent.txt (docs/security.md).
-$(AGENT_STAMP): requirements/agent.txt Makefile
+$(AGENT_STAMP): $(TORCH_STAMP) requirements/agent.txt Makefile
 	@test -x $(AGENT_VENV)/bin/python || python3 -m venv $(AGENT_VENV)
 	$(call install_torch,$(AGENT_VENV)/bin/python)
 	$(AGENT_VENV)/bin/python -m pip install $(PIP_Q) -r requirements/agent.txt
@@ -53,13 +62,16 @@ system-deps:
 demo: setup
 	$(PY) -m autorl_tui --home $(DEMO_HOME) demo --plan $(PLAN)
 
-# ruff (ruff.toml) and mypy (mypy.ini) over autorl_tui/; `make test` (what CI runs) runs it first.
-lint: setup
+# ruff (ruff.toml) and mypy (mypy.ini) over autorl_tui/: they need .venv only. `make test` (what CI
+# runs) runs it before the tests, while .venv-agent may still be installing (mypy without its cache
+# takes about a minute of one CPU: it reads torch's, transformers' and ray's typed sources).
+lint: $(STAMP)
 	$(VENV)/bin/ruff check autorl_tui
 	$(VENV)/bin/mypy
 
 # --durations=25: the 25 slowest tests, after the summary (where the suite's time goes).
-test: setup lint
+test:
+	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) $(STAMP) $(AGENT_STAMP) lint
 	$(PY) -m pytest -q -rs $(XDIST) -m "not long" --durations=25 $(PYTEST_ARGS)
 
 # The reference agent trained under the engine on WebShop and DeepSearchQA (15-30 minutes on 2 cores).

@@ -66,7 +66,9 @@ def _agent_process(workspace: Path) -> psutil.Process | None:
 
 
 def _scan_run(executor: str, home: Path, tmp_path: Path, held_out_splits: dict) -> dict:
-    plan = write_plan(tmp_path / "plan.yaml", agents=["test-runtime-scan"], budget="600s", executor=executor)
+    # The agent waits for the scan until its budget's end (or `scanned`): a budget the scan outlasts
+    # (a loaded machine) would take the agent's root away mid-search, and the scan then fails.
+    plan = write_plan(tmp_path / "plan.yaml", agents=["test-runtime-scan"], budget="1800s", executor=executor)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "autorl_tui", "--home", str(home), "--agents-dir", str(TEST_AGENTS),
                              "--tasks-dir", str(TASKS), "--plain", "--batch", str(plan)],
@@ -84,6 +86,7 @@ def _scan_run(executor: str, home: Path, tmp_path: Path, held_out_splits: dict) 
         t0 = time.time()
         result = scan(agent.pid, listing, needles, tmp_path / "scan", SEEN)
         scan_s = time.time() - t0
+        assert agent.is_running(), "the agent exited before the scan ended: its root was not read whole"
         (ws / "logs" / "scanned").write_text("done")
         out, _ = proc.communicate(timeout=300)
     finally:
@@ -92,7 +95,7 @@ def _scan_run(executor: str, home: Path, tmp_path: Path, held_out_splits: dict) 
     print(f"{executor}: {len(listing)} readable files listed in {info['walk_s']} s; {result.files} files "
           f"({result.bytes / 2**20:.0f} MiB; {result.members} archive members read, files already scanned through "
           f"the other executor's agent not read again) scanned in {scan_s:.1f} s for {len(needles.ids)} id and "
-          f"{len(needles.texts)} text needles")
+          f"{len(needles.texts)} text needles (grep: {result.search_cpu_s:.1f} s of CPU)")
     return {"info": info, "listing": listing, "result": result, "needles": needles, "ws": ws, "out": out}
 
 
@@ -133,7 +136,9 @@ def test_docker_agent_root_holds_no_held_out_item(home, tmp_path, held_out_split
 
 def test_the_scan_finds_a_planted_held_out_item(tmp_path, held_out_splits):
     """The search itself works: a copy of humaneval's test split, gzipped inside a wheel, in a
-    folder read through this process's own /proc root, is found, as is a raw prompt line."""
+    folder read through this process's own /proc root, is found; a file holding one raw prompt line
+    (and nothing else of it) is found too, also under a second name (a hard link); a file with
+    none is not."""
     import gzip
     import zipfile
 
@@ -143,8 +148,13 @@ def test_the_scan_finds_a_planted_held_out_item(tmp_path, held_out_splits):
     with zipfile.ZipFile(planted / "innocent-1.0-py3-none-any.whl", "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("innocent/data.jsonl.gz", gzip.compress(Path(test_split).read_bytes()))
     (planted / "notes.txt").write_text("nothing here\n")
-    listing = [(str(p), p.stat().st_size) for p in sorted(planted.iterdir())]
     needles = held_out_needles(held_out_splits, "")
+    line = next(n for n, what in needles.texts.items() if what.startswith("humaneval/test") and n.isascii())
+    (planted / "prompt.bin").write_bytes(b"\x7fELF\0\0" + line.encode() + b"\0\xff")
+    os.link(planted / "prompt.bin", planted / "zz-same-file.bin")     # read once, reported under both names
+    listing = [(str(p), p.stat().st_size) for p in sorted(planted.iterdir())]
     result = scan(os.getpid(), listing, needles, tmp_path / "scan")
-    assert result.files == 2 and result.members == 2
-    assert result.hits and all("innocent-1.0-py3-none-any.whl!innocent/data.jsonl.gz" in h for h in result.hits), result.hits
+    assert result.files == 4 and result.members == 2
+    wheel = [h for h in result.hits if "innocent-1.0-py3-none-any.whl!innocent/data.jsonl.gz" in h]
+    raw = [h for h in result.hits if h.startswith((str(planted / "prompt.bin") + ":", str(planted / "zz-same-file.bin") + ":"))]
+    assert wheel and len(raw) == 2 and len(wheel) + len(raw) == len(result.hits), result.hits

@@ -7,7 +7,9 @@ whatever bwrap or Docker put there) and looks in them for the held-out items of 
 task: their ids (as quoted strings, the way data files hold them) and distinctive lines of their
 prompts (raw and JSON-escaped). gzip files and zip members (wheels, .pt, .npz, ...) are read
 decompressed. The search is `grep -F` (Aho–Corasick/Commentz–Walter in GNU grep) over every
-file, one grep per CPU each over its share of the files, so the whole root is read once.
+file, one grep per CPU each over its share of the files, so the whole root is read once. (ripgrep
+was measured as the searcher on 2.9 GiB of this root's files with the ~2,000 needles: 26.9 s of CPU
+against grep's 26.1 s; less than half grep's CPU on one large binary, more on many small files.)
 
 Needles the agent may legitimately hold are dropped: a prompt line several items share (the task's
 template), and anything in what the agent is given (its run's train split, its documents)."""
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
 import zipfile
 import zlib
@@ -120,6 +123,7 @@ class ScanResult:
     hits: list[str] = field(default_factory=list)          # "path[!member]: what"
     unreadable: list[str] = field(default_factory=list)    # listed by the agent, gone when read
     too_big_not_elf: list[str] = field(default_factory=list)
+    search_cpu_s: float = 0.0      # grep's CPU time (user + system)
 
 
 def _decompressed(data: bytes, name: str) -> list[tuple[str, bytes]]:
@@ -159,7 +163,9 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
     The members of each archive are written, decompressed, into one pack file (separated by
     SEPARATOR, their offsets kept) so that grep reads few files. `seen`, shared between scans of
     one session, holds the findings per file identity (device, inode, size, mtime): a file another
-    executor's agent could read too (the same host file, bound into both) is not read twice."""
+    executor's agent could read too (the same host file, bound into both) is not read twice. A
+    scan adds its files to `seen` only once its search has finished: a scan that fails (a file it
+    could not search) leaves nothing a later scan would take for searched."""
     seen = {} if seen is None else seen
     res = ScanResult()
     root = f"/proc/{pid}/root"
@@ -168,7 +174,9 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
     table = needles.all()
     patterns.write_text("".join(n + "\n" for n in table))
     names: dict[str, tuple[str, tuple, list]] = {}   # path grep is given -> (listed path, identity, pack offsets)
-    for path, size in listing:
+    fresh: dict[tuple, list[str]] = {}                # findings per identity of this scan's files
+    again: list[tuple[str, tuple]] = []               # a path whose file this scan already reads (a hard link)
+    for path, _size in listing:
         host = root + path
         try:
             with open(host, "rb") as fh:
@@ -178,6 +186,9 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
                 res.bytes += st.st_size
                 if identity in seen:
                     res.hits += [f"{path}{h}" for h in seen[identity]]
+                    continue
+                if identity in fresh:
+                    again.append((path, identity))
                     continue
                 magic = fh.read(4)
                 if st.st_size > MAX_FILE:
@@ -189,7 +200,7 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
         except OSError:
             res.unreadable.append(path)
             continue
-        seen[identity] = []
+        fresh[identity] = []
         names[host] = (path, identity, [])
         members = _decompressed(data, path)
         if members:
@@ -202,7 +213,11 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
                     at += len(content) + len(SEPARATOR)
             res.members += len(members)
             names[str(pack)] = (path, identity, offsets)
-    for hit in _grep(patterns, list(names), work):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    hits = _grep(patterns, list(names), work)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res.search_cpu_s = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    for hit in hits:
         path, identity, offsets = names[hit]
         text = open(hit, "rb").read().decode("latin-1")
         found = []
@@ -212,15 +227,19 @@ def scan(pid: int, listing: list[tuple[str, int]], needles: Needles, work: Path,
                 member = next((m for start, m in reversed(offsets) if start <= at), None)
                 found.append(f"{'!' + member if member else ''}: {what}")
         found = found[:5] or [": (grep matched)"]
-        seen[identity] += found
+        fresh[identity] += found
         res.hits += [f"{path}{f}" for f in found]
+    for path, identity in again:
+        res.hits += [f"{path}{h}" for h in fresh[identity]]
+    seen.update(fresh)
     return res
 
 
 def _grep(patterns: Path, files: list[str], work: Path) -> list[str]:
     """The files holding any pattern (fixed strings, bytes as they are). grep is one process per
     CPU (up to 4), each over every n-th file with its own output: with ~2,000 needles grep reads
-    about 150 MB/s per core, and the roots hold gigabytes."""
+    about 150 MB/s per core, and the roots hold gigabytes. Anything grep says on stderr (a file it
+    could not read) fails the scan: a file not searched is not a file without a hit."""
     if not files or not patterns.read_text():
         return []
     jobs = max(1, min(4, os.cpu_count() or 1, len(files)))
@@ -229,12 +248,14 @@ def _grep(patterns: Path, files: list[str], work: Path) -> list[str]:
         listing = work / f"files-{i}.txt"
         listing.write_bytes(b"\0".join(os.fsencode(f) for f in files[i::jobs]) + b"\0")
         greps.append(subprocess.Popen(["xargs", "-0", "-a", str(listing), "grep", "-F", "-a", "-l", "--null", "-f",
-                                       str(patterns), "--"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       str(patterns), "--"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}))
     found = []
     for xargs in greps:
         out, err = xargs.communicate()
-        if xargs.returncode not in (0, 1, 123):      # 123: some grep found nothing (exit 1)
+        # 123: some grep found nothing (exit 1); an error (exit 2) also ends as 123, so stderr decides
+        if xargs.returncode not in (0, 1, 123) or err.strip():
             raise RuntimeError(f"grep failed ({xargs.returncode}): {err.decode(errors='replace')[-500:]}")
         found += [os.fsdecode(p) for p in out.split(b"\0") if p]
     return found

@@ -23,7 +23,8 @@ def test_runtime_env_ships_the_node_side_settings_and_the_code_identity(monkeypa
     monkeypatch.setenv("AUTORL_GRADER_MEMORY", "3g")
     monkeypatch.setenv("AUTORL_WARM_GRADER", "0")
     monkeypatch.setenv("AUTORL_HOME", "/engine/only")        # the engine's own: not shipped
-    monkeypatch.delenv("AUTORL_JUDGE_URL", raising=False)
+    for name in ("AUTORL_JUDGE_URL", "AUTORL_JUDGE_CACHE", "AUTORL_AGENT_RUNTIME"):   # the caller's, if any
+        monkeypatch.delenv(name, raising=False)
     env = runtime_env()["env_vars"]
     assert env == {"AUTORL_GRADER_MEMORY": "3g", "AUTORL_WARM_GRADER": "0", CODE_VAR: code_identity()}
     version, _, digest = code_identity().partition("+")

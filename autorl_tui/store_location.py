@@ -173,6 +173,10 @@ def check_reader(root: Path, location: StoreLocation) -> None:
     """A reader on this machine of a store outside the home that is not there is told so."""
     check_here(root, location)
     if location.recorded and not location.path.exists():
+        if not (root / RECORD).exists():      # named by --store / AUTORL_STORE, nothing recorded yet
+            raise UsageError(f"no store at {location.path} (named by --store or AUTORL_STORE): nothing has run in "
+                             f"home {root} yet; run a plan with that --store first (the engine creates the store "
+                             f"and the home records it), or check the path")
         raise UsageError(f"no store at {location.path} (recorded in {root / RECORD}): nothing has run in home "
                          f"{root} yet, or the store was removed; restore it, or remove {root / RECORD}")
 

@@ -216,3 +216,11 @@ def test_an_existing_file_that_is_not_a_store_is_never_taken_for_one(tmp_path):
     (tmp_path / "empty.db").touch()
     for name in ("kept.db", "empty.db"):
         assert store_location.resolve(root, str(tmp_path / name)).path == tmp_path / name
+
+
+def test_a_reader_naming_a_store_nothing_has_created_is_told_the_flag_named_it(tmp_path):
+    root = tmp_path / "home"
+    location = store_location.resolve(root, str(tmp_path / "s.db"))
+    with pytest.raises(UsageError, match=r"named by --store or AUTORL_STORE") as err:
+        store_location.check_reader(root, location)
+    assert "recorded in" not in str(err.value) and not root.exists()       # no record claimed, nothing written

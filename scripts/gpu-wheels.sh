@@ -29,6 +29,12 @@ PACKAGES=(
 "$PIP" download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   --platform any -d "$DEST" "${PACKAGES[@]}"
+# py-spy (a static binary in its wheel): gpu-check.sh's watchdog dumps the stacks of a stage's Python
+# processes with it before the stage's limit kills them (a stall then says where it was). Kept in
+# .whl/tools/ (not a package the stages install).
+mkdir -p "$DEST/tools"
+"$PIP" download -q --no-deps --only-binary=:all: --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 \
+  -d "$DEST/tools" py-spy==0.4.3
 # bubblewrap (Debian 12's 0.8.0: links only libc, libcap2 and libselinux1, which Ubuntu 24.04 has)
 if command -v apt-get >/dev/null; then
   (cd "$DEST" && rm -f bubblewrap_*.deb && apt-get download -q bubblewrap >/dev/null 2>&1) \
@@ -39,6 +45,7 @@ fi
 KEY=$(PYTHONPATH=$PWD "$PYTHON" -c 'from autorl_tui.tasks.arith.tiny_model import source_key; print(source_key())')
 MODELS=.gpu-cache/autorl-models
 mkdir -p "$MODELS"
+find "$MODELS" -maxdepth 1 -name 'tiny-*' ! -name "tiny-$KEY" -exec rm -rf {} +   # stale builds: carry only this one
 if [ ! -d "$MODELS/tiny-$KEY" ]; then
   SRC=${AUTORL_TEST_CACHE:-.pytest_cache/autorl-models}/tiny-$KEY
   if [ -d "$SRC" ]; then cp -a "$SRC" "$MODELS/"

@@ -79,6 +79,7 @@ class Settings:
     judge_cache: Path | None = None
     grader_memory: str | None = None
     warm_grader: bool = True
+    grader_cuda_warmup: bool = True
     bwrap: str | None = None
     device_root: Path | None = None
     api_host: str | None = None
@@ -111,6 +112,7 @@ VARIABLES = {
     "judge_cache": ("AUTORL_JUDGE_CACHE", _path),
     "grader_memory": ("AUTORL_GRADER_MEMORY", _text),
     "warm_grader": ("AUTORL_WARM_GRADER", _switch),
+    "grader_cuda_warmup": ("AUTORL_GRADER_CUDA_WARMUP", _switch),
     "bwrap": ("AUTORL_BWRAP", _text),
     "device_root": ("AUTORL_DEVICE_ROOT", _path),
     "api_host": ("AUTORL_API_HOST", _text),

@@ -8,6 +8,9 @@ alternating order. Prints a line per grading as it ends (so a run cut short show
 then a table; BENCH_JSON=FILE also writes the figures as JSON. BENCH_BUDGET_S=S: no grading starts
 after S seconds, except dev's first grading and first pair (the runs measured so far make the
 table, marked "cut at the budget").
+Each pair also grades on a second warm server started with AUTORL_GRADER_CUDA_WARMUP=0 (its
+spare children do not open CUDA before their job), so the CUDA warm-up's gain is measured side by
+side ("no CUDA warm-up" columns; BENCH_CUDA_AB=0 leaves that side out).
 BENCH_DEVICE=cpu BENCH_GPUS= runs the same on the CPU (a dry run of the script). Without a CUDA
 device it says so and is skipped (exit 0: `make bench` on a CPU machine), unless
 BENCH_GPU_REQUIRED=1 (scripts/gpu-check.sh), which makes that exit 3.
@@ -31,6 +34,8 @@ import bench_grading as bg  # noqa: E402
 
 T0 = time.monotonic()
 BUDGET_S = float(os.environ.get("BENCH_BUDGET_S") or "inf")
+CUDA_AB = os.environ.get("BENCH_CUDA_AB", "1") == "1"
+WARMUP_VAR = "AUTORL_GRADER_CUDA_WARMUP"
 
 
 def grade(label: str, req: dict, work: Path):
@@ -41,12 +46,29 @@ def grade(label: str, req: dict, work: Path):
     return wall, outcome
 
 
+def grade_without_cuda_warmup(label: str, req: dict, work: Path):
+    """The same grading on the other server (its own folder of gradings, so its own server), whose
+    spare children were told not to open CUDA ahead of their job (the setting is read when a
+    server starts)."""
+    before = os.environ.get(WARMUP_VAR)
+    os.environ[WARMUP_VAR] = "0"
+    try:
+        return grade(label + " (no CUDA warm-up)", req, work)
+    finally:
+        if before is None:
+            os.environ.pop(WARMUP_VAR, None)
+        else:
+            os.environ[WARMUP_VAR] = before
+
+
 def over_budget() -> bool:
     return time.monotonic() - T0 > BUDGET_S
 
 
 def main() -> int:
     import torch
+
+    os.environ.setdefault(WARMUP_VAR, "1")
 
     from autorl_tui.grading_host import grader_service
     from autorl_tui.isolation.sandbox_bwrap import probe
@@ -78,17 +100,27 @@ def main() -> int:
                 break
             first, first_outcome = grade(f"{split} first", bg.request(card, split, path, model),
                                          base / "gradings" / f"{split}-first")
+            if CUDA_AB:       # the other server's start, off the measured pairs
+                grade_without_cuda_warmup(f"{split} first", bg.request(card, split, path, model),
+                                          base / "gradings-nowarm" / f"{split}-first")
             raw_once = bg.raw_inference(card, items, model, bg.THREADS, device=bg.DEVICE)
-            walls, raws, outcomes = [], [], []
+            walls, raws, outcomes, cold_walls, cold_outcomes = [], [], [], [], []
+            sides = ["grade", "raw"] + (["nowarm"] if CUDA_AB else [])
             for i in range(bg.RUNS):
                 if over_budget() and raws:
                     cut = True
                     break
-                for side in ("grade", "raw") if i % 2 == 0 else ("raw", "grade"):
+                for side in sides[i % len(sides):] + sides[:i % len(sides)]:
                     time.sleep(bg.SETTLE_S)
                     if side == "raw":
                         raws.append(raw_once())
                         bg.say(f"raw inference {split} run {i + 1}: {raws[-1]:.2f} s")
+                    elif side == "nowarm":
+                        wall, outcome = grade_without_cuda_warmup(f"{split} run {i + 1}",
+                                                                  bg.request(card, split, path, model),
+                                                                  base / "gradings-nowarm" / f"{split}{i}")
+                        cold_walls.append(wall)
+                        cold_outcomes.append(outcome)
                     else:
                         wall, outcome = grade(f"{split} run {i + 1}", bg.request(card, split, path, model),
                                               base / "gradings" / f"{split}{i}")
@@ -102,6 +134,13 @@ def main() -> int:
                          "first_grading_s": first, "score": mid.score,
                          "device_used": (mid.placement or {}).get("device_used"),
                          "phases_ms": {k: round(v * 1000) for k, v in mid.phases.items()}})
+            if cold_walls:
+                n = min(len(cold_walls), len(raws))
+                cmid = cold_outcomes[cold_walls.index(sorted(cold_walls)[len(cold_walls) // 2])]
+                rows[-1].update({"nowarm_grading_s": statistics.median(cold_walls),
+                                 "nowarm_ratio": statistics.median(w / r for w, r in zip(cold_walls[:n], raws[:n])),
+                                 "nowarm_child_load_s": cmid.timings.get("load_s"),
+                                 "nowarm_child_inference_s": cmid.timings.get("inference_s")})
             del raw_once
             if bg.DEVICE == "cuda":
                 torch.cuda.empty_cache()
@@ -119,6 +158,10 @@ def main() -> int:
            "| first grading (s) | score | device |")
     bg.say("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        if "nowarm_grading_s" in r:
+            bg.say(f"| {r['split']}, no CUDA warm-up | {r['n']} | {r['raw_s']:.3f} | {r['nowarm_grading_s']:.3f} | "
+                   f"{r['nowarm_ratio']:.2f} | {r['nowarm_child_load_s']:.3f} / {r['nowarm_child_inference_s']:.3f} "
+                   f"| | | |")
         bg.say(f"| {r['split']} | {r['n']} | {r['raw_s']:.3f} | {r['grading_s']:.3f} | {r['ratio']:.2f} | "
                f"{r['child_load_s']:.3f} / {r['child_inference_s']:.3f} | {r['first_grading_s']:.2f} | "
                f"{r['score']:.2f} | {r['device_used']} |")

@@ -24,7 +24,7 @@ from autorl_tui import __version__, settings
 
 CODE_VAR = "AUTORL_ENGINE_CODE"        # a channel from the engine to its nodes (settings.INTERNAL)
 # The settings the node's side reads (its gradings, the run's shim): the engine's, shipped.
-NODE_SETTINGS = ("agent_runtime", "judge_url", "judge_cache", "grader_memory", "warm_grader")
+NODE_SETTINGS = ("agent_runtime", "judge_url", "judge_cache", "grader_memory", "warm_grader", "grader_cuda_warmup")
 
 
 @functools.lru_cache(maxsize=1)

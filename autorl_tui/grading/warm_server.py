@@ -196,7 +196,7 @@ def load_warmup_model(folder: str) -> None:
                      padding=True, add_special_tokens=False)
 
 
-def warm_up_child(folder: str, job_r: int) -> dict | None:
+def warm_up_child(folder: str, job_r: int, cuda: str | None = None) -> dict | None:
     """In a spare child, before its job: load the warm-up model, then rehearse a grading on it
     (the worker's own path: seeds, protocol, scorer, split read, generation, scoring, RESULT
     written, into the warm-up folder), at the server's thread count (the engine's OMP_NUM_THREADS
@@ -204,7 +204,10 @@ def warm_up_child(folder: str, job_r: int) -> dict | None:
     under load, docs/grading.md) is then done. Each step starts only while no job (nor the server's
     end) waits on job_r, so a grading that comes meanwhile waits for one step at most. Runs nothing
     of a submission; the worker seeds every generator and sets its thread count again before its
-    own model. Returns the rehearsal's RESULT (None when a job came first)."""
+    own model. With `cuda` (the devices, as the grading's CUDA_VISIBLE_DEVICES names them) the
+    rehearsal runs on the GPU: the child's CUDA context and the kernels a grading loads on its
+    first calls are then open before the job (the server itself never touches CUDA: a context
+    does not survive a fork). Returns the rehearsal's RESULT (None when a job came first)."""
     import torch
 
     from autorl_tui.grading import worker
@@ -218,16 +221,24 @@ def warm_up_child(folder: str, job_r: int) -> dict | None:
     threads = max(1, int(os.environ.get("OMP_NUM_THREADS") or 1))
     torch.set_num_threads(threads)
     torch.ones(1 << 17).add_(1)     # large enough for a parallel region: the OpenMP pool starts here
-    policy = TransformersPolicy(folder, batch_size=2)
+    device = "cpu"
+    if cuda:
+        os.environ["CUDA_VISIBLE_DEVICES"] = cuda
+        torch.cuda.init()
+        device = "cuda"
+    policy = TransformersPolicy(folder, device=device, batch_size=2)
     if not idle():
         return None
     result = worker.evaluate_request(
         {"split": "dev", "split_path": os.path.join(folder, WARMUP_SPLIT), "model_path": folder,
          "scorer": "exact_match", "threads": threads, "seed": 0, "scratch_dir": os.path.join(folder, "scratch"),
-         "protocol": {"max_tokens": 4, "batch_size": 2}}, policy=policy)
+         "device": device, "protocol": {"max_tokens": 4, "batch_size": 2}}, policy=policy)
     written = Path(folder) / f"rehearsal-{os.getpid()}.json"
     worker.write_result(written, result)
     written.unlink()
+    if cuda:
+        del policy
+        torch.cuda.empty_cache()      # the context stays; the warm-up model's memory goes back
     return result
 
 
@@ -240,7 +251,7 @@ class _Child:
     done_r: int
 
 
-def _spawn(private_fds: list[int], warmup: str | None = None) -> _Child:
+def _spawn(private_fds: list[int], warmup: str | None = None, cuda: str | None = None) -> _Child:
     """Fork a child that waits for its job, warming up on the server's model in `warmup` (a
     folder) meanwhile (`warm_up_child`; its thread pool is its own: the server never ran a
     parallel region). Closing its job pipe without writing ends it."""
@@ -259,7 +270,7 @@ def _spawn(private_fds: list[int], warmup: str | None = None) -> _Child:
             os.close(fd)
         if warmup:
             try:
-                warm_up_child(warmup, job_r)
+                warm_up_child(warmup, job_r, cuda)
             except Exception as exc:  # noqa: BLE001 - an optimisation: the grading then pays the first calls
                 os.write(2, f"warm grader child: no warm-up: {type(exc).__name__}: {exc}\n".encode())
         chunks = []
@@ -384,8 +395,20 @@ class _Reaper:
         _reap_uid(uid)          # the reaper is gone: from here, at the cost of a large fork
 
 
-def serve() -> int:
+def cuda_warmup_devices(argv: list[str]) -> str | None:
+    """`--cuda-warmup DEVICES` (grader_service.cuda_warmup_args): the devices the spare children
+    open CUDA on before their job; None without it."""
+    if "--cuda-warmup" not in argv:
+        return None
+    at = argv.index("--cuda-warmup") + 1
+    if at >= len(argv) or not argv[at].strip() or argv[at].startswith("-"):
+        raise SystemExit("warm grader: --cuda-warmup needs the devices (CUDA_VISIBLE_DEVICES's form, e.g. 0 or 0,1)")
+    return argv[at]
+
+
+def serve(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
+    cuda = cuda_warmup_devices(list(sys.argv[1:] if argv is None else argv))
     # The protocol gets private descriptors; fd 1 and 2 go to the server's log, so nothing an
     # import prints can be taken for an answer.
     proto_in, proto_out = os.dup(0), os.dup(1)
@@ -411,7 +434,7 @@ def serve() -> int:
     gc.collect()
     gc.freeze()
     private = [proto_in, proto_out, *reaper.fds]     # closed in every child
-    spare: _Child | None = _spawn(private, warmup)
+    spare: _Child | None = _spawn(private, warmup, cuda)
     inflight: dict[int, tuple[_Child, dict, float]] = {}     # done_r -> (child, job, accepted)
     # Children of answered gradings (killed with their uid before the answer), reaped the moment
     # they are gone: a pidfd each, readable at the exit, in the loop's select (no wait, no poll).
@@ -442,7 +465,7 @@ def serve() -> int:
             # another grading it is forked when one ends), so that a grading sent the moment this
             # one is answered starts warm instead of paying its warm-up itself (issue 36's A/B,
             # docs/grading.md: back to back 1.18-1.56x the same grading sent 1.5 s later, 0.89-1.01x so).
-            spare = _spawn(held(), warmup)
+            spare = _spawn(held(), warmup, cuda)
 
     def finish(fd: int) -> None:
         nonlocal spare
@@ -455,7 +478,7 @@ def serve() -> int:
         answer({"job": job.get("job"), "status": status,
                 "stamps": {"accepted": accepted, "child_done": done, "reaped": time.time()}})
         if spare is None:
-            spare = _spawn(held(), warmup)     # the next grading's child, forked while the engine reads
+            spare = _spawn(held(), warmup, cuda)     # the next grading's child, forked while the engine reads
         if leaving:
             _leaving(child.pid, leavers)
 

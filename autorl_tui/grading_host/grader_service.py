@@ -58,6 +58,24 @@ class ServerKey:
     extra_ro: tuple[Path, ...] = ()
 
 
+def cuda_warmup_args(key: ServerKey) -> list[str]:
+    """The warm server's option that has its spare children open CUDA before their job (context,
+    the inference kernels, on the warm-up model), on a server whose gradings run on GPUs: a
+    grading's child otherwise pays that itself (docs/grading.md, "GPU figures"). The devices as
+    the grading's own environment names them in its sandbox (the spare opens CUDA before the job's
+    environment is set). Off with AUTORL_GRADER_CUDA_WARMUP=0, and where vLLM is installed (a vLLM
+    engine started in a process that already holds a CUDA context must spawn its workers, not fork
+    them: not tried on a GPU yet)."""
+    if not key.gpus or not settings.current().grader_cuda_warmup:
+        return []
+    from autorl_tui.grading_host.grading_placement import vllm_installed
+    from autorl_tui.isolation.sandbox_bwrap import visible_devices
+
+    if vllm_installed():
+        return []
+    return ["--cuda-warmup", visible_devices(list(key.gpus))]
+
+
 class ServerGone(Exception):
     """The server died (or was killed) before answering."""
 
@@ -83,7 +101,7 @@ class GraderServer:
         ro = [package, *key.extra_ro] + ([key.task_dir] if key.task_dir else [])
         sandbox = Sandbox(uid=0, chdir=key.grading_root, ro=ro, rw=[key.grading_root], gpus=list(key.gpus),
                           keep_caps=SERVER_CAPS)
-        argv = sandbox.argv([key.python, "-m", SERVER_MODULE])
+        argv = sandbox.argv([key.python, "-m", SERVER_MODULE, *cuda_warmup_args(key)])
         log_path = key.grading_root / ".grader-server.log"
         log_path.unlink(missing_ok=True)
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

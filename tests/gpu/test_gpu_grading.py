@@ -142,11 +142,19 @@ def test_a_sandboxed_warm_grading_runs_on_the_runs_gpu(tmp_path, tiny_model_dir)
                "backend": "transformers", "device": "cuda", "threads": 2, "seed": 0, "limit": 100,
                "placement": {"placement": "shared", "devices": ["0"]}}
     try:
-        outcome = asyncio.run(run_grader(request, tmp_path / "gradings" / "a", gpus=["0"], threads=2, timeout_s=600))
+        outcomes = [asyncio.run(run_grader(request, tmp_path / "gradings" / name, gpus=["0"], threads=2, timeout_s=600))
+                    for name in ("a", "b")]
+        server_log = (tmp_path / "gradings" / ".grader-server.log").read_text()
     finally:
         grader_service.close_all()
-    assert outcome.ok, outcome.error
-    assert outcome.placement["device_used"] == "cuda:0" and outcome.placement["gpu_name"], outcome.placement
+    for outcome in outcomes:
+        assert outcome.ok, outcome.error
+        assert outcome.placement["device_used"] == "cuda:0" and outcome.placement["gpu_name"], outcome.placement
+    # The spares opened CUDA before their job (AUTORL_GRADER_CUDA_WARMUP, on by default): none gave up
+    assert "no warm-up" not in server_log, server_log[-2000:]
+    print(f"\nsandboxed warm gradings on cuda:0: {[round(o.wall_s, 2) for o in outcomes]} s; "
+          f"model load / inference in the second's child: {outcomes[1].timings.get('load_s')} / "
+          f"{outcomes[1].timings.get('inference_s')} s")
 
 
 def test_the_reference_sft_step_trains_on_cuda_in_bf16(tmp_path, tiny_model_dir):

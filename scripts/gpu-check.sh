@@ -180,6 +180,10 @@ print("agent runtime:", torch.__version__, "cuda", torch.cuda.is_available(), "t
 }
 
 tests() {
+  if [ -n "${GPU_TESTS_K:-}" ]; then      # one selection of tests/gpu only, e.g. GPU_TESTS_K=sandboxed_warm
+    $PY -m pytest -q -p no:cacheprovider -n 0 -rs -s tests/gpu -k "$GPU_TESTS_K"
+    return
+  fi
   # The sandboxed warm grading last, alone: if it stalls (as in run 2) the others have been measured.
   if [ "$QUICK" = 1 ]; then
     $PY -m pytest -q -p no:cacheprovider -n 0 -rs -s tests/gpu -k "(sandbox or nvml or placement or gpus) and not sandboxed_warm" \

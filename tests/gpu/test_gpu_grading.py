@@ -18,6 +18,7 @@ from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
 from autorl_tui.grading.placement import GIB, decide
 from tests.conftest import REPO
 from tests.support.grader_worker import run_worker
+from tests.support.waiting import wait_for
 
 
 def _cuda() -> str | None:
@@ -125,6 +126,19 @@ def test_a_vllm_grading_stays_on_the_gpu_whether_vllm_starts_or_not(tmp_path, ti
         assert "grading with transformers on cuda" in stderr
 
 
+def _other_compute_processes(index: int) -> list[tuple[int, int]]:
+    """(host pid, MiB) of the processes with a CUDA context on GPU `index`, this one left out."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        return [(p.pid, (p.usedGpuMemory or 0) >> 20) for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+                if p.pid != os.getpid()]
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def test_a_sandboxed_warm_grading_runs_on_the_runs_gpu(tmp_path, tiny_model_dir):
     from autorl_tui.grading_host import grader_service
     from autorl_tui.isolation import sandbox_bwrap
@@ -145,6 +159,9 @@ def test_a_sandboxed_warm_grading_runs_on_the_runs_gpu(tmp_path, tiny_model_dir)
         outcomes = [asyncio.run(run_grader(request, tmp_path / "gradings" / name, gpus=["0"], threads=2, timeout_s=600))
                     for name in ("a", "b")]
         server_log = (tmp_path / "gradings" / ".grader-server.log").read_text()
+        # The next grading's spare, forked when the second one ended, holds a CUDA context on the
+        # run's GPU while it waits (the warm-up opened it): a compute process on GPU 0 that is not this one.
+        spare = wait_for(lambda: _other_compute_processes(0), 120, "the spare's CUDA context on GPU 0")
     finally:
         grader_service.close_all()
     for outcome in outcomes:
@@ -154,7 +171,8 @@ def test_a_sandboxed_warm_grading_runs_on_the_runs_gpu(tmp_path, tiny_model_dir)
     assert "no warm-up" not in server_log, server_log[-2000:]
     print(f"\nsandboxed warm gradings on cuda:0: {[round(o.wall_s, 2) for o in outcomes]} s; "
           f"model load / inference in the second's child: {outcomes[1].timings.get('load_s')} / "
-          f"{outcomes[1].timings.get('inference_s')} s")
+          f"{outcomes[1].timings.get('inference_s')} s; a waiting spare holds "
+          f"{', '.join(f'{mib} MiB' for _, mib in spare)} of the card")
 
 
 def test_the_reference_sft_step_trains_on_cuda_in_bf16(tmp_path, tiny_model_dir):

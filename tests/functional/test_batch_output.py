@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +85,16 @@ def _db_state(home):
         return None
 
 
+def _signal_state(pid: int) -> str:
+    """The signal masks of a live process (pending, blocked, ignored, caught), for a failure's message."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return f"unreadable ({exc})"
+    return "; ".join(line.replace("\t", " ") for line in lines if line.startswith(("ShdPnd", "SigPnd", "SigBlk",
+                                                                                     "SigIgn", "SigCgt")))
+
+
 def _interrupt_batch_once_running(home, tasks, plan, start_within_s: float) -> tuple[int, str, str]:
     """Run `--batch PLAN` (stdout not a TTY) and send it Ctrl-C once its run is `running`."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -96,7 +107,11 @@ def _interrupt_batch_once_running(home, tasks, plan, start_within_s: float) -> t
             assert batch.poll() is None and time.monotonic() < deadline, "the run never started"
             time.sleep(0.3)
         batch.send_signal(signal.SIGINT)
-        out, err = batch.communicate(timeout=180)
+        try:
+            out, err = batch.communicate(timeout=180)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"Ctrl-C did not end the batch within 180 s; its signal state then: "
+                                 f"{_signal_state(batch.pid)}\nstdout so far:\n{exc.stdout}") from None
     finally:
         if batch.poll() is None:
             batch.kill()

@@ -205,12 +205,13 @@ def prune_runs(args) -> int:
         plans.append(sr.plan_run(home.snapshots / run_id, runs[run_id], subs_of[run_id], keep_last, incoming_before))
     if not args.dry_run:
         for plan in plans:
-            if plan.drop or plan.orphans:
+            if plan.drop or plan.orphans or plan.partials:
                 sr.apply(home.snapshots / plan.run_id, plan)
     total = sum(p.freed_bytes for p in plans)
     if args.json:
         json.dump({"dry_run": args.dry_run, "freed_bytes": total,
                    "runs": [{"run": p.run_id, "keep": p.keep, "drop": p.drop, "orphans": p.orphans,
+                             "partials": p.partials,
                              "freed_bytes": p.freed_bytes} for p in plans]}, sys.stdout, indent=1)
         print()
         return 0
@@ -222,6 +223,9 @@ def prune_runs(args) -> int:
         if p.orphans:
             print(f"{p.run_id}: {verb} {len(p.orphans)} partial cop{'y' if len(p.orphans) == 1 else 'ies'} "
                   f"an interrupted snapshot left in {sr.BLOBS}/")
+        if p.partials:
+            print(f"{p.run_id}: {verb} {len(p.partials)} half-made snapshot folder(s) an interrupted intake left: "
+                  f"{', '.join(p.partials)}")
     print(f"{verb} {sum(len(p.drop) for p in plans)} snapshot(s) of {len(plans)} run(s), "
           f"{total / 2**20:.1f} MiB {'to reclaim' if args.dry_run else 'reclaimed'}; content hashes are kept")
     return 0

@@ -10,7 +10,9 @@ A copy into the blob store is written under an INCOMING name until it is hashed;
 (or before the hash) leaves it behind. Such an orphan is removed when it was made before
 `incoming_before`: the start of the engine that holds the home, or the start of the prune when no
 engine does. A copy an alive engine is writing was made after that engine started, so it is never
-touched (a snapshot that links it keeps its bytes: only the blob store's name goes).
+touched (a snapshot that links it keeps its bytes: only the blob store's name goes). A snapshot
+folder is made under a PARTIAL name (`NNN.partial`) and renamed once whole; one a crash left is
+removed by the same rule (its folder's ctime), and the blobs only it linked go with it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autorl_tui.grading_host.submissions import BLOBS, INCOMING
+from autorl_tui.grading_host.submissions import BLOBS, INCOMING, PARTIAL
 
 DEFAULT_KEEP_LAST = 3
 # The kernel stamps ctime from a coarse clock (up to a tick behind time.time()): a copy counts as
@@ -37,6 +39,7 @@ class RunPrune:
     drop: list[int] = field(default_factory=list)          # seqs whose snapshot goes
     freed_bytes: int = 0
     orphans: list[str] = field(default_factory=list)       # INCOMING blobs a crashed copy left (their names)
+    partials: list[str] = field(default_factory=list)      # PARTIAL snapshot folders a crash left (their names)
 
 
 def choose(run: dict, submissions: list[dict], keep_last: int) -> tuple[list[int], list[int]]:
@@ -69,6 +72,15 @@ def orphaned_copies(snap_root: Path, incoming_before: float | None) -> list[Path
                   if p.is_file() and not p.is_symlink() and p.stat().st_ctime < incoming_before - CTIME_SLACK_S)
 
 
+def orphaned_partials(snap_root: Path, incoming_before: float | None) -> list[Path]:
+    """The PARTIAL snapshot folders of the run made before `incoming_before` (by their ctime, as
+    orphaned_copies); none when it is None."""
+    if incoming_before is None or not snap_root.is_dir():
+        return []
+    return sorted(p for p in snap_root.glob("*" + PARTIAL)
+                  if p.is_dir() and not p.is_symlink() and p.stat().st_ctime < incoming_before - CTIME_SLACK_S)
+
+
 def plan_run(snap_root: Path, run: dict, submissions: list[dict], keep_last: int,
              incoming_before: float | None = None) -> RunPrune:
     keep, drop = choose(run, submissions, keep_last)
@@ -77,11 +89,12 @@ def plan_run(snap_root: Path, run: dict, submissions: list[dict], keep_last: int
         st = p.stat()
         plan.orphans.append(p.name)
         plan.freed_bytes += st.st_size if st.st_nlink == 1 else 0
+    plan.partials = [p.name for p in orphaned_partials(snap_root, incoming_before)]
     # A file's bytes are freed when every link to its inode, but the blob store's own, goes.
     going: dict[int, int] = {}
     sizes: dict[int, tuple[int, int]] = {}
-    for seq in plan.drop:
-        for p in _files(snap_root / f"{seq:03d}"):
+    for folder in [snap_root / f"{seq:03d}" for seq in plan.drop] + [snap_root / n for n in plan.partials]:
+        for p in _files(folder):
             st = p.stat()
             going[st.st_ino] = going.get(st.st_ino, 0) + 1
             sizes[st.st_ino] = (st.st_nlink, st.st_size)
@@ -94,11 +107,13 @@ def plan_run(snap_root: Path, run: dict, submissions: list[dict], keep_last: int
 
 
 def apply(snap_root: Path, plan: RunPrune) -> None:
-    """Remove the dropped snapshots (their file hashes recorded first), then the orphaned blobs and
-    the planned orphaned copies."""
+    """Remove the dropped snapshots (their file hashes recorded first) and the planned partial
+    snapshots, then the orphaned blobs and the planned orphaned copies."""
     for name in plan.orphans:
         (snap_root / BLOBS / name).unlink(missing_ok=True)
-    if not plan.drop:
+    for name in plan.partials:
+        shutil.rmtree(snap_root / name, ignore_errors=True)
+    if not plan.drop and not plan.partials:
         return
     record = snap_root / "pruned.json"
     try:
@@ -111,9 +126,10 @@ def apply(snap_root: Path, plan: RunPrune) -> None:
         folder = snap_root / f"{seq:03d}"
         pruned[str(seq)] = {str(p.relative_to(folder)): by_inode.get(p.stat().st_ino) or _sha256(p)
                             for p in _files(folder)}
-    tmp = record.with_name(".pruned.json.tmp")
-    tmp.write_text(json.dumps(pruned, indent=1, sort_keys=True))
-    os.replace(tmp, record)
+    if plan.drop:
+        tmp = record.with_name(".pruned.json.tmp")
+        tmp.write_text(json.dumps(pruned, indent=1, sort_keys=True))
+        os.replace(tmp, record)
     for seq in plan.drop:
         shutil.rmtree(snap_root / f"{seq:03d}")
     if blobs.is_dir():

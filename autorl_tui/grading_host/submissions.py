@@ -122,6 +122,7 @@ HASH_THREADS = 4
 BLOBS = ".blobs"       # beside a run's snapshots: one read-only file per content hash, linked into them
 INCOMING = ".incoming-"  # a blob being copied or not hashed yet (in BLOBS; pruned only once orphaned: snapshot_retention)
 
+PARTIAL = ".partial"    # a snapshot being made: NNN.partial, renamed to NNN once whole (pruned once orphaned)
 STAT_CACHE = ".statcache.json"  # beside a run's snapshots: what each submitted file's stat was when hashed
 RACY_NS = 2_000_000_000         # a file changed this close to its hashing is hashed again (timestamps are coarse)
 _STAT_CACHE_LOCK = threading.Lock()   # snapshots of one run may be taken at once (one thread each)
@@ -307,7 +308,7 @@ def snapshot_folder(src: "SubmittedFolder | Path", dst: Path, max_bytes: int,
     if not isinstance(src, SubmittedFolder):
         with hold_folder(src) as held:
             return snapshot_folder(held, dst, max_bytes, defer_hash_over)
-    tmp = dst.with_name(dst.name + ".partial")
+    tmp = dst.with_name(dst.name + PARTIAL)
     if tmp.exists():
         shutil.rmtree(tmp)
     blobs = dst.parent / BLOBS

@@ -206,3 +206,45 @@ def test_runs_prune_removes_copies_a_crash_left_never_one_an_alive_engine_is_wri
     after = cli("runs", "prune", "--keep-last", "9", "--json", home=home.root)
     assert after.returncode == 0, after.stderr
     assert json.loads(after.stdout)["runs"][0]["orphans"] == [alive.name] and not alive.exists()
+
+
+@pytest.mark.subprocess
+def test_runs_prune_removes_a_half_made_snapshot_a_crash_left_never_one_being_made(tmp_path):
+    """An intake that dies before its snapshot folder is renamed into place leaves `NNN.partial`
+    (with links into the blob store). `runs prune` removes one older than the engine holding the
+    home, with the blobs only it linked, and keeps one that engine is making; no snapshot and no
+    pruned.json entry is touched."""
+    from autorl_tui.grading_host.snapshot_retention import CTIME_SLACK_S
+    from autorl_tui.grading_host.submissions import PARTIAL
+    from autorl_tui.home import EngineLock
+
+    home, snaps = _home_with_run(tmp_path)
+
+    def half_made(seq: int, weights: bytes) -> Path:
+        made = snapshot_folder(_model(tmp_path / f"out{seq}", weights), snaps / f"{seq:03d}", 1 << 30).path
+        return made.rename(made.with_name(made.name + PARTIAL))    # as if the rename into place never came
+
+    crashed = half_made(7, os.urandom(1 << 20))
+    weights = (crashed / "model.safetensors").stat().st_ino      # its other files are the other snapshots' too
+    _wait_past(crashed, CTIME_SLACK_S)
+    lock = EngineLock(home)
+    lock.acquire(role="test")
+    try:
+        being_made = half_made(8, os.urandom(4096))
+        dry = cli("runs", "prune", "--keep-last", "9", "--dry-run", "--json", home=home.root)
+        assert dry.returncode == 0, dry.stderr
+        [run] = json.loads(dry.stdout)["runs"]
+        assert run["partials"] == [crashed.name] and run["drop"] == [], run
+        assert (1 << 20) <= run["freed_bytes"] < (1 << 20) + 4096, run          # its weights' blob only it links
+        assert crashed.is_dir()                                               # a dry run deletes nothing
+        done = cli("runs", "prune", "--keep-last", "9", home=home.root)
+        assert done.returncode == 0, done.stderr
+        assert f"deleted 1 half-made snapshot folder(s) an interrupted intake left: {crashed.name}" in done.stdout
+        assert not crashed.exists() and being_made.is_dir()
+        left = {p.stat().st_ino for p in (snaps / BLOBS).rglob("*") if p.is_file()}
+        assert weights not in left                                           # the blob only it linked went with it
+        assert all(p.stat().st_nlink > 1 for p in (snaps / BLOBS).rglob("*") if p.is_file())
+        assert all((snaps / f"{seq:03d}" / "model.safetensors").exists() for seq in range(1, 7))
+        assert not (snaps / "pruned.json").exists()
+    finally:
+        lock.release()

@@ -224,8 +224,13 @@ def warm_up_child(folder: str, job_r: int, cuda: str | None = None) -> dict | No
     device = "cpu"
     if cuda:
         os.environ["CUDA_VISIBLE_DEVICES"] = cuda
-        torch.cuda.init()
-        device = "cuda"
+        try:
+            torch.cuda.init()
+            device = "cuda"
+        except (RuntimeError, AssertionError) as exc:   # no CUDA in this torch, or no device: rehearse on the CPU
+            os.write(2, f"warm grader child: CUDA warm-up on {cuda} not possible ({exc}); warming up on the CPU\n"
+                     .encode())
+            cuda = None
     policy = TransformersPolicy(folder, device=device, batch_size=2)
     if not idle():
         return None

@@ -1,6 +1,7 @@
 """A warm grader on GPUs has its spare children open CUDA before their job (issue 35): the option
 the engine starts it with, decided from the server's devices, the setting and vLLM's presence.
 The warm-up itself needs a GPU: tests/gpu/test_gpu_grading.py (the sandboxed warm gradings)."""
+import os
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,28 @@ def test_the_server_reads_its_devices_from_its_arguments():
     for bad in (["--cuda-warmup"], ["--cuda-warmup", ""], ["--cuda-warmup", "--other"]):
         with pytest.raises(SystemExit, match="needs the devices"):
             cuda_warmup_devices(bad)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a machine with CUDA warms up on it")
+def test_a_spare_that_cannot_open_cuda_still_warms_up_on_the_cpu(tmp_path, monkeypatch, capfd):
+    """A server told to warm its spares on GPUs on a host whose torch cannot open CUDA (no CUDA
+    build, no device) rehearses on the CPU instead of giving the warm-up up, and says so."""
+    import torch
+
+    from autorl_tui.grading.warm_server import warm_up_child, write_warmup_model
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    threads = torch.get_num_threads()
+    folder = tmp_path / "warmup"
+    folder.mkdir()
+    write_warmup_model(str(folder))
+    job_r, job_w = os.pipe()          # no job comes: every step runs
+    try:
+        result = warm_up_child(str(folder), job_r, cuda="0")
+    finally:
+        os.close(job_r)
+        os.close(job_w)
+        torch.set_num_threads(threads)
+    assert result is not None and "score" in result, result            # the rehearsal ran whole
+    assert "CUDA warm-up on 0 not possible" in capfd.readouterr().err

@@ -25,3 +25,12 @@ def raw_inference(card, items: list[dict], model: Path, threads: int, device: st
 
     once()     # warm-up
     return once
+
+
+def phase_medians_ms(outcomes) -> str:
+    """The gradings' spans (`GradingOutcome.phases`), each the median over the outcomes, in ms."""
+    import statistics
+
+    names = list(outcomes[0].phases)
+    return " ".join(f"{k}={statistics.median(o.phases.get(k, 0.0) for o in outcomes) * 1000:.1f}"
+                    for k in names if k != "total")

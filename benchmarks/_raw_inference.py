@@ -5,12 +5,17 @@ from pathlib import Path
 
 def raw_inference(card, items: list[dict], model: Path, threads: int, device: str = "cpu"):
     """The model loaded in this process and warmed up (one generation): returns a function that
-    times one batched generation of the split, as the protocol asks for it."""
+    times one batched generation of the split, as the protocol asks for it. On CPU with the
+    grading's malloc settings (grading/malloc_tuning.py), as its threads: the floor is the same
+    generation run as well as this process can, not a default process's."""
     import torch
     from transformers.utils import logging as hf_logging
 
     from autorl_tui.grading.inference import TransformersPolicy
+    from autorl_tui.grading.malloc_tuning import keep_freed_memory
 
+    if device == "cpu":
+        keep_freed_memory()
     hf_logging.disable_progress_bar()
     torch.set_num_threads(threads)
     p = card.protocol

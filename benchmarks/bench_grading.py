@@ -39,7 +39,7 @@ os.environ.update({"OMP_NUM_THREADS": str(THREADS), "MKL_NUM_THREADS": str(THREA
                    "TOKENIZERS_PARALLELISM": "false"})
 from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path  # noqa: E402
 from autorl_tui.tasks.arith.tiny_model import build_tiny_model, source_key  # noqa: E402
-from benchmarks._raw_inference import raw_inference  # noqa: E402
+from benchmarks._raw_inference import phase_medians_ms, raw_inference  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 # benchmarks/bench_gpu_grading.py sets these: both sides on the same GPU (the grading pinned to it).
@@ -163,10 +163,9 @@ def main():
             f"{' '.join(f'{x:.1f}' for x in loads)})")
         say(f"grading_in_child_load: {t['load_s']:.2f} s")
         say(f"grading_in_child_inference: {t['inference_s']:.2f} s")
-        phases = {name: statistics.median(o.phases.get(name, 0.0) for o in outcomes) for name in outcomes[0].phases}
         fixed = statistics.median(w - o.timings["inference_s"] for w, o in zip(walls, outcomes))
         say(f"grading_fixed_cost: {fixed:.3f} s (wall less the child's inference; target <= {0.2 * raw:.3f} s)")
-        say("grading_phases_ms: " + " ".join(f"{k}={v * 1000:.0f}" for k, v in phases.items() if k != "total"))
+        say(f"grading_phases_ms: {phase_medians_ms(outcomes)}")
         server_start = grader_service.POOL.idle()[0].import_s if grader_service.POOL.idle() else float("nan")
         say(f"grading_first_with_server_start: {first:.2f} s (server start {server_start:.2f} s)")
         os.environ[grader_service.DISABLE_ENV] = "0"

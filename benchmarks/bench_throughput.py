@@ -21,10 +21,17 @@ grading, BENCH_SLOTS (default: cores) slots.
   `report` of one run (JSON), `runs list --json` and a page of 50, each a fresh CLI process
   (imports included), against the issue's bounds (compare < 5 s, report < 2 s).
 - paired_grading_ratio_as_is / _with_N_busy: a warm grading against the same generation in this
-  process, side by side, BENCH_PAIRS (4) pairs; as the machine is, then with one busy process per
-  core that the bench starts itself (issue 36: <= 1.2 both); with the grading child's own
-  inference against the raw one; and grading_back_to_back_over_settled, a grading sent as the
-  previous one is answered against one sent 1.5 s later (a suspect of the slowdown under load).
+  process, side by side, BENCH_PAIRS (8) pairs in alternating order (ABBA), each side right after
+  the other (BENCH_SETTLE_S, default 0: on this VM a generation that starts after its process
+  idled ~0.3 s or more runs ~1.5x slower, 0.27-0.33 s against 0.18-0.22 s back to back, while a
+  grading child's generation follows its own model load and escapes that; a settle of 0.5 s gave
+  the raw side alone that penalty, a floor of 0.29-0.34 s and the child's inference 0.68-0.72x the
+  raw one; back to back both sides' generations cost the same, 0.92-0.99x); as the machine is,
+  then with one busy process per core that the bench starts itself (issue 36: <= 1.2 both); the
+  median of the pairs' ratios and the ratio of the medians, the child's own inference against the
+  raw one (a fair pair: ~1.0), and the gradings' spans (`phases`, medians); and
+  grading_back_to_back_over_settled, a grading sent as the previous one is answered against one
+  sent 1.5 s later (a suspect of the slowdown under load).
 BENCH_ONLY=store (or grading, paired, snapshot, engine) runs one part.
 """
 import asyncio
@@ -44,14 +51,15 @@ os.environ.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "GOMP_SPINCOU
                    "TOKENIZERS_PARALLELISM": "false"})
 from autorl_tui.catalog.tasks import find_task, materialize, read_items, task_search_path  # noqa: E402
 from autorl_tui.tasks.arith.tiny_model import build_tiny_model, source_key  # noqa: E402
-from benchmarks._raw_inference import raw_inference  # noqa: E402
+from benchmarks._raw_inference import phase_medians_ms, raw_inference  # noqa: E402
 
 THREADS = 1
 SLOTS = int(os.environ.get("BENCH_SLOTS") or os.cpu_count() or 1)
 RUNS_N = int(os.environ.get("BENCH_RUNS_N", "3"))
 SUBMISSIONS = int(os.environ.get("BENCH_SUBMISSIONS", "20"))
 SNAPSHOT_MB = int(os.environ.get("BENCH_SNAPSHOT_MB", "1024"))
-PAIRS = int(os.environ.get("BENCH_PAIRS", "4"))
+PAIRS = int(os.environ.get("BENCH_PAIRS", "8"))
+SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "0"))
 TASKS = REPO / "tests" / "data" / "tasks"
 
 
@@ -159,14 +167,15 @@ BUSY = "import os, time\nend = time.monotonic() + 1800\nwhile time.monotonic() <
 
 def paired(req: dict, base: Path, raw_once, label: str) -> None:
     """A warm grading and the same generation in this process, side by side (alternating, each
-    after a short settle), PAIRS times: the median of the pairs' ratios, and the grading child's
-    own inference against the raw one (what the child's generation alone costs)."""
+    SETTLE_S after the other: module docstring), PAIRS times: the median of the pairs' ratios, the
+    grading child's own inference against the raw one (what the child's generation alone costs;
+    ~1.0 when both sides are measured alike) and the gradings' spans."""
     asyncio.run(_grade(req, base / f"paired-{label}" / "warm", None))    # its server started, warm
-    walls, raws, child, loads = [], [], [], []
+    walls, raws, child, loads, outcomes = [], [], [], [], []
     for i in range(PAIRS):
         loads.append(os.getloadavg()[0])
         for side in ("grade", "raw") if i % 2 == 0 else ("raw", "grade"):
-            time.sleep(0.5)
+            time.sleep(SETTLE_S)
             if side == "raw":
                 raws.append(raw_once())
             else:
@@ -174,12 +183,15 @@ def paired(req: dict, base: Path, raw_once, label: str) -> None:
                 outcome = asyncio.run(_grade(req, base / f"paired-{label}" / f"p{i}", None))
                 walls.append(time.perf_counter() - t0)
                 child.append(outcome.timings["inference_s"])
+                outcomes.append(outcome)
     ratios = [w / r for w, r in zip(walls, raws)]
     inner = [c / r for c, r in zip(child, raws)]
+    wall, raw = statistics.median(walls), statistics.median(raws)
     say(f"paired_grading_ratio_{label}: {statistics.median(ratios):.2f} (target <= 1.2; floor: the same generation "
-        f"in this process, {statistics.median(raws):.2f} s; grading {statistics.median(walls):.2f} s; pairs "
-        f"{' '.join(f'{r:.2f}' for r in ratios)}; the child's own inference {statistics.median(inner):.2f}x) | load "
-        f"{' '.join(f'{x:.1f}' for x in loads)}")
+        f"in this process, {raw:.3f} s; grading {wall:.3f} s; ratio of the medians {wall / raw:.2f}; pairs "
+        f"{' '.join(f'{r:.2f}' for r in ratios)}; the child's own inference {statistics.median(inner):.2f}x; settle "
+        f"{SETTLE_S:g} s) | load {' '.join(f'{x:.1f}' for x in loads)}")
+    say(f"paired_grading_phases_ms_{label}: {phase_medians_ms(outcomes)}")
 
 
 def back_to_back(req: dict, base: Path) -> None:

@@ -11,9 +11,11 @@ Submitted models are untrusted: they are always loaded with `trust_remote_code=F
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,39 @@ def seed_everything(seed: int, accelerators: bool = True) -> None:
         torch.manual_seed(seed)
     else:
         torch.random.default_generator.manual_seed(seed)
+
+
+INIT_FUNCTIONS = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+                  "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
+                  "sparse_")
+
+
+@contextmanager
+def meta_init_skipped():
+    """While it lasts, `torch.nn.init`'s functions return a tensor on the meta device untouched.
+    transformers builds a model's modules on the meta device and then loads the weights over them;
+    each module's own initialisation (nn.Linear's kaiming_uniform_, nn.Embedding's normal_) runs on
+    tensors that hold no values, through torch's Python decompositions: ~4 ms of a tiny model's
+    ~20 ms load, ~1/4 of its module construction. On meta that is an exact no-op (no values are
+    written, no generator is drawn from), so skipping it changes nothing; a tensor anywhere else
+    (weights a checkpoint lacks, initialised after the load) goes to the function as before."""
+    import torch.nn.init as init
+
+    originals = {name: getattr(init, name) for name in INIT_FUNCTIONS if hasattr(init, name)}
+
+    def skipping(original):
+        @functools.wraps(original)
+        def init_unless_meta(tensor, *args, **kwargs):
+            return tensor if getattr(tensor, "is_meta", False) else original(tensor, *args, **kwargs)
+        return init_unless_meta
+
+    for name, original in originals.items():
+        setattr(init, name, skipping(original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(init, name, original)
 
 
 def check_model_dir(path: Path) -> None:
@@ -157,14 +192,18 @@ class TransformersPolicy:
         self.batch_size = max(1, int(batch_size))
         self.render_budget = RenderBudget.from_dict(template_limits)
         check_model_dir(self.path)
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(self.path, trust_remote_code=False,
+            # The config parsed once, for both: each loader would parse it again (~3 ms each on the
+            # tiny model, most of it formatting the config's repr for a log line nobody reads).
+            config = AutoConfig.from_pretrained(self.path, trust_remote_code=False, local_files_only=True)
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path, config=config, trust_remote_code=False,
                                                            local_files_only=True)
             # .bin weights are pickles: weights_only unpickles tensors and plain data, never calls code.
-            self.model = AutoModelForCausalLM.from_pretrained(self.path, trust_remote_code=False,
-                                                              local_files_only=True, weights_only=True)
+            with meta_init_skipped():
+                self.model = AutoModelForCausalLM.from_pretrained(self.path, config=config, trust_remote_code=False,
+                                                                  local_files_only=True, weights_only=True)
         except Exception as exc:  # noqa: BLE001 - e.g. UnpicklingError of a .bin carrying code
             raise InvalidModel(f"cannot load {self.path} as a causal LM with transformers "
                                f"(trust_remote_code is off): {exc}") from exc

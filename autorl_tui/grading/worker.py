@@ -105,6 +105,10 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps
         if key not in request:
             raise GradingError("internal", f"request lacks `{key}`")
     threads = int(request.get("threads") or 1)
+    if str(request.get("device", "cpu")) == "cpu":
+        from autorl_tui.grading.malloc_tuning import keep_freed_memory
+
+        keep_freed_memory()      # a generation's activations reuse their pages (grading/malloc_tuning.py)
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     # OpenMP threads spin while waiting; on a shared machine that can make inference many times slower.
     os.environ.setdefault("GOMP_SPINCOUNT", "1000")

@@ -49,3 +49,43 @@ def test_a_uid_lease_names_its_holder_in_place():
     with sandbox_bwrap.UidLease.acquire() as lease:
         text = (sandbox_bwrap.LEASE_DIR / str(lease.uid)).read_text()
     assert text == f"{os.getpid():>10}\n"
+
+
+@pytest.mark.subprocess
+def test_skipping_the_meta_init_loads_the_same_model_and_draws_the_same(tmp_path, tiny_model_dir):
+    """TransformersPolicy loads with torch.nn.init skipped on meta tensors and the config parsed once:
+    the same parameters, buffers and generator state as transformers' own from_pretrained, also for
+    a checkpoint that lacks weights (those are initialised after the load, not skipped)."""
+    import shutil
+
+    import safetensors.torch
+    from transformers import AutoModelForCausalLM
+
+    from autorl_tui.grading.inference import TransformersPolicy, meta_init_skipped
+
+    lacking = tmp_path / "lacking"
+    shutil.copytree(tiny_model_dir, lacking)
+    weights = safetensors.torch.load_file(lacking / "model.safetensors")
+    for name in ("model.layers.1.mlp.up_proj.weight", "model.norm.weight"):
+        del weights[name]
+    safetensors.torch.save_file(weights, lacking / "model.safetensors", metadata={"format": "pt"})
+    for folder in (tiny_model_dir, lacking):
+        seed_everything(3, accelerators=False)
+        plain = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, local_files_only=True,
+                                                     weights_only=True)
+        after_plain = torch.rand(4)
+        seed_everything(3, accelerators=False)
+        model = TransformersPolicy(folder, threads=1).model
+        after = torch.rand(4)
+        want, got = plain.state_dict(), model.state_dict()
+        assert list(got) == list(want)
+        assert [k for k in want if not torch.equal(want[k], got[k])] == []
+        assert all(torch.equal(b, dict(model.named_buffers())[k]) for k, b in plain.named_buffers())
+        assert torch.equal(after, after_plain)
+    meta = torch.empty(3, device="meta")
+    real = torch.zeros(3)
+    with meta_init_skipped():
+        assert torch.nn.init.normal_(meta) is meta
+        torch.nn.init.ones_(real)
+    assert torch.equal(real, torch.ones(3))             # off the meta device: initialised as before
+    assert torch.nn.init.normal_.__name__ == "normal_" and not hasattr(torch.nn.init.normal_, "__wrapped__")

@@ -12,6 +12,8 @@ kind `prompt_too_long` and the reason below.
 
 from __future__ import annotations
 
+from autorl_tui.grading.types import Completion
+
 REFUSED = "prompt_too_long"          # the failure kind, and a completion's finish_reason
 
 
@@ -24,6 +26,11 @@ def refusal(prompt_tokens: int, limit: int | None) -> str | None:
         return (f"the prompt has {prompt_tokens} tokens and the model's context holds {limit}: no room for a "
                 f"single new token (vLLM refuses it: prompt length >= max_model_len); the sample scores 0")
     return None
+
+
+def refused_completions(why: str, prompt_tokens: int, n: int) -> list[Completion]:
+    """The n completions of a prompt refused for `why` (no output, no budget)."""
+    return [Completion(text="", tokens=0, finish_reason=REFUSED, error=why, budget=0, prompt_tokens=prompt_tokens)] * n
 
 
 def refused(completion) -> str | None:

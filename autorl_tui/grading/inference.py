@@ -242,8 +242,7 @@ class TransformersPolicy:
         for i, ids in enumerate(rows):
             why = context_budget.refusal(len(ids), self.max_positions)
             if why is not None:
-                results[i] = [Completion(text="", tokens=0, finish_reason=context_budget.REFUSED, error=why,
-                                         budget=0, prompt_tokens=len(ids))] * n
+                results[i] = context_budget.refused_completions(why, len(ids), n)
             else:
                 groups.setdefault(context_budget.budget(len(ids), max_tokens, self.max_positions), []).append(i)
         done = len(texts) - sum(len(g) for g in groups.values())
@@ -400,8 +399,7 @@ class VLLMPolicy:
         for i, length in enumerate(lengths):
             why = context_budget.refusal(length, limit)
             if why is not None:
-                results[i] = [Completion(text="", tokens=0, finish_reason=context_budget.REFUSED, error=why,
-                                         budget=0, prompt_tokens=length)] * n
+                results[i] = context_budget.refused_completions(why, length, n)
         runnable = [i for i, r in enumerate(results) if r is None]
         outputs = self.llm.generate([texts[i] for i in runnable], params) if runnable else []
         for i, o in zip(runnable, outputs):

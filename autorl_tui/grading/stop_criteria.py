@@ -22,11 +22,17 @@ def stop_when_written(decode: Callable[[list[int]], str], stop: list[str], promp
     stops = [s for s in stop if s]
 
     class _StopWhenWritten(StoppingCriteria):
+        def __init__(self) -> None:
+            self.stopped: set[int] = set()     # rows found done: only padded from there on, never decoded again
+
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
             done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
             for row, ids in enumerate(input_ids[:, prompt_width:].tolist()):
-                text = decode([t for t in ids if t not in ignore])
-                done[row] = any(s in text for s in stops)
+                if row not in self.stopped:
+                    text = decode([t for t in ids if t not in ignore])
+                    if any(s in text for s in stops):
+                        self.stopped.add(row)
+                done[row] = row in self.stopped
             return done
 
     return StoppingCriteriaList([_StopWhenWritten()])

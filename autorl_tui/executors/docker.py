@@ -505,7 +505,7 @@ class DockerExecutor(Executor):
             except docker.errors.NotFound:
                 pass
         number = attempt.get("number", spec.attempt)
-        found = client.containers.list(all=True, filters={"label": [
+        found = client.containers.list(all=True, ignore_removed=True, filters={"label": [
             f"{LABEL_RUN}={spec.run_id}", f"{LABEL_ATTEMPT}={number}", f"{LABEL_HOME}={self._home_of(spec)}"]})
         return found[0] if found else None
 
@@ -533,7 +533,7 @@ class DockerExecutor(Executor):
 def list_containers(client, home: str) -> list[dict]:
     """This home's labelled containers (for the engine's reconciliation on start)."""
     out = []
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL_HOME}={home}"}):
+    for c in client.containers.list(all=True, ignore_removed=True, filters={"label": f"{LABEL_HOME}={home}"}):
         out.append({"container_id": c.id, "name": c.name, "run_id": c.labels.get(LABEL_RUN),
                     "attempt": int(c.labels.get(LABEL_ATTEMPT) or 0), "status": c.status})
     return out
@@ -541,7 +541,7 @@ def list_containers(client, home: str) -> list[dict]:
 
 def reap(client, home: str, live: set[str]) -> list[str]:
     removed = []
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL_HOME}={home}"}):
+    for c in client.containers.list(all=True, ignore_removed=True, filters={"label": f"{LABEL_HOME}={home}"}):
         if any(c.id.startswith(x) for x in live if x):
             continue
         c.remove(force=True)

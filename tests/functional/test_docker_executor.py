@@ -131,7 +131,7 @@ async def test_end_to_end_agent_grading_through_socket_and_isolation(harness):
     assert spec.stderr_path.read_text() == "to stderr\n"
     record = json.loads(spec.exit_path.read_text())
     assert record["exit_code"] == 0 and not record["oom_killed"]
-    assert not h["client"].containers.list(all=True, filters={"label": f"{LABEL_RUN}=r-e2e"})   # removed
+    assert not h["client"].containers.list(all=True, ignore_removed=True, filters={"label": f"{LABEL_RUN}=r-e2e"})   # removed
 
 
 AGENT_NET = """

@@ -38,7 +38,7 @@ def _plan(address, agent, seeds=(0,), budget="240s"):
 
 def _containers(client, home, run_id=None):
     labels = [f"{LABEL_HOME}={Path(home).resolve()}"] + ([f"{LABEL_RUN}={run_id}"] if run_id else [])
-    return client.containers.list(all=True, filters={"label": labels})
+    return client.containers.list(all=True, ignore_removed=True, filters={"label": labels})
 
 
 def _stdout(store, run_id, prefix):

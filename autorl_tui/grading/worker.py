@@ -109,6 +109,9 @@ def evaluate_request(request: dict, progress: ProgressFile | None = None, stamps
         from autorl_tui.grading.malloc_tuning import keep_freed_memory
 
         keep_freed_memory()      # a generation's activations reuse their pages (grading/malloc_tuning.py)
+        # transformers 5 loads the weights on a pool of min(4, cores) threads: past the grading's own
+        # thread count, and on the CPU slower than this thread alone (~3 ms of a fresh child's load).
+        os.environ["HF_DEACTIVATE_ASYNC_LOAD"] = "1"
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     # OpenMP threads spin while waiting; on a shared machine that can make inference many times slower.
     os.environ.setdefault("GOMP_SPINCOUNT", "1000")

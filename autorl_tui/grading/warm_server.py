@@ -24,7 +24,10 @@ anything of a submission: it loads it again (the pages of the loading path that 
 from the server on first touch are then copied off the grading's path: a grading's model load
 costs ~1/3 less CPU), then rehearses a grading on it through the worker's own path (the thread
 pool at the grading's thread count, seeds, scorer, split read, generation's first-call set-up,
-scoring, RESULT written). Each of the two steps starts only while no job waits.
+scoring, RESULT written). Each of the two steps starts only while no job waits. It warms up at
+once where the machine left a CPU idle since the last grading's answer, else only after
+WARMUP_PATIENCE_S without a job (`warm_up_when`: on a busy machine the warm-up took the running
+grading's CPU).
 
 Protocol, one JSON object per line: stdin gets {"job", "uid", "work_dir", "request", "result",
 "env", "rlimits"}; stdout answers {"ready": true, "import_s"} once, then {"job", "status",
@@ -45,6 +48,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from autorl_tui.grading.idle_cpu import IdleGauge
 
 PRELOAD = ("transformers.models.llama.modeling_llama", "transformers.models.qwen2.modeling_qwen2",
            "transformers.models.qwen3.modeling_qwen3", "transformers.models.mistral.modeling_mistral",
@@ -134,6 +139,8 @@ def _child(job: dict, private_fds: list[int]) -> int:
 WARMUP_LAYERS = 8       # the loader compiles a regex per parameter name: layers 0-7 are then cached
 WARMUP_PROMPT = "what is 1 + 2 ?"
 WARMUP_SPLIT = "rehearsal.jsonl"     # two items for the spare's rehearsal of a grading
+WARMUP_IDLE_CPUS = 0.5     # a spare warms up at once when the machine left this much CPU idle lately,
+WARMUP_PATIENCE_S = 2.0    # else this long after its fork (grading/idle_cpu.py)
 
 
 def write_warmup_model(folder: str) -> None:
@@ -256,10 +263,11 @@ class _Child:
     done_r: int
 
 
-def _spawn(private_fds: list[int], warmup: str | None = None, cuda: str | None = None) -> _Child:
+def _spawn(private_fds: list[int], warmup: str | None = None, cuda: str | None = None, eager: bool = True) -> _Child:
     """Fork a child that waits for its job, warming up on the server's model in `warmup` (a
     folder) meanwhile (`warm_up_child`; its thread pool is its own: the server never ran a
-    parallel region). Closing its job pipe without writing ends it."""
+    parallel region): at once when `eager`, else after WARMUP_PATIENCE_S if no job came by then
+    (`warm_up_when`). Closing its job pipe without writing ends it."""
     job_r, job_w = os.pipe()
     done_r, done_w = os.pipe()
     sys.stdout.flush()
@@ -273,7 +281,7 @@ def _spawn(private_fds: list[int], warmup: str | None = None, cuda: str | None =
     try:
         for fd in (job_w, done_r, *private_fds):
             os.close(fd)
-        if warmup:
+        if warmup and (eager or not select.select([job_r], [], [], WARMUP_PATIENCE_S)[0]):
             try:
                 warm_up_child(warmup, job_r, cuda)
             except Exception as exc:  # noqa: BLE001 - an optimisation: the grading then pays the first calls
@@ -298,6 +306,19 @@ def _spawn(private_fds: list[int], warmup: str | None = None, cuda: str | None =
             os.write(done_w, bytes([code & 0x7F]))     # done: the server need not wait for the exit
         finally:
             os._exit(code)
+
+
+def warm_up_when(gauge: IdleGauge) -> bool:
+    """Whether the spare forked now warms up at once (True) or only once WARMUP_PATIENCE_S have
+    passed without a job: at once where the machine left at least WARMUP_IDLE_CPUS idle lately
+    (since the last grading's answer, or a little longer: IdleGauge), or where it cannot tell. The
+    spare is forked as a grading starts; on a machine without a CPU to spare its warm-up (~55 ms of
+    CPU on the tiny model) took that grading's share: with one busy process per core a job's
+    generation in a forked child ran 357 ms with the next spare warming beside it against 251 ms
+    without (issue 36's A/B, docs/grading.md). There, gradings that come less than
+    WARMUP_PATIENCE_S apart start cold instead, which costs them less."""
+    idle = gauge.idle_cpus()
+    return idle is None or idle >= WARMUP_IDLE_CPUS
 
 
 def _hand_over(child: _Child, job: dict) -> bool:
@@ -440,6 +461,7 @@ def serve(argv: list[str] | None = None) -> int:
     gc.freeze()
     private = [proto_in, proto_out, *reaper.fds]     # closed in every child
     spare: _Child | None = _spawn(private, warmup, cuda)
+    gauge = IdleGauge()          # the idle CPU lately, read as a spare is forked (warm_up_when)
     inflight: dict[int, tuple[_Child, dict, float]] = {}     # done_r -> (child, job, accepted)
     # Children of answered gradings (killed with their uid before the answer), reaped the moment
     # they are gone: a pidfd each, readable at the exit, in the loop's select (no wait, no poll).
@@ -470,7 +492,7 @@ def serve(argv: list[str] | None = None) -> int:
             # another grading it is forked when one ends), so that a grading sent the moment this
             # one is answered starts warm instead of paying its warm-up itself (issue 36's A/B,
             # docs/grading.md: back to back 1.18-1.56x the same grading sent 1.5 s later, 0.89-1.01x so).
-            spare = _spawn(held(), warmup, cuda)
+            spare = _spawn(held(), warmup, cuda, warm_up_when(gauge))
 
     def finish(fd: int) -> None:
         nonlocal spare
@@ -482,8 +504,9 @@ def serve(argv: list[str] | None = None) -> int:
         reaper.reap(int(job["uid"]))
         answer({"job": job.get("job"), "status": status,
                 "stamps": {"accepted": accepted, "child_done": done, "reaped": time.time()}})
+        gauge.mark()            # the next spare's fork reads the idle CPU from here (warm_up_when)
         if spare is None:
-            spare = _spawn(held(), warmup, cuda)     # the next grading's child, forked while the engine reads
+            spare = _spawn(held(), warmup, cuda, warm_up_when(gauge))     # forked while the engine reads
         if leaving:
             _leaving(child.pid, leavers)
 

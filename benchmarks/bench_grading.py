@@ -7,8 +7,10 @@ sandboxed when the host can, through the warm grader unless AUTORL_WARM_GRADER=0
 - grading_wall_per_submission: one warm grading, request to outcome (median of BENCH_RUNS after
   a first grading that starts the server), and grading_wall_over_inference, the ratio: the median
   of the runs' ratios, each run a grading and a raw inference side by side (the order alternates,
-  and each waits SETTLE_S first, so that neither gets the tail of the other: the server forking
-  and warming its next spare child; on a shared machine both of a pair see the same load);
+  and each waits BENCH_SETTLE_S first: 0 on the CPU, back to back, since on this VM a warm process's
+  generation that starts after ~0.3 s idle runs ~1.5x slower and a settle gave that penalty to the
+  raw side alone (docs/grading.md, "The paired ratio measured fairly"); 1 s on a GPU, where the
+  spare's CUDA warm-up takes that long and the GPU figures were taken so);
 - grading_phases_ms: where a warm grading's wall time goes, per phase (median over the runs; the
   stamps of grading_host/grading_client.PHASES), and grading_fixed_cost, its wall time less inference;
 - grading_wall_cold_per_submission: a fresh worker process (the former path), once;
@@ -45,7 +47,7 @@ RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 # benchmarks/bench_gpu_grading.py sets these: both sides on the same GPU (the grading pinned to it).
 DEVICE = os.environ.get("BENCH_DEVICE", "cpu")
 GPUS = [g for g in os.environ.get("BENCH_GPUS", "").split(",") if g]
-SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "1.0"))
+SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "0" if DEVICE == "cpu" else "1.0"))
 SNAPSHOT_MB = int(os.environ.get("BENCH_SNAPSHOT_MB", "256"))
 
 

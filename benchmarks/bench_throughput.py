@@ -1,8 +1,8 @@
 """Throughput (issue 36), each figure beside its floor and the load average, before and after side
 by side in one run ("before": each run its own grading server and one grading slot per engine, as
 the engine graded until issue 36; "after": the engine's one shared server and its grading queue).
-The tiny model on arith-small's dev split (40 problems), sandboxed warm grader, 1 thread per
-grading, BENCH_SLOTS (default: cores) slots.
+The tiny model on arith-small's dev split (40 problems; BENCH_TASK picks another task), sandboxed
+warm grader, 1 thread per grading, BENCH_SLOTS (default: cores) slots.
 
 - first_grading_of_a_run: a run's first grading (its baseline) when it needs its own server
   started (before) and when the engine's server is live (after); and three runs' first gradings at
@@ -20,8 +20,9 @@ grading, BENCH_SLOTS (default: cores) slots.
   through the Store API (tests/support/run_writer.py, small runs); `compare --plan` (JSON),
   `report` of one run (JSON), `runs list --json` and a page of 50, each a fresh CLI process
   (imports included), against the issue's bounds (compare < 5 s, report < 2 s).
-- paired_grading_ratio_as_is / _with_N_busy: a warm grading against the same generation in this
-  process, side by side, BENCH_PAIRS (8) pairs in alternating order (ABBA), each side right after
+- paired_grading_ratio_TASK_as_is / _TASK_with_N_busy (TASK: arith-small, then BENCH_PAIRED_TASKS,
+  default arith, whose dev split's generation is ~4x longer): a warm grading against the same
+  generation in this process, side by side, BENCH_PAIRS (8) pairs in alternating order (ABBA), each side right after
   the other (BENCH_SETTLE_S, default 0: on this VM a generation that starts after its process
   idled ~0.3 s or more runs ~1.5x slower, 0.27-0.33 s against 0.18-0.22 s back to back, while a
   grading child's generation follows its own model load and escapes that; a settle of 0.5 s gave
@@ -60,6 +61,10 @@ SUBMISSIONS = int(os.environ.get("BENCH_SUBMISSIONS", "20"))
 SNAPSHOT_MB = int(os.environ.get("BENCH_SNAPSHOT_MB", "1024"))
 PAIRS = int(os.environ.get("BENCH_PAIRS", "8"))
 SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "0"))
+TASK = os.environ.get("BENCH_TASK", "arith-small")
+# The paired ratio on these tasks' dev splits too (arith: 200 problems, a ~0.5 s generation at idle
+# where arith-small's 40 take ~0.1-0.15 s; the issue's "project's bench" figures were arith's).
+PAIRED_TASKS = [t for t in os.environ.get("BENCH_PAIRED_TASKS", "arith").split(",") if t and t != TASK]
 TASKS = REPO / "tests" / "data" / "tasks"
 
 
@@ -215,17 +220,17 @@ def back_to_back(req: dict, base: Path) -> None:
         f"{' '.join(f'{x:.1f}' for x in loads)}")
 
 
-def paired_idle_and_loaded(req: dict, base: Path, raw_once) -> None:
+def paired_idle_and_loaded(req: dict, base: Path, raw_once, task: str) -> None:
     """The paired ratio as the machine is, then under a load this bench makes itself: one busy
     process per core (plain Python loops, the same priority as the grading and the raw inference),
     each in a session of its own, as other programs' load is: with the kernel's autogroups (one
     scheduling group per session) a busy loop in this process's session would take its CPU share
     from the raw inference alone (the grading child runs in a session of its own)."""
-    paired(req, base, raw_once, "as_is")
+    paired(req, base, raw_once, f"{task}_as_is")
     busy = [subprocess.Popen([sys.executable, "-c", BUSY], start_new_session=True) for _ in range(os.cpu_count() or 1)]
     try:
         time.sleep(2.0)
-        paired(req, base, raw_once, f"with_{len(busy)}_busy")
+        paired(req, base, raw_once, f"{task}_with_{len(busy)}_busy")
     finally:
         for proc in busy:
             proc.kill()
@@ -358,7 +363,7 @@ def main():
 
     cache = Path(os.environ.get("AUTORL_TEST_CACHE", REPO / ".pytest_cache" / "autorl-models"))
     model = build_tiny_model(cache / f"tiny-{source_key()}", seed=0)
-    card = find_task("arith-small", task_search_path([TASKS]))
+    card = find_task(TASK, task_search_path([TASKS]))
     sandboxed, why = probe()
     if not sandboxed:
         say(f"(not sandboxed: {why}; the warm grader is not used: grading figures skipped)")
@@ -366,7 +371,7 @@ def main():
     os.chmod(base, 0o711)
     os.environ[grader_service.DISABLE_ENV] = "1"
     try:
-        say(f"(tiny model, arith-small dev, {THREADS} thread per grading, {SLOTS} slots, {os.cpu_count()} cores; "
+        say(f"(tiny model, {TASK} dev, {THREADS} thread per grading, {SLOTS} slots, {os.cpu_count()} cores; "
             f"{load()})")
         only = os.environ.get("BENCH_ONLY", "")
         if sandboxed and only in ("", "grading", "paired"):
@@ -379,7 +384,12 @@ def main():
             asyncio.run(_grade(req, base / "warm" / "w1", None))
             warm_s = time.perf_counter() - t0
             say(f"raw_inference_s: {raw_s:.2f} | warm_grading_s: {warm_s:.2f} | {load()}")
-            paired_idle_and_loaded(req, base, raw_once)
+            paired_idle_and_loaded(req, base, raw_once, TASK)
+            for task in PAIRED_TASKS:       # a realistic split's generation beside the same fixed cost
+                other = find_task(task, task_search_path([TASKS]))
+                split = materialize(other, "dev", base / "cache")
+                paired_idle_and_loaded(request(other, split, model), base,
+                                       raw_inference(other, read_items(split), model, THREADS), task)
             back_to_back(req, base)
             if only == "paired":
                 return

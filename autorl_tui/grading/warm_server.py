@@ -261,6 +261,9 @@ class _Child:
     pid: int
     job_w: int
     done_r: int
+    eager: bool = True          # it warms up at once (else after WARMUP_PATIENCE_S: warm_up_when)
+    forked: float = 0.0         # monotonic
+    warm_up: str = "none"       # for the answer: how its warm-up went, as the server saw it (_warm_up)
 
 
 def _spawn(private_fds: list[int], warmup: str | None = None, cuda: str | None = None, eager: bool = True) -> _Child:
@@ -276,7 +279,7 @@ def _spawn(private_fds: list[int], warmup: str | None = None, cuda: str | None =
     if pid:
         os.close(job_r)
         os.close(done_w)
-        return _Child(pid, job_w, done_r)
+        return _Child(pid, job_w, done_r, eager, time.monotonic(), "to come" if warmup else "none")
     code = 3
     try:
         for fd in (job_w, done_r, *private_fds):
@@ -319,6 +322,18 @@ def warm_up_when(gauge: IdleGauge) -> bool:
     WARMUP_PATIENCE_S apart start cold instead, which costs them less."""
     idle = gauge.idle_cpus()
     return idle is None or idle >= WARMUP_IDLE_CPUS
+
+
+def _warm_up(child: _Child) -> str:
+    """How a spare's warm-up went by the time it got its job, as the server knows it (in the
+    answer, so the grading's record says why a grading started cold): "at_once" (it may not have
+    finished), "held_back" (the machine was busy and the job came within WARMUP_PATIENCE_S: none),
+    "after_patience", or "none" (a fresh child, forked for the job; or no warm-up model)."""
+    if child.warm_up == "none":
+        return "none"
+    if child.eager:
+        return "at_once"
+    return "after_patience" if time.monotonic() - child.forked >= WARMUP_PATIENCE_S else "held_back"
 
 
 def _hand_over(child: _Child, job: dict) -> bool:
@@ -480,6 +495,8 @@ def serve(argv: list[str] | None = None) -> int:
     def start(job: dict, accepted: float) -> None:
         nonlocal spare
         child, spare = spare, None
+        if child is not None:
+            child.warm_up = _warm_up(child)
         if child is None or not _hand_over(child, job):     # none ready (concurrent jobs), or it died
             if child is not None:
                 os.close(child.done_r)
@@ -502,7 +519,7 @@ def serve(argv: list[str] | None = None) -> int:
         # Before the answer: whatever runs under the grading's uid is killed (the leaving child
         # included), so nothing of the grading outlives it or touches its result once it is read.
         reaper.reap(int(job["uid"]))
-        answer({"job": job.get("job"), "status": status,
+        answer({"job": job.get("job"), "status": status, "warm_up": child.warm_up,
                 "stamps": {"accepted": accepted, "child_done": done, "reaped": time.time()}})
         gauge.mark()            # the next spare's fork reads the idle CPU from here (warm_up_when)
         if spare is None:

@@ -221,7 +221,9 @@ class GradingOutcome:
     where: dict | None = None      # executor ray: the node (and GPUs) it was graded on (ray_grading.py)
     placement: dict | None = None  # backend, device(s) and vLLM settings as the worker ran them (placement.py)
     queue: dict | None = None      # the engine's grading queue: {"position" when it waited (0: not), "waited_s"}
-    server: dict | None = None     # the warm server it ran in: {"pid", "waited_s": for a server to be taken or started}
+    # The warm server it ran in: {"pid", "waited_s": for a server to be taken or started, "warm_up":
+    # how its child's warm-up went, warm_server._warm_up}.
+    server: dict | None = None
 
 
 # The wall-clock stamps of one grading, in order, each naming the phase that ends at it. The
@@ -563,7 +565,8 @@ async def _run_warm(request: dict, work_dir: Path, uid: int, env: dict, gpus: li
     finally:
         gs.POOL.give_back(server)
     outcome = _read_outcome(work_dir, res_path, status, time.time() - t0, staged, stamps, memory)
-    outcome.server = {"pid": server.proc.pid, "waited_s": round(stamps["submitted"] - taking, 3)}
+    outcome.server = {"pid": server.proc.pid, "waited_s": round(stamps["submitted"] - taking, 3),
+                      "warm_up": str(answer.get("warm_up") or "none")}
     return outcome
 
 

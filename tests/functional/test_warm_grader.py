@@ -9,12 +9,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 from autorl_tui.catalog.tasks import find_task, materialize, task_search_path
+from autorl_tui.grading import warm_server
 from autorl_tui.grading_host import grader_service
 from autorl_tui.isolation import sandbox_bwrap
 from autorl_tui.grading_host.grading_client import run_grader
@@ -387,3 +389,35 @@ def test_the_spare_rehearses_a_grading_on_the_servers_own_model_unless_a_job_wai
     assert result["ok"] and result["n_items"] == 2 and result["scorer"] == "exact_match", result
     assert 0.0 <= result["score"] <= 100.0 and result["timings"]["inference_s"] > 0
     assert not [p for p in folder.iterdir() if p.name.startswith("rehearsal-")]    # its RESULT removed
+
+
+BUSY = "import time\nend = time.monotonic() + 300\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def test_on_a_busy_machine_the_next_spare_is_held_back_and_the_grading_says_so(tmp_path, tiny_model_dir):
+    """The spare forked beside a grading warms up at once only where the machine left a CPU idle
+    (warm_server.warm_up_when): with a busy process per CPU it is held back, and the grading it then
+    runs records so (`server["warm_up"]`: "held_back" when its job came within the spare's
+    patience, "after_patience" when the machine was too slow for that)."""
+    gradings = tmp_path / "gradings"
+    req = request(tmp_path, tiny_model_dir)
+    first = grade(req, gradings / "a")
+    assert first.ok and first.server["warm_up"] in ("at_once", "none"), first.server
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(os.cpu_count() or 1)]
+    try:
+        wait_for(lambda: all(psutil.Process(p.pid).cpu_times().user >= 1.0 for p in busy), 120, "the busy loops")
+        seen = []
+        for i in range(4):
+            t0 = time.monotonic()
+            assert grade(req, gradings / f"b{i}").ok          # forks the next spare: the machine is busy
+            third = grade(req, gradings / f"c{i}")            # graded by that spare
+            assert third.ok
+            seen.append(third.server["warm_up"])
+            if time.monotonic() - t0 < warm_server.WARMUP_PATIENCE_S:
+                assert seen[-1] == "held_back", seen    # its job came within its patience
+                break
+            assert seen[-1] in ("held_back", "after_patience"), seen
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()

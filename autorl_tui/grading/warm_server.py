@@ -31,8 +31,9 @@ grading's CPU).
 
 Protocol, one JSON object per line: stdin gets {"job", "uid", "work_dir", "request", "result",
 "env", "rlimits"}; stdout answers {"ready": true, "import_s"} once, then {"job", "status",
-"stamps"} per job (status: exit code, or -signal; stamps: wall-clock times the job was
-accepted, its child said its result was written, and its uid was cleaned up).
+"warm_up", "stamps"} per job (status: exit code, or -signal; warm_up: how its child's warm-up
+went, `_warm_up`; stamps: wall-clock times the job was accepted, its child said its result was
+written, and its uid was cleaned up).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from autorl_tui.grading import warm_server
 from autorl_tui.grading.idle_cpu import IdleGauge
@@ -35,6 +36,7 @@ def test_the_idle_share_of_the_ticks_over_a_span_times_the_cpus(tmp_path):
     assert gauge.idle_cpus() is None
 
 
+@pytest.mark.subprocess
 def test_with_a_busy_process_per_cpu_the_machine_has_no_idle_cpu():
     busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(os.cpu_count() or 1)]
     try:
@@ -64,6 +66,7 @@ def test_a_spare_warms_up_at_once_only_where_the_machine_left_a_cpu_idle():
     assert warm_server.warm_up_when(_Gauge(None)) is True      # cannot tell: as before
 
 
+@pytest.mark.subprocess
 def test_the_servers_reading_of_a_busy_machine_holds_its_spares_warm_up_back():
     busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(os.cpu_count() or 1)]
     try:

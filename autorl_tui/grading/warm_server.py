@@ -262,9 +262,10 @@ class _Child:
     pid: int
     job_w: int
     done_r: int
+    warming: bool = False       # it was given the warm-up model
     eager: bool = True          # it warms up at once (else after WARMUP_PATIENCE_S: warm_up_when)
     forked: float = 0.0         # monotonic
-    warm_up: str = "none"       # for the answer: how its warm-up went, as the server saw it (_warm_up)
+    warm_up: str = "none"       # set at its hand-over, for the answer: how its warm-up went (_warm_up)
 
 
 def _spawn(private_fds: list[int], warmup: str | None = None, cuda: str | None = None, eager: bool = True) -> _Child:
@@ -280,7 +281,7 @@ def _spawn(private_fds: list[int], warmup: str | None = None, cuda: str | None =
     if pid:
         os.close(job_r)
         os.close(done_w)
-        return _Child(pid, job_w, done_r, eager, time.monotonic(), "to come" if warmup else "none")
+        return _Child(pid, job_w, done_r, warming=bool(warmup), eager=eager, forked=time.monotonic())
     code = 3
     try:
         for fd in (job_w, done_r, *private_fds):
@@ -330,7 +331,7 @@ def _warm_up(child: _Child) -> str:
     answer, so the grading's record says why a grading started cold): "at_once" (it may not have
     finished), "held_back" (the machine was busy and the job came within WARMUP_PATIENCE_S: none),
     "after_patience", or "none" (a fresh child, forked for the job; or no warm-up model)."""
-    if child.warm_up == "none":
+    if not child.warming:
         return "none"
     if child.eager:
         return "at_once"

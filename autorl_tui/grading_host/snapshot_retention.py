@@ -65,20 +65,19 @@ def orphaned_copies(snap_root: Path, incoming_before: float | None) -> list[Path
     """The INCOMING blobs of the run made before `incoming_before` (their ctime, which only the
     kernel sets: a copy being written, or written by the engine now alive, is younger); none when
     it is None (an engine holds the home and its start is unknown)."""
-    blobs = snap_root / BLOBS
-    if incoming_before is None or not blobs.is_dir():
-        return []
-    return sorted(p for p in blobs.glob(INCOMING + "*")
-                  if p.is_file() and not p.is_symlink() and p.stat().st_ctime < incoming_before - CTIME_SLACK_S)
+    return _made_before(snap_root / BLOBS, INCOMING + "*", Path.is_file, incoming_before)
 
 
 def orphaned_partials(snap_root: Path, incoming_before: float | None) -> list[Path]:
-    """The PARTIAL snapshot folders of the run made before `incoming_before` (by their ctime, as
-    orphaned_copies); none when it is None."""
-    if incoming_before is None or not snap_root.is_dir():
+    """The PARTIAL snapshot folders of the run made before `incoming_before` (by the same rule)."""
+    return _made_before(snap_root, "*" + PARTIAL, Path.is_dir, incoming_before)
+
+
+def _made_before(folder: Path, pattern: str, kind, incoming_before: float | None) -> list[Path]:
+    if incoming_before is None or not folder.is_dir():
         return []
-    return sorted(p for p in snap_root.glob("*" + PARTIAL)
-                  if p.is_dir() and not p.is_symlink() and p.stat().st_ctime < incoming_before - CTIME_SLACK_S)
+    return sorted(p for p in folder.glob(pattern)
+                  if kind(p) and not p.is_symlink() and p.stat().st_ctime < incoming_before - CTIME_SLACK_S)
 
 
 def plan_run(snap_root: Path, run: dict, submissions: list[dict], keep_last: int,
